@@ -1,0 +1,12 @@
+"""bm25lab's search engine: tokenizers, an inverted index, BM25 variants and fast top-k search.
+
+    from engine import Tokenizer, Index, Hit
+"""
+from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
+from .index import Index
+from .records import Document, Hit
+from .scoring import VARIANTS
+from .tokenization import Tokenizer
+
+__all__ = ["BM25LabError", "Document", "Hit", "Index", "IndexFormatError", "IndexLockedError", "InputError",
+           "Tokenizer", "VARIANTS"]

@@ -1,0 +1,29 @@
+"""The engine's user-facing errors: one base type, one line of text each."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class BM25LabError(Exception):
+    """Base of every error bm25lab raises for bad input or bad state (never for its own bugs)."""
+
+
+class InputError(BM25LabError, ValueError):
+    """Bad input data; names the file and, where known, the 1-based line."""
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.reason = message
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{line}: " if line is not None else f"{self.path}: "
+        super().__init__(where + message)
+
+
+class IndexFormatError(BM25LabError):
+    """An index directory that cannot be loaded: missing, corrupted or of an unknown format version."""
+
+
+class IndexLockedError(BM25LabError):
+    """Another process holds the index's write lock."""

@@ -1,0 +1,124 @@
+"""Query-time scoring: BM25 weights over postings, vectorised accumulation, top-k.
+
+Per search, each posting of a query term gets the weight ``idf(t) * (tf_part(tf, dl) - tf_part(0))``
+and the weights of a document's postings are summed; ``sum_t idf(t) * tf_part(0)`` (non-zero only
+for ``bm25l`` and ``bm25+``) is then added to every matching document. All arithmetic is float64.
+
+Single queries compute the weights of their own postings only. Batches compute the weights of all
+postings once per parameter set (:meth:`Scorer.prepare`) and then only gather and add.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .postings import Postings
+from .scoring import Params, get_variant
+from .selection import top_k
+
+# A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
+# denser queries use one dense array of N scores. Both add in the same order: same float results.
+_SPARSE_RATIO = 8
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's distinct known terms (ascending term ids) and how often each occurs in the query."""
+
+    term_ids: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def empty(self) -> bool:
+        return self.term_ids.shape[0] == 0
+
+
+class Scorer:
+    """Scores queries against one :class:`Postings` with collection statistics taken from it."""
+
+    def __init__(self, postings: Postings, id_rank: np.ndarray) -> None:
+        self.postings = postings
+        self.id_rank = id_rank
+        self.n_docs = postings.num_docs
+        total = int(postings.doc_lengths.sum(dtype=np.int64))
+        self.avgdl = total / self.n_docs if self.n_docs else 0.0
+        self._idf: dict[str, np.ndarray] = {}
+        self._weights: tuple[Params, np.ndarray] | None = None
+
+    # ------------------------------------------------------------------ statistics
+    def idf(self, variant: str) -> np.ndarray:
+        """idf of every vocabulary term under ``variant`` (cached: it does not depend on k1, b)."""
+        if variant not in self._idf:
+            df = self.postings.document_frequencies()
+            self._idf[variant] = get_variant(variant).idf(df, self.n_docs)
+        return self._idf[variant]
+
+    def query_terms(self, tokens: Sequence[str]) -> QueryTerms:
+        """Known terms of ``tokens`` with their multiplicity; unknown tokens are dropped."""
+        counts = Counter(tokens)
+        pairs = sorted((tid, n) for tid, n in ((self.postings.term_id(t), n) for t, n in counts.items())
+                       if tid is not None)
+        return QueryTerms(np.array([p[0] for p in pairs], dtype=np.int64),
+                          np.array([p[1] for p in pairs], dtype=np.float64))
+
+    # ------------------------------------------------------------------ weights
+    def _posting_weights(self, sl: slice, idf: float, params: Params, zero: float) -> np.ndarray:
+        p = self.postings
+        docs = p.doc_nums[sl]
+        tf_part = get_variant(params.variant).tf_part(p.tfs[sl], p.doc_lengths[docs], self.avgdl,
+                                                      params.k1, params.b, params.delta)
+        return idf * (tf_part - zero) if zero else idf * tf_part
+
+    def prepare(self, params: Params) -> np.ndarray:
+        """Weights of all postings for ``params`` (resolved), computed once and kept for the next batch."""
+        if self._weights is not None and self._weights[0] == params:
+            return self._weights[1]
+        p = self.postings
+        variant = get_variant(params.variant)
+        zero = variant.zero_tf_part(params.k1, params.b, params.delta)
+        term_of = np.repeat(np.arange(p.num_terms, dtype=np.int32), p.document_frequencies())
+        idf = self.idf(params.variant)[term_of]
+        tf_part = variant.tf_part(p.tfs, p.doc_lengths[p.doc_nums], self.avgdl, params.k1, params.b, params.delta)
+        weights = idf * (tf_part - zero) if zero else idf * tf_part
+        self._weights = (params, weights)
+        return weights
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, query: QueryTerms, params: Params, use_prepared: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(document numbers, scores) of every document matching at least one query term."""
+        if query.empty:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        p = self.postings
+        idf = self.idf(params.variant)
+        zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+        prepared = self.prepare(params) if use_prepared else None
+        spans = [p.span(int(t)) for t in query.term_ids]
+        doc_parts, weight_parts = [], []
+        for t, n, sl in zip(query.term_ids, query.counts, spans):
+            w = prepared[sl] if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
+            doc_parts.append(p.doc_nums[sl])
+            weight_parts.append(w * n if n != 1 else w)
+        total = sum(len(d) for d in doc_parts)
+        if total * _SPARSE_RATIO < self.n_docs:
+            docs, inverse = np.unique(np.concatenate(doc_parts), return_inverse=True)
+            scores = np.bincount(inverse, weights=np.concatenate(weight_parts), minlength=docs.shape[0])
+        else:
+            dense = np.zeros(self.n_docs, dtype=np.float64)
+            hit = np.zeros(self.n_docs, dtype=bool)
+            for d, w in zip(doc_parts, weight_parts):
+                dense[d] += w
+                hit[d] = True
+            docs = np.flatnonzero(hit)
+            scores = dense[docs]
+        if zero:
+            scores = scores + float(np.dot(idf[query.term_ids] * zero, query.counts))
+        return docs, scores
+
+    def top(self, query: QueryTerms, k: int, params: Params, use_prepared: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``k`` (document numbers, scores), best first, ties by document id descending."""
+        docs, scores = self.score(query, params, use_prepared)
+        best = top_k(docs, scores, self.id_rank, k)
+        return docs[best], scores[best]

@@ -1,0 +1,162 @@
+"""BM25 variants: idf and term-frequency parts as named pure functions, looked up in one registry.
+
+Notation: N documents, n = document frequency of the term, tf = its frequency in the document,
+dl = document length in terms, avgdl = mean document length, k1, b, delta = parameters chosen per
+search. A document's score for a query is the sum, over the query's terms (a repeated query term
+counts each time, as in Lucene and rank_bm25), of ``idf(term) * tf_part(tf, dl)``.
+
+Variants whose ``tf_part(0) != 0`` (``bm25l``, ``bm25+``) give every document a contribution for
+each query term it does *not* contain; it is added to every matching document, as rank_bm25 and
+bm25s do. A document that contains none of the query's terms is never returned.
+
+Sources: Kamphuis, de Vries, Boytsov, Lin, "Which BM25 Do You Mean? A Large-Scale Reproducibility
+Study of Scoring Variants" (ECIR 2020); bm25s ``scoring.py``; rank_bm25 ``BM25Okapi``, ``BM25L``,
+``BM25Plus``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+FloatArray = np.ndarray
+
+DEFAULT_K1 = 0.9
+DEFAULT_B = 0.4
+OKAPI_EPSILON = 0.25
+
+
+# ---------------------------------------------------------------- idf ----------------------------
+
+def idf_lucene(df: np.ndarray, n_docs: int) -> FloatArray:
+    """Lucene: ``ln(1 + (N - n + 0.5) / (n + 0.5))``; always positive."""
+    df = df.astype(np.float64)
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+def idf_robertson(df: np.ndarray, n_docs: int) -> FloatArray:
+    """Robertson-Sparck Jones: ``ln((N - n + 0.5) / (n + 0.5))``, floored at 0 as bm25s does."""
+    df = df.astype(np.float64)
+    return np.log(np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
+
+
+def idf_atire(df: np.ndarray, n_docs: int) -> FloatArray:
+    """ATIRE: ``ln(N / n)``."""
+    return np.log(n_docs / df.astype(np.float64))
+
+
+def idf_bm25l(df: np.ndarray, n_docs: int) -> FloatArray:
+    """BM25L (Lv and Zhai 2011): ``ln((N + 1) / (n + 0.5))``."""
+    return np.log((n_docs + 1.0) / (df.astype(np.float64) + 0.5))
+
+
+def idf_bm25plus(df: np.ndarray, n_docs: int) -> FloatArray:
+    """BM25+ (Lv and Zhai 2011): ``ln((N + 1) / n)``."""
+    return np.log((n_docs + 1.0) / df.astype(np.float64))
+
+
+def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> FloatArray:
+    """rank_bm25 ``BM25Okapi``: ``ln(N - n + 0.5) - ln(n + 0.5)``; a negative idf becomes
+    ``epsilon * mean idf`` where the mean is taken over the whole vocabulary *before* the floor
+    (``BM25Okapi._calc_idf``). Computed as two logarithms, exactly as rank_bm25 does."""
+    df = df.astype(np.float64)
+    idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+    if idf.size:
+        floor = epsilon * (float(np.sum(idf)) / idf.size)
+        idf = np.where(idf < 0, floor, idf)
+    return idf
+
+
+# ---------------------------------------------------------------- tf part ------------------------
+
+def _norm(dl: np.ndarray, avgdl: float, b: float) -> FloatArray:
+    """Length normalisation ``1 - b + b * dl / avgdl`` (1 when the collection is empty)."""
+    if avgdl <= 0:
+        return np.ones_like(dl, dtype=np.float64)
+    return 1.0 - b + b * (dl.astype(np.float64) / avgdl)
+
+
+def tf_lucene(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
+    """Lucene, Robertson: ``tf / (tf + k1 * (1 - b + b * dl / avgdl))`` (no ``k1 + 1`` factor)."""
+    tf = tf.astype(np.float64)
+    return tf / (tf + k1 * _norm(dl, avgdl, b))
+
+
+def tf_atire(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
+    """ATIRE, Okapi: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``."""
+    tf = tf.astype(np.float64)
+    return tf * (k1 + 1.0) / (tf + k1 * _norm(dl, avgdl, b))
+
+
+def tf_bm25l(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
+    """BM25L: with ``c = tf / (1 - b + b * dl / avgdl)``, ``(k1 + 1) * (c + delta) / (k1 + c + delta)``."""
+    c = tf.astype(np.float64) / _norm(dl, avgdl, b)
+    return (k1 + 1.0) * (c + delta) / (k1 + c + delta)
+
+
+def tf_bm25plus(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
+    """BM25+: ``(k1 + 1) * tf / (k1 * (1 - b + b * dl / avgdl) + tf) + delta``."""
+    tf = tf.astype(np.float64)
+    return (k1 + 1.0) * tf / (k1 * _norm(dl, avgdl, b) + tf) + delta
+
+
+# ---------------------------------------------------------------- registry -----------------------
+
+@dataclass(frozen=True)
+class Variant:
+    """A BM25 variant: its idf, its tf part and its default ``delta`` (0 where unused)."""
+
+    name: str
+    idf: Callable[[np.ndarray, int], FloatArray]
+    tf_part: Callable[[np.ndarray, np.ndarray, float, float, float, float], FloatArray]
+    default_delta: float = 0.0
+    description: str = ""
+
+    def zero_tf_part(self, k1: float, b: float, delta: float) -> float:
+        """``tf_part(0)``: independent of the document length for every variant here."""
+        return float(self.tf_part(np.zeros(1), np.ones(1), 1.0, k1, b, delta)[0])
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("lucene", idf_lucene, tf_lucene, 0.0, "Lucene/Anserini BM25 (default)"),
+        Variant("robertson", idf_robertson, tf_lucene, 0.0, "Robertson et al.; idf floored at 0"),
+        Variant("atire", idf_atire, tf_atire, 0.0, "ATIRE: idf ln(N/n), tf part with k1 + 1"),
+        Variant("bm25l", idf_bm25l, tf_bm25l, 0.5, "BM25L (Lv and Zhai), delta default 0.5"),
+        Variant("bm25+", idf_bm25plus, tf_bm25plus, 1.0, "BM25+ (Lv and Zhai), delta default 1.0"),
+        Variant("okapi", idf_okapi, tf_atire, 0.0, "exactly rank_bm25's BM25Okapi (epsilon 0.25)"),
+    )
+}
+DEFAULT_VARIANT = "lucene"
+
+
+def get_variant(name: str) -> Variant:
+    """The variant called ``name``; an unknown name is a ValueError listing the known ones."""
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown BM25 variant {name!r}; choose one of: {', '.join(VARIANTS)}") from None
+
+
+@dataclass(frozen=True)
+class Params:
+    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default)."""
+
+    variant: str = DEFAULT_VARIANT
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    delta: float | None = None
+
+    def resolved(self) -> "Params":
+        """Check the values and fill in the variant's default delta."""
+        variant = get_variant(self.variant)
+        if not (np.isfinite(self.k1) and self.k1 >= 0):
+            raise ValueError(f"k1 must be a finite number >= 0, got {self.k1}")
+        if not (np.isfinite(self.b) and 0 <= self.b <= 1):
+            raise ValueError(f"b must be between 0 and 1, got {self.b}")
+        delta = variant.default_delta if self.delta is None else float(self.delta)
+        if not (np.isfinite(delta) and delta >= 0):
+            raise ValueError(f"delta must be a finite number >= 0, got {delta}")
+        return Params(self.variant, float(self.k1), float(self.b), delta)
