@@ -95,7 +95,7 @@ class Index:
                     raise InputError(f"duplicate document id {doc.id!r}")
                 seen[doc.id] = len(seen)
                 pending.append(doc)
-                yield doc.text if not doc.title else f"{doc.title}\n{doc.text}"
+                yield doc.full_text
 
         try:
             for tokens in tokenizer.tokenize_many(texts(), workers=workers):

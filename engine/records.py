@@ -14,6 +14,11 @@ class Document:
     title: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def full_text(self) -> str:
+        """What the index analyses: the title, a newline, then the text (the text alone without a title)."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

@@ -1,0 +1,183 @@
+"""Index behaviour: building, the tie rule, k, empty queries, Chinese search, save/load and damage."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import Hit, Index, IndexFormatError, InputError, Tokenizer
+
+WS = Tokenizer("whitespace", stopwords=None)
+
+
+def test_build_accepts_pairs_dicts_and_documents() -> None:
+    from engine import Document
+
+    index = Index.build([("a", "x y"), {"_id": "b", "title": "T", "text": "y z", "lang": "en"},
+                         {"id": "c", "text": "z"}, Document("d", "x")], tokenizer=WS)
+    assert list(index.doc_ids) == ["a", "b", "c", "d"]
+    assert index.document("b").title == "T"
+    assert index.document("b").metadata == {"lang": "en"}
+    assert index.document("nope") is None
+
+
+def test_duplicate_id_is_an_error_naming_it() -> None:
+    with pytest.raises(InputError, match="'a'"):
+        Index.build([("a", "x"), ("b", "y"), ("a", "z")], tokenizer=WS)
+
+
+def test_empty_document_is_kept_with_length_zero() -> None:
+    index = Index.build([("a", ""), ("b", "x x")], tokenizer=WS)
+    assert index.num_docs == 2
+    assert index.avgdl == 1.0
+    assert [h.doc_id for h in index.search("x")] == ["b"]
+
+
+def test_tie_rule_score_then_doc_id_descending() -> None:
+    # four identical documents: equal scores, so the order is by id descending (trec_eval's rule)
+    docs = [("d10", "x"), ("d2", "x"), ("d1", "x"), ("D3", "x"), ("e", "y")]
+    index = Index.build(docs, tokenizer=WS)
+    hits = index.search("x", k=10)
+    assert [h.doc_id for h in hits] == ["d2", "d10", "d1", "D3"]
+    assert len({h.score for h in hits}) == 1
+    # cut inside a tie: the k best by the same rule, not whatever a partition left
+    assert [h.doc_id for h in index.search("x", k=2)] == ["d2", "d10"]
+
+
+def test_k_larger_than_corpus_and_nonmatching_documents() -> None:
+    index = Index.build([("a", "x y"), ("b", "y"), ("c", "z")], tokenizer=WS)
+    hits = index.search("y", k=1000)
+    assert {h.doc_id for h in hits} == {"a", "b"}
+
+
+@pytest.mark.parametrize("query", ["", "   ", "unknownterm", "the of and"])
+def test_queries_without_known_terms_return_nothing(query: str) -> None:
+    index = Index.build([("a", "boundary layer"), ("b", "the shock")], tokenizer=Tokenizer("en"))
+    assert index.search(query) == []
+    assert index.search_many({"q": query}) == {"q": []}
+
+
+@pytest.mark.parametrize("k", [0, -1, 1.5])
+def test_bad_k(k) -> None:
+    index = Index.build([("a", "x")], tokenizer=WS)
+    with pytest.raises(ValueError, match="k must be"):
+        index.search("x", k=k)
+
+
+def test_hit_gives_title_and_text() -> None:
+    index = Index.build([{"id": "a", "title": "Heat", "text": "heat transfer"}], tokenizer=Tokenizer("en"))
+    (hit,) = index.search("heat")
+    assert isinstance(hit, Hit)
+    assert (hit.doc_id, hit.title, hit.text) == ("a", "Heat", "heat transfer")
+
+
+def test_chinese_query_finds_document_containing_it_first() -> None:
+    docs = [("1", "清华大学位于北京市海淀区，是中国著名的高等学府。"),
+            ("2", "北京大学与清华相邻。"),
+            ("3", "大学生在学校学习数学。"),
+            ("4", "今天天气很好。")]
+    index = Index.build(docs, tokenizer=Tokenizer("zh"))
+    hits = index.search("清华大学")
+    assert hits[0].doc_id == "1"
+    assert hits[0].score > 0
+    # bm25s's default tokenizer (regex \w\w+) keeps each Chinese clause as one token, so the query
+    # term 清华大学 is not in its vocabulary and every document scores 0 there
+    import bm25s
+
+    corpus = bm25s.tokenize([d[1] for d in docs], stopwords=None, show_progress=False, return_ids=False)
+    (query,) = bm25s.tokenize(["清华大学"], stopwords=None, show_progress=False, return_ids=False)
+    assert corpus[0][0] == "清华大学位于北京市海淀区"
+    assert not set(query) & {t for doc in corpus for t in doc}
+
+
+def test_mixed_chinese_and_english() -> None:
+    docs = [("a", "iPhone 15 价格 是 多少"), ("b", "华为手机价格"), ("c", "apple iphone review")]
+    index = Index.build(docs, tokenizer=Tokenizer("auto"))
+    assert [h.doc_id for h in index.search("iPhone 15 价格")][0] == "a"
+    assert {h.doc_id for h in index.search("价格")} == {"a", "b"}
+
+
+def test_search_many_parallel_equals_serial(cranfield_index, cranfield) -> None:
+    queries = cranfield.judged_queries()
+    serial = cranfield_index.search_many(queries, k=100, workers=1)
+    parallel = cranfield_index.search_many(queries, k=100, workers=2)
+    assert serial.keys() == parallel.keys() == queries.keys()
+    for qid in queries:
+        assert [(h.doc_id, h.score) for h in serial[qid]] == [(h.doc_id, h.score) for h in parallel[qid]]
+        single = cranfield_index.search(queries[qid], k=100)
+        assert [(h.doc_id, h.score) for h in single] == [(h.doc_id, h.score) for h in serial[qid]]
+
+
+def test_save_load_identical(tmp_path: Path, cranfield_index, cranfield) -> None:
+    cranfield_index.save(tmp_path / "idx")
+    loaded = Index.load(tmp_path / "idx")
+    assert loaded.counts() == cranfield_index.counts()
+    assert loaded.tokenizer.config() == cranfield_index.tokenizer.config()
+    queries = dict(list(cranfield.judged_queries().items())[:40])
+    for variant in ("lucene", "okapi", "bm25+"):
+        a = cranfield_index.search_many(queries, k=50, variant=variant)
+        b = loaded.search_many(queries, k=50, variant=variant)
+        assert {q: [(h.doc_id, h.score) for h in v] for q, v in a.items()} == \
+               {q: [(h.doc_id, h.score) for h in v] for q, v in b.items()}
+    first = loaded.search(queries[next(iter(queries))], k=1)[0]
+    assert first.text and first.text == cranfield_index.document(first.doc_id).text
+    assert isinstance(loaded._segment.postings.doc_nums, np.memmap)
+
+
+def test_save_refuses_to_overwrite(tmp_path: Path) -> None:
+    index = Index.build([("a", "x")], tokenizer=WS)
+    index.save(tmp_path / "i")
+    with pytest.raises(FileExistsError):
+        index.save(tmp_path / "i")
+    Index.build([("b", "y")], tokenizer=WS).save(tmp_path / "i", overwrite=True)
+    assert list(Index.load(tmp_path / "i").doc_ids) == ["b"]
+    assert len([p for p in (tmp_path / "i").iterdir() if p.name.startswith("seg-")]) == 1
+
+
+def _saved(tmp_path: Path) -> Path:
+    Index.build([("a", "x y"), ("b", "y z")], tokenizer=WS).save(tmp_path / "i")
+    return tmp_path / "i"
+
+
+def test_corrupted_array_is_a_clear_error(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    (array_file,) = path.glob("seg-*/tfs.npy")
+    data = bytearray(array_file.read_bytes())
+    data[-1] ^= 0xFF
+    array_file.write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError, match="checksum mismatch.*rebuild"):
+        Index.load(path)
+
+
+def test_truncated_array_is_a_clear_error(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    (array_file,) = path.glob("seg-*/doc_nums.npy")
+    array_file.write_bytes(array_file.read_bytes()[:-4])
+    with pytest.raises(IndexFormatError, match="size differs"):
+        Index.load(path)
+
+
+def test_unknown_format_version_says_what_to_do(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    manifest = json.loads((path / "index.json").read_text())
+    manifest["format_version"] = 99
+    (path / "index.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="version 99.*upgrade bm25lab"):
+        Index.load(path)
+
+
+def test_folder_that_is_not_an_index(tmp_path: Path) -> None:
+    with pytest.raises(IndexFormatError, match="not a bm25lab index"):
+        Index.load(tmp_path)
+    with pytest.raises(IndexFormatError, match="no such index"):
+        Index.load(tmp_path / "missing")
+
+
+def test_tokenizer_is_restored_with_the_index(tmp_path: Path) -> None:
+    tok = Tokenizer("en", stem=False, stopwords=["boundary"])
+    Index.build([("a", "boundary layers"), ("b", "layer")], tokenizer=tok).save(tmp_path / "i")
+    loaded = Index.load(tmp_path / "i")
+    assert loaded.tokenizer.config() == tok.config()
+    assert [h.doc_id for h in loaded.search("boundary layers")] == ["a"]
