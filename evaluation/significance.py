@@ -264,11 +264,15 @@ def randomization_test(a: ArrayLike, b: ArrayLike, trials: int = DEFAULT_TRIALS,
     d = _paired_differences(a, b)
     trials = _checked_trials(trials)
     rng = np.random.default_rng(seed)
+    total = float(d.sum())
     sums = []
     for rows in _chunks(trials, d.size):
-        signs = rng.integers(0, 2, size=(rows, d.size), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        sums.append(signs @ d)
-    p = _tail_p_value(sums, float(d.sum()), float(np.abs(d).sum()), trials)
+        # one random bit per query (unpacked from random bytes): 1 keeps the sign, 0 flips it, and
+        # sum_i s_i d_i = 2 * sum_{bit_i = 1} d_i - sum_i d_i
+        random_bytes = rng.integers(0, 256, size=(rows, (d.size + 7) // 8), dtype=np.uint8)
+        keep = np.unpackbits(random_bytes, axis=1, count=d.size).astype(np.float64)
+        sums.append(2.0 * (keep @ d) - total)
+    p = _tail_p_value(sums, total, float(np.abs(d).sum()), trials)
     return TestResult("randomization", float(d.mean()), p, float(d.mean()), d.size, trials)
 
 
