@@ -184,7 +184,8 @@ def _parse_json_object(line: str, path: Path, lineno: int) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise InputError(f"invalid JSON: {exc}", path, lineno) from None
     if not isinstance(value, dict):
-        raise InputError(f"expected a JSON object, found {_json_type(value)}", path, lineno)
+        hint = " (expected JSON Lines: one object per line, not a JSON array)" if isinstance(value, list) else ""
+        raise InputError(f"expected a JSON object, found {_json_type(value)}{hint}", path, lineno)
     if "\\u" in line and _has_surrogate(value):
         raise InputError("a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)", path, lineno)
     return value
@@ -357,15 +358,20 @@ def _csv_document(row: list[str], header: list[str], columns: tuple[int, int, in
 
 
 def _walk(folder: Path, keep: Callable[[str], bool]) -> Iterator[Path]:
-    """Files under ``folder`` whose name passes ``keep``, recursively, sorted, hidden entries skipped."""
-    def fail(exc: OSError) -> None:
-        raise InputError(f"cannot list: {exc.strerror or exc}", exc.filename or folder)
-
-    for root, dirs, files in os.walk(folder, onerror=fail):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and keep(name):
-                yield Path(root) / name
+    """Files under ``folder`` whose name passes ``keep``, depth first in sorted name order (so in the
+    order of their relative paths compared component by component), hidden entries skipped, symbolic
+    links to folders not followed."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror or exc}", folder) from None
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path), keep)
+        elif entry.is_file() and keep(entry.name):
+            yield Path(entry.path)
 
 
 def _is_txt(name: str) -> bool:
