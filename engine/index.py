@@ -24,7 +24,7 @@ from .docstore import DocStore, DocStoreWriter
 from .errors import IndexFormatError, InputError
 from .postings import PostingsBuilder
 from .records import Document, Hit
-from .retrieval import QueryTerms, Scorer
+from .retrieval import QueryBatch, QueryTerms, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
 from .selection import id_ranks
 from .tokenization import Tokenizer
@@ -219,6 +219,13 @@ class Index:
             return [self._scorer.top(q, k, params, use_prepared=True) for q in terms]
         return _parallel_top(self._scorer, terms, k, params, workers)
 
+    def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
+        """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
+        (grid search): each :meth:`PreparedBatch.search` reuses the postings and the tokens."""
+        qids = list(queries)
+        tokens = self.tokenizer.tokenize_many(queries[q] for q in qids)
+        return PreparedBatch(self, qids, QueryBatch(self._scorer, [self._scorer.query_terms(t) for t in tokens]))
+
     def _hits(self, docs: np.ndarray, scores: np.ndarray) -> list[Hit]:
         ids = self._segment.doc_ids
         fetch = self._store.get
@@ -227,6 +234,24 @@ class Index:
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
         return f"Index(documents={self.num_docs}, terms={self.num_terms}{where})"
+
+
+class PreparedBatch:
+    """A batch of analysed queries bound to an index; see :meth:`Index.batch`."""
+
+    def __init__(self, index: Index, qids: list[str], batch: QueryBatch) -> None:
+        self.index = index
+        self.qids = qids
+        self._batch = batch
+
+    def search(self, k: int = 1000, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+               delta: float | None = None) -> dict[str, list[tuple[str, float]]]:
+        """``{qid: [(doc_id, score), ...]}``, best first: the same results as :meth:`Index.search_many`."""
+        k = _check_k(k)
+        params = Params(variant, k1, b, delta).resolved()
+        ids = self.index.doc_ids
+        return {qid: [(ids[d], s) for d, s in zip(docs.tolist(), scores.tolist())]
+                for qid, (docs, scores) in zip(self.qids, self._batch.top(params, k))}
 
 
 # ---------------------------------------------------------------------- parallel batches

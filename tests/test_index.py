@@ -181,3 +181,12 @@ def test_tokenizer_is_restored_with_the_index(tmp_path: Path) -> None:
     loaded = Index.load(tmp_path / "i")
     assert loaded.tokenizer.config() == tok.config()
     assert [h.doc_id for h in loaded.search("boundary layers")] == ["a"]
+
+
+def test_prepared_batch_equals_search_many(cranfield_index, cranfield) -> None:
+    queries = dict(list(cranfield.judged_queries().items())[:50])
+    batch = cranfield_index.batch(queries)
+    for params in (dict(), dict(variant="okapi", k1=1.5, b=0.75), dict(variant="bm25l", k1=1.2, b=0.3)):
+        expected = cranfield_index.search_many(queries, k=100, workers=1, **params)
+        got = batch.search(k=100, **params)
+        assert got == {q: [(h.doc_id, h.score) for h in hits] for q, hits in expected.items()}
