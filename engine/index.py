@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import storage
+from . import accel, storage
 from .docstore import DocStore, DocStoreWriter
 from .errors import IndexFormatError, InputError
 from .postings import PostingsBuilder
@@ -215,6 +215,9 @@ class Index:
         terms = [self._scorer.query_terms(q) for q in queries]
         self._scorer.prepare(params)
         workers = _worker_count(workers)
+        compiled = accel.batch_top_k(self._scorer, terms, k, params, workers)
+        if compiled is not None:
+            return compiled
         if workers <= 1 or len(terms) < _MIN_PARALLEL_QUERIES:
             return [self._scorer.top(q, k, params, use_prepared=True) for q in terms]
         return _parallel_top(self._scorer, terms, k, params, workers)

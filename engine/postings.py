@@ -66,7 +66,7 @@ class PostingsBuilder:
         self._vocab: dict[str, int] = {}
         self._lengths = array("i")
         self._pending_terms = array("i")
-        self._pending_docs = array("i")
+        self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     @property
@@ -77,24 +77,29 @@ class PostingsBuilder:
         """Add one document's tokens; returns its document number."""
         doc_num = len(self._lengths)
         vocab = self._vocab
-        ids = [vocab.setdefault(t, len(vocab)) for t in tokens]
+        try:
+            ids = list(map(vocab.__getitem__, tokens))
+        except KeyError:  # a new term: assign ids in first-seen order
+            ids = [vocab.setdefault(t, len(vocab)) for t in tokens]
         self._lengths.append(len(ids))
         self._pending_terms.extend(ids)
-        self._pending_docs.extend([doc_num] * len(ids))
         if len(self._pending_terms) >= _CHUNK_TOKENS:
             self._flush()
         return doc_num
 
     def _flush(self) -> None:
+        """Reduce the pending tokens to sorted (term, doc, tf) triples."""
         if not self._pending_terms:
+            self._flushed_docs = len(self._lengths)
             return
         terms = np.frombuffer(self._pending_terms, dtype=np.int32).astype(np.int64)
-        docs = np.frombuffer(self._pending_docs, dtype=np.int32).astype(np.int64)
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:]
+        docs = np.repeat(np.arange(self._flushed_docs, len(self._lengths), dtype=np.int64), lengths)
         keys, counts = np.unique((terms << 32) | docs, return_counts=True)
         self._chunks.append(((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32),
                              counts.astype(np.int32)))
         self._pending_terms = array("i")
-        self._pending_docs = array("i")
+        self._flushed_docs = len(self._lengths)
 
     def finish(self) -> Postings:
         """Sort the vocabulary (code point order) and lay the postings out by term."""
