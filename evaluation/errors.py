@@ -1,0 +1,16 @@
+"""Errors the evaluation package raises for bad input.
+
+Bad files and bad in-memory data raise the engine's :class:`~engine.errors.InputError`
+(``"path:line: message"``, one line); an unknown measure name or a bad option raises
+:class:`MeasureError`, whose message lists the known measures. Both derive from
+:class:`~engine.errors.BM25LabError` and :class:`ValueError`.
+"""
+from __future__ import annotations
+
+from engine.errors import BM25LabError, InputError
+
+__all__ = ["BM25LabError", "InputError", "MeasureError"]
+
+
+class MeasureError(BM25LabError, ValueError):
+    """An unknown measure name, a bad measure parameter or a bad evaluation option."""

@@ -1,0 +1,153 @@
+"""``evaluate``: qrels + run -> per-query values and means, with trec_eval's rules for missing data.
+
+Which queries count (this module is their one owner):
+
+- A query is *judged* when the qrels hold at least one line for it (any label, even only 0s or
+  negatives). Queries without judgments are always ignored; :attr:`EvaluationResult.not_judged`
+  lists the run's queries that were ignored for that reason.
+- By default the averaged queries are the judged queries that appear in the run (trec_eval's
+  default). A query given with an empty ranking (possible in a dict) appears in the run.
+- With ``complete`` (trec_eval ``-c``) every judged query is averaged; a query missing from the run
+  scores 0 on every measure (where the measure is defined for it), as trec_eval's ``-c`` counts it.
+  :attr:`EvaluationResult.missing_from_run` lists the judged queries absent from the run either way.
+- A measure undefined for a query (``AUC`` without both relevant and judged non-relevant documents)
+  has no value for it: the query is left out of ``per_query[qid]`` for that measure and out of its
+  mean, and :attr:`EvaluationResult.undefined` names it.
+
+Options as in trec_eval: ``rel`` is the relevance threshold (``-l``; judgments ``>= rel`` are
+relevant; nDCG ignores it), ``judged_only`` drops unjudged documents from the ranking before
+measuring (``-J``). Means are arithmetic means over the averaged queries (trec_eval's summary line
+sums the counts ``num_ret``, ``num_rel``, ``num_rel_ret`` instead: see
+:attr:`EvaluationResult.summary`). Query ids are reported in natural order (``2`` before ``10``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from evaluation.errors import MeasureError
+from evaluation.measures import parse_measures
+from evaluation.ranking import Qrels, Run, judged_ranking, natural_key
+
+__all__ = ["EvaluationResult", "QuerySelection", "evaluate", "select_queries"]
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Per-query values and means of one run.
+
+    ``per_query[qid][measure]`` and ``mean[measure]`` use the measure names exactly as passed to
+    :func:`evaluate`. ``num_queries`` is the number of averaged queries. ``mean`` is NaN for a measure
+    no query could be averaged for.
+    """
+
+    measures: tuple[str, ...]
+    per_query: dict[str, dict[str, float]]
+    mean: dict[str, float]
+    num_queries: int
+    undefined: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    missing_from_run: tuple[str, ...] = ()
+    not_judged: tuple[str, ...] = ()
+    rel: int = 1
+    complete: bool = False
+    judged_only: bool = False
+    run_name: str = ""
+    totals: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> dict[str, float]:
+        """trec_eval's ``all`` figure per measure: the sum for counts (``num_*``), else the mean."""
+        return {
+            name: (math.fsum(v[name] for v in self.per_query.values() if name in v) if name in self.totals else value)
+            for name, value in self.mean.items()
+        }
+
+    def values(self, measure: str) -> dict[str, float]:
+        """``{qid: value}`` of one measure, for the queries where it is defined."""
+        return {qid: v[measure] for qid, v in self.per_query.items() if measure in v}
+
+
+@dataclass(frozen=True)
+class QuerySelection:
+    """The averaged queries and the queries set aside, each in natural order."""
+
+    averaged: tuple[str, ...]
+    missing_from_run: tuple[str, ...]
+    not_judged: tuple[str, ...]
+
+
+def select_queries(qrels: Qrels, run: Run, *, complete: bool) -> QuerySelection:
+    """Which queries are averaged: judged and in the run, or (``complete``) every judged query."""
+    judged = set(qrels.qids)
+    in_run = set(run.qids)
+    averaged = [q for q in qrels.qids if complete or q in in_run]
+    missing = [q for q in qrels.qids if q not in in_run]
+    ignored = [q for q in run.qids if q not in judged]
+    return QuerySelection(*(tuple(sorted(qs, key=natural_key)) for qs in (averaged, missing, ignored)))
+
+
+def evaluate(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Any],
+    measures: Iterable[str] | str,
+    complete: bool = False,
+    rel: int = 1,
+    judged_only: bool = False,
+) -> EvaluationResult:
+    """Evaluate ``run`` against ``qrels`` with the named measures (``["P@10", "nDCG@10", "AP"]``).
+
+    ``qrels`` is a :class:`~evaluation.ranking.Qrels` or ``{qid: {docid: grade}}``; ``run`` a
+    :class:`~evaluation.ranking.Run` or ``{qid: {docid: score}}`` (or lists of pairs or hits).
+    Raises :class:`~evaluation.errors.MeasureError` for an unknown measure or a bad option.
+    """
+    parsed = parse_measures(measures)
+    if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
+        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
+    qrels = Qrels.from_dict(qrels)
+    run = Run.from_dict(run)
+    selection = select_queries(qrels, run, complete=complete)
+    ranking = judged_ranking(qrels, run, selection.averaged, rel=int(rel), judged_only=judged_only)
+    values = {m.name: _score_missing_as_zero(m(ranking), ranking.in_run) for m in parsed}
+    per_query, undefined = _per_query(selection.averaged, values)
+    return EvaluationResult(
+        measures=tuple(m.name for m in parsed),
+        per_query=per_query,
+        mean={name: _mean(v) for name, v in values.items()},
+        num_queries=len(selection.averaged),
+        undefined=undefined,
+        missing_from_run=selection.missing_from_run,
+        not_judged=selection.not_judged,
+        rel=int(rel),
+        complete=complete,
+        judged_only=judged_only,
+        run_name=run.name,
+        totals=tuple(m.name for m in parsed if m.definition.total),
+    )
+
+
+def _score_missing_as_zero(values: np.ndarray, in_run: np.ndarray) -> np.ndarray:
+    """A query missing from the run scores 0 where the measure is defined (only under ``complete``)."""
+    if in_run.all():
+        return values
+    return np.where(~in_run & ~np.isnan(values), 0.0, values)
+
+
+def _per_query(
+    qids: tuple[str, ...], values: Mapping[str, np.ndarray]
+) -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, ...]]]:
+    columns = {name: v.tolist() for name, v in values.items()}
+    per_query: dict[str, dict[str, float]] = {}
+    for i, qid in enumerate(qids):
+        per_query[qid] = {name: column[i] for name, column in columns.items() if column[i] == column[i]}
+    undefined = {
+        name: tuple(qids[i] for i in np.flatnonzero(np.isnan(v))) for name, v in values.items() if np.isnan(v).any()
+    }
+    return per_query, undefined
+
+
+def _mean(values: np.ndarray) -> float:
+    defined = values[~np.isnan(values)]
+    return math.fsum(defined.tolist()) / defined.size if defined.size else math.nan

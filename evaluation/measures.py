@@ -1,0 +1,357 @@
+"""Every measure of ``METRICS.md``: one small function each over the judged ranking, and a registry.
+
+A measure function takes a :class:`~evaluation.ranking.JudgedRanking` and its parameter (a cutoff
+``k``, a recall level ``r`` or None) and returns one float64 per query, NaN where the measure is
+undefined for that query (only ``AUC`` has such queries). The judged ranking already ranked the
+documents (score descending, ties by document id descending), attached the labels and counted R
+(relevant judged documents, label ``>= rel``) and N (judged non-relevant, ``0 <= label < rel``) per
+query, so each function is a few vectorised lines. Sums over a query's documents are added in rank
+order, as trec_eval adds them, so values agree with trec_eval to the last bits.
+
+Names are parsed by :func:`parse_measure`: ``P@10``, ``nDCG``, ``nDCG@10``, ``iprec@0.5``;
+aliases (``MAP``, ``MRR``, ``NDCG@k``, ``Hits@k``, ``precision@k``, ``recall@k``) and trec_eval's
+own names (``P_10``, ``map_cut_10``, ``ndcg_cut.10``, ``recip_rank``, ``iprec_at_recall_0.50``,
+``11pt_avg``) are accepted too, case-insensitively. :data:`MEASURES` is the registry.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Literal
+
+import numpy as np
+
+from evaluation.errors import MeasureError
+from evaluation.ranking import JudgedRanking
+
+__all__ = ["MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure", "parse_measures"]
+
+Param = int | float | None
+ParamKind = Literal["none", "cutoff", "optional cutoff", "recall"]
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0."""
+    out = np.zeros(np.broadcast(numerator, denominator).shape, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=np.asarray(denominator) != 0)
+    return out
+
+
+def _rows(mask: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Set and cutoff measures
+
+
+def precision(r: JudgedRanking, k: int) -> np.ndarray:
+    """P@k = relevant in the top k / k; a list shorter than k is padded with non-relevant (``P_k``)."""
+    return r.rel_in_top(k) / float(k)
+
+
+def recall(r: JudgedRanking, k: int) -> np.ndarray:
+    """R@k = relevant in the top k / R; 0 when R = 0 (``recall_k``)."""
+    return _ratio(r.rel_in_top(k).astype(np.float64), r.num_rel.astype(np.float64))
+
+
+def f1(r: JudgedRanking, k: int) -> np.ndarray:
+    """F1@k = 2 P R / (P + R) of P@k and R@k; 0 when both are 0."""
+    p, q = precision(r, k), recall(r, k)
+    return _ratio(2.0 * p * q, p + q)
+
+
+def success(r: JudgedRanking, k: int) -> np.ndarray:
+    """Success@k (Hits@k) = 1 if any relevant document is in the top k, else 0 (``success_k``)."""
+    return (r.rel_in_top(k) > 0).astype(np.float64)
+
+
+def reciprocal_rank(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """RR(@k) = 1 / rank of the first relevant document (in the top k); 0 if none (``recip_rank``)."""
+    first = _rows(r.is_rel & (r.cum_rel == 1) & r.top(k))
+    return r.total(first, 1.0 / r.rank[first])
+
+
+def average_precision(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """AP(@k) = sum of P@i over ranks i (<= k) holding a relevant document / R (``map``, ``map_cut_k``).
+
+    Relevant documents never retrieved (or below k) add 0; the sum is still divided by all R.
+    """
+    hits = _rows(r.is_rel & r.top(k))
+    return _ratio(r.total(hits, r.cum_rel[hits] / r.rank[hits]), r.num_rel.astype(np.float64))
+
+
+def r_precision(r: JudgedRanking, _: None) -> np.ndarray:
+    """Rprec = relevant in the top R / R; 0 when R = 0 (``Rprec``)."""
+    return _ratio(r.rel_in_top(r.num_rel).astype(np.float64), r.num_rel.astype(np.float64))
+
+
+def bpref(r: JudgedRanking, _: None) -> np.ndarray:
+    """bpref = 1/R * sum over retrieved relevant d of (1 - min(n_d, R) / min(N, R)) (``bpref``).
+
+    n_d = judged non-relevant documents ranked above d; the term is 1 when n_d = 0. Unjudged
+    documents are skipped. 0 when R = 0.
+    """
+    hits = _rows(r.is_rel)
+    above = r.running_count(r.is_nonrel)[hits]
+    num_rel = r.num_rel[r.seg[hits]]
+    denominator = np.minimum(r.num_nonrel, r.num_rel)[r.seg[hits]]
+    term = np.ones(hits.size, dtype=np.float64)
+    seen = above > 0
+    term[seen] = 1.0 - np.minimum(above[seen], num_rel[seen]) / denominator[seen]
+    return _ratio(r.total(hits, term), r.num_rel.astype(np.float64))
+
+
+def interpolated_precision(r: JudgedRanking, level: float) -> np.ndarray:
+    """iprec@r = max precision at any rank whose recall >= r (``iprec_at_recall_r``).
+
+    As trec_eval: the recall level becomes a number of relevant documents c = (long)(r * R + 0.9), in
+    double arithmetic (the rule of trec_eval 9.0.8, the version pytrec_eval-terrier bundles; later
+    trec_eval sources round instead). The value is the highest precision j / rank_j over the retrieved
+    relevant documents j >= max(c, 1), and 0 when there is none (c above the relevant retrieved, or
+    nothing relevant retrieved; trec_eval gives NaN when nothing at all is retrieved).
+    """
+    needed = np.maximum(np.floor(level * r.num_rel.astype(np.float64) + 0.9), 1).astype(np.int64)
+    hits = _rows(r.is_rel & (r.cum_rel >= needed[r.seg]))
+    best = np.zeros(r.num_queries, dtype=np.float64)
+    np.maximum.at(best, r.seg[hits], r.cum_rel[hits] / r.rank[hits])
+    return best
+
+
+ELEVEN_POINTS = tuple(i / 10 for i in range(11))
+
+
+def eleven_point_ap(r: JudgedRanking, _: None) -> np.ndarray:
+    """11pt-AP = mean of iprec@r for r = 0.0, 0.1, ..., 1.0 (``11pt_avg``), added from 1.0 down."""
+    total = np.zeros(r.num_queries, dtype=np.float64)
+    for level in reversed(ELEVEN_POINTS):
+        total += interpolated_precision(r, level)
+    return total / len(ELEVEN_POINTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Graded measures
+
+
+def _exp(gain: np.ndarray) -> np.ndarray:
+    return np.exp2(gain) - 1.0
+
+
+def _dcg(r: JudgedRanking, k: int | None, exponential: bool) -> np.ndarray:
+    """sum of gain_i / log2(i + 1) over ranks i (<= k); only documents with a positive label add."""
+    hits = _rows((r.label > 0) & r.top(k))
+    gain = r.gain[hits]
+    return r.total(hits, (_exp(gain) if exponential else gain) / np.log2(r.rank[hits] + 1.0))
+
+
+def _ideal_dcg(r: JudgedRanking, k: int | None, exponential: bool) -> np.ndarray:
+    """DCG of the ideal ranking: every positive label of the query sorted descending, cut at k."""
+    keep = np.ones(r.ideal_gain.size, dtype=bool) if k is None else r.ideal_rank <= k
+    gain = _exp(r.ideal_gain[keep]) if exponential else r.ideal_gain[keep]
+    values = gain / np.log2(r.ideal_rank[keep] + 1.0)
+    return np.bincount(r.ideal_seg[keep], weights=values, minlength=r.num_queries)
+
+
+def cumulative_gain(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """CG(@k) = sum of the raw labels (unjudged: 0) over the top k."""
+    hits = _rows((r.label > 0) & r.top(k))
+    return r.total(hits, r.gain[hits])
+
+
+def dcg(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """DCG(@k) = sum of label_i / log2(i + 1) over the top k (labels as gains, unjudged 0)."""
+    return _dcg(r, k, exponential=False)
+
+
+def ndcg(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """nDCG(@k) = DCG(@k) / ideal DCG(@k); 0 when the ideal DCG is 0 (``ndcg``, ``ndcg_cut_k``).
+
+    Gains are the raw labels whatever ``rel`` is, as in trec_eval.
+    """
+    return _ratio(_dcg(r, k, exponential=False), _ideal_dcg(r, k, exponential=False))
+
+
+def dcg_exp(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """DCG_exp(@k) = sum of (2^label_i - 1) / log2(i + 1) over the top k (Burges' "industry" gain)."""
+    return _dcg(r, k, exponential=True)
+
+
+def ndcg_exp(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """nDCG_exp(@k) = DCG_exp(@k) / ideal DCG_exp(@k); 0 when the ideal is 0."""
+    return _ratio(_dcg(r, k, exponential=True), _ideal_dcg(r, k, exponential=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# ROC and counts
+
+
+def auc(r: JudgedRanking, _: None) -> np.ndarray:
+    """ROC AUC over the judged documents: the share of (relevant, judged non-relevant) pairs ranked right.
+
+    Unretrieved judged documents rank below every retrieved one and tie with each other (a tie
+    counts 1/2). Unjudged documents are ignored. NaN (undefined) when the query lacks either kind.
+    AUC = (sum over retrieved relevant d of the non-relevant ranked below d + ties / 2) / (R N).
+    """
+    hits = _rows(r.is_rel)
+    below = r.num_nonrel[r.seg[hits]] - r.running_count(r.is_nonrel)[hits]
+    wins = r.total(hits, below.astype(np.float64))
+    unretrieved_pairs = (r.num_rel - r.num_rel_ret) * (r.num_nonrel - r.count(r.is_nonrel))
+    pairs = (r.num_rel * r.num_nonrel).astype(np.float64)
+    value = np.full(r.num_queries, np.nan)
+    defined = pairs > 0
+    value[defined] = (wins[defined] + 0.5 * unretrieved_pairs[defined]) / pairs[defined]
+    return value
+
+
+def num_ret(r: JudgedRanking, _: None) -> np.ndarray:
+    """Documents retrieved (after ``judged_only``)."""
+    return r.num_ret.astype(np.float64)
+
+
+def num_rel(r: JudgedRanking, _: None) -> np.ndarray:
+    """Relevant documents in the qrels (R)."""
+    return r.num_rel.astype(np.float64)
+
+
+def num_rel_ret(r: JudgedRanking, _: None) -> np.ndarray:
+    """Relevant documents retrieved."""
+    return r.num_rel_ret.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+@dataclass(frozen=True)
+class MeasureDef:
+    """One measure family: its canonical name, function, parameter kind and names elsewhere.
+
+    ``trec_eval`` is pytrec_eval's name for it (``{k}`` / ``{r}`` for the parameter; a second form
+    after ``|`` for the form without parameter). ``bounded`` measures lie in [0, 1]; ``total`` ones
+    are counts that trec_eval sums over queries instead of averaging.
+    """
+
+    name: str
+    compute: Callable[[JudgedRanking, Param], np.ndarray]
+    param: ParamKind
+    description: str
+    aliases: tuple[str, ...] = ()
+    trec_eval: str | None = None
+    bounded: bool = True
+    total: bool = False
+
+    def forms(self) -> str:
+        """How the name is written: ``P@k``, ``RR, RR@k``, ``iprec@r``, ``bpref``."""
+        return {
+            "none": self.name,
+            "cutoff": f"{self.name}@k",
+            "optional cutoff": f"{self.name}, {self.name}@k",
+            "recall": f"{self.name}@r",
+        }[self.param]
+
+
+_DEFS = (
+    MeasureDef("P", precision, "cutoff", "precision at k", ("precision",), "P_{k}"),
+    MeasureDef("R", recall, "cutoff", "recall at k", ("recall",), "recall_{k}"),
+    MeasureDef("F1", f1, "cutoff", "harmonic mean of P@k and R@k"),
+    MeasureDef("RR", reciprocal_rank, "optional cutoff", "reciprocal rank", ("MRR", "recip_rank"), "recip_rank|"),
+    MeasureDef("AP", average_precision, "optional cutoff", "average precision", ("MAP", "map_cut"), "map_cut_{k}|map"),
+    MeasureDef("Rprec", r_precision, "none", "precision at rank R", ("R-prec",), "Rprec"),
+    MeasureDef("bpref", bpref, "none", "binary preference", (), "bpref"),
+    MeasureDef("Success", success, "cutoff", "any relevant in the top k", ("Hits",), "success_{k}"),
+    MeasureDef("iprec", interpolated_precision, "recall", "interpolated precision at recall r",
+               ("iprec_at_recall",), "iprec_at_recall_{r}"),
+    MeasureDef("11pt-AP", eleven_point_ap, "none", "11-point interpolated average precision",
+               ("11pt_avg", "11pt"), "11pt_avg"),
+    MeasureDef("CG", cumulative_gain, "optional cutoff", "cumulative gain", bounded=False),
+    MeasureDef("DCG", dcg, "optional cutoff", "discounted cumulative gain", bounded=False),
+    MeasureDef("nDCG", ndcg, "optional cutoff", "normalized DCG, labels as gains", ("ndcg_cut",),
+               "ndcg_cut_{k}|ndcg"),
+    MeasureDef("DCG_exp", dcg_exp, "optional cutoff", "DCG with gain 2^label - 1", bounded=False),
+    MeasureDef("nDCG_exp", ndcg_exp, "optional cutoff", "nDCG with gain 2^label - 1"),
+    MeasureDef("AUC", auc, "none", "ROC area over the judged documents"),
+    MeasureDef("num_ret", num_ret, "none", "documents retrieved", (), "num_ret", bounded=False, total=True),
+    MeasureDef("num_rel", num_rel, "none", "relevant documents judged", (), "num_rel", bounded=False, total=True),
+    MeasureDef("num_rel_ret", num_rel_ret, "none", "relevant documents retrieved", (), "num_rel_ret",
+               bounded=False, total=True),
+)
+
+MEASURES: dict[str, MeasureDef] = {d.name: d for d in _DEFS}
+"""The registry: canonical name -> definition."""
+
+_LOOKUP: dict[str, MeasureDef] = {}
+for _d in _DEFS:
+    for _name in (_d.name, *_d.aliases):
+        assert _name.lower() not in _LOOKUP, f"measure name {_name} registered twice"
+        _LOOKUP[_name.lower()] = _d
+
+_NAME = re.compile(r"^(?P<base>.+?)(?:[@_.](?P<param>[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$")
+
+
+def known_measures() -> str:
+    """The known measure names and aliases, for error messages and help."""
+    forms = ", ".join(d.forms() for d in _DEFS)
+    aliases = ", ".join(f"{a}={d.name}" for d in _DEFS for a in d.aliases)
+    return f"{forms} (aliases {aliases}; trec_eval names such as P_10, ndcg_cut_10 also work)"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A parsed measure: the name as written, its definition and its parameter."""
+
+    name: str
+    definition: MeasureDef
+    param: Param
+
+    def __call__(self, ranking: JudgedRanking) -> np.ndarray:
+        return self.definition.compute(ranking, self.param)
+
+    @property
+    def trec_eval_name(self) -> str | None:
+        """pytrec_eval's key for this measure (``P_10``, ``ndcg``, ``iprec_at_recall_0.50``), if any."""
+        pattern = self.definition.trec_eval
+        if pattern is None:
+            return None
+        with_param, _, without = pattern.partition("|")
+        if self.param is None:
+            return without or with_param
+        if self.definition.param == "recall":
+            return with_param.format(r=f"{self.param:.2f}")
+        return with_param.format(k=self.param)
+
+
+def parse_measure(name: str) -> Measure:
+    """Parse one measure name; :class:`MeasureError` lists the known names for an unknown one."""
+    match = _NAME.match(name.strip()) if isinstance(name, str) else None
+    definition = _LOOKUP.get(match["base"].lower()) if match else None
+    if match is None or definition is None:
+        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+    return Measure(name, definition, _parse_param(name, definition, match["param"]))
+
+
+def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
+    kind = definition.param
+    if text is None:
+        if kind in ("cutoff", "recall"):
+            raise MeasureError(f"measure {name!r} needs a parameter: {definition.forms()}")
+        return None
+    if kind == "none":
+        raise MeasureError(f"measure {name!r} takes no parameter: write {definition.name}")
+    if kind == "recall":
+        level = float(text)
+        if not 0.0 <= level <= 1.0:
+            raise MeasureError(f"measure {name!r}: the recall level must be between 0 and 1")
+        return level
+    if not text.isdigit() or int(text) < 1:
+        raise MeasureError(f"measure {name!r}: the cutoff must be a positive integer")
+    return int(text)
+
+
+def parse_measures(names: Iterable[str] | str) -> tuple[Measure, ...]:
+    """Parse measure names, dropping repeats (first kept); a single string is one name."""
+    if isinstance(names, str):
+        names = [names]
+    unique = list(dict.fromkeys(names))
+    if not unique:
+        raise MeasureError(f"no measures given; known: {known_measures()}")
+    return tuple(parse_measure(n) for n in unique)
