@@ -3,21 +3,24 @@
 Data flows one way: readers (or plain dicts) -> :class:`Qrels`, :class:`Run` ->
 :func:`judged_ranking` -> :class:`JudgedRanking` -> the measures of :mod:`evaluation.measures`.
 
-**Columnar form.** A :class:`Qrels` or :class:`Run` holds one numpy row per judgment or retrieved
-document: the query as a segment of rows (``offsets``), the document as an integer code into a sorted
-vocabulary of document ids (``docs``, a pyarrow string array), and the label or score. Codes follow
-the vocabulary's order, which is code point order: UTF-8 byte order, C's ``strcmp`` order, Python's
-``str`` order. So comparing codes compares document ids, and a 10-million-line run is sorted, checked
-for duplicates and joined with its qrels by integer array operations, never a Python loop per document.
+**Columnar form.** A :class:`Qrels` or :class:`Run` holds one row per judgment or retrieved document:
+the query as a segment of rows (``offsets``), the document id as a string (``doc_ids``, a pyarrow
+string array) with a 64-bit hash of its UTF-8 bytes (``doc_hash``, computed by numpy straight from
+pyarrow's buffers), and the label or score. Duplicates, ties and the join of a run with its qrels are
+found with integer operations on (query, hash) keys, and every match those keys suggest is confirmed
+by comparing the strings themselves, so a hash collision can cost time but never change a result.
+A 10-million-line run is thus handled without a Python loop per document and without building a
+dictionary of its document ids.
 
 **Tie rule** (trec_eval ``form_res_rels.c``, ``comp_sim_docno``): the documents of a query are ranked
-by score descending, ties broken by document id descending. The rank column of a run file is ignored.
-A :class:`Run` keeps each query's rows in this order.
+by score descending, ties broken by document id descending in ``strcmp`` order, which is UTF-8 byte
+order, code point order and Python's ``str`` order. The rank column of a run file is ignored. A
+:class:`Run` keeps each query's rows in this order.
 
 **Labels** (``form_res_rels.c``): a qrels label ``>= 0`` is a judgment, relevant when ``>= rel``.
 A negative label means "in the pool but unjudged": never relevant, gain 0, not a judged non-relevant
-document. A retrieved document absent from the qrels is unjudged too. In a :class:`JudgedRanking`
-both carry the label :data:`NOT_JUDGED`.
+document. A retrieved document absent from the qrels is unjudged too. A :class:`JudgedRanking` keeps
+only the judged documents a run retrieved, with their ranks.
 """
 from __future__ import annotations
 
@@ -35,10 +38,7 @@ from evaluation.errors import InputError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["NOT_JUDGED", "JudgedRanking", "Qrels", "Run", "judged_ranking", "natural_key", "tie_rule_order"]
-
-NOT_JUDGED = -1
-"""Label of a retrieved document that is absent from the qrels or judged with a negative label."""
+__all__ = ["JudgedRanking", "Qrels", "Run", "judged_ranking", "natural_key", "string_hashes", "tie_rule_order"]
 
 _DIGITS = re.compile(r"([0-9]+)")
 
@@ -50,43 +50,22 @@ def natural_key(qid: str) -> tuple[tuple[Any, ...], str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Small array helpers
+# Strings: pyarrow arrays, query codes, hashes
 
 
 def _string_array(values: Any) -> pa.Array | pa.ChunkedArray:
     """A pyarrow string array (chunked arrays stay chunked) from pyarrow data or a sequence of str."""
     import pyarrow as pa
 
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+    if isinstance(values, pa.ChunkedArray):
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            values = values.cast(pa.string())
+        return values
+    if isinstance(values, pa.Array):
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            values = values.cast(pa.string())
         return values
     return pa.array(values, type=pa.string())
-
-
-def _encode(values: pa.Array | pa.ChunkedArray, *, sort: bool) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary-encode strings: ``(codes, vocabulary)`` with ``vocabulary.take(codes) == values``.
-
-    Unsorted, codes follow first appearance; sorted, the vocabulary is in code point order, so that
-    ``codes[i] < codes[j]`` exactly when ``values[i] < values[j]`` as Python strings.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(values)
-    if isinstance(encoded, pa.ChunkedArray):  # one memo table for all chunks: a shared dictionary
-        if encoded.num_chunks == 0:
-            return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
-        vocabulary = encoded.chunk(encoded.num_chunks - 1).dictionary
-        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks])
-    else:
-        vocabulary, codes = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
-    codes = codes.astype(np.int64, copy=False)
-    if sort and len(vocabulary) > 1:
-        order = pc.sort_indices(vocabulary).to_numpy()
-        position = np.empty_like(order)
-        position[order] = np.arange(order.size, dtype=order.dtype)
-        codes = position[codes].astype(np.int64, copy=False)
-        vocabulary = vocabulary.take(order)
-    return codes, vocabulary
 
 
 def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -101,8 +80,117 @@ def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tup
         heads = values.take(pa.array(starts)).to_pylist()
         if len(set(heads)) == len(heads):
             return np.repeat(np.arange(len(heads), dtype=np.int64), np.diff(np.append(starts, n))), tuple(heads)
-    codes, vocabulary = _encode(values, sort=False)
-    return codes, tuple(vocabulary.to_pylist())
+    encoded = pc.dictionary_encode(values)
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    if not chunks:
+        return np.zeros(0, dtype=np.int64), ()
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return codes, tuple(chunks[-1].dictionary.to_pylist())  # one memo table: the last dictionary has all
+
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place on uint64 arrays (wrapping arithmetic)."""
+    h ^= h >> np.uint64(30)
+    h *= _MIX1
+    h ^= h >> np.uint64(27)
+    h *= _MIX2
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
+    """Hashes of one string array's values, read 8 bytes at a time from its offsets and data buffers."""
+    import pyarrow as pa
+
+    n = len(chunk)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offset_type = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    buffers = chunk.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=offset_type)[chunk.offset : chunk.offset + n + 1].astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(last - first + 8, dtype=np.uint8)
+    if buffers[2] is not None and last > first:
+        data[: last - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:last]
+    words = np.ndarray(shape=(data.size - 7,), dtype="<u8", buffer=data, strides=(1,))  # 8 bytes from any byte
+    start = offsets[:-1] - first
+    length = offsets[1:] - offsets[:-1]
+    h = length.astype(np.uint64) * _GOLDEN
+    for at in range(0, int(length.max()), 8):
+        rows = None if at == 0 else np.flatnonzero(length > at)
+        word = words[start + at] if rows is None else words[start[rows] + at]
+        remaining = length - at if rows is None else length[rows] - at
+        short = remaining < 8
+        if short.any():
+            keep = (np.uint64(1) << (np.clip(remaining, 0, 7).astype(np.uint64) * np.uint64(8))) - np.uint64(1)
+            word &= np.where(short, keep, np.uint64(0xFFFFFFFFFFFFFFFF))
+        if rows is None:
+            h = _mix(h ^ word)
+        else:
+            h[rows] = _mix(h[rows] ^ word)
+    return h
+
+
+def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit hash of every string's UTF-8 bytes: equal strings, equal hashes (the converse is checked
+    wherever it matters)."""
+    import pyarrow as pa
+
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if not chunks:
+        return np.zeros(0, dtype=np.uint64)
+    return np.concatenate([_chunk_hashes(chunk) for chunk in chunks])
+
+
+def _strings_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return np.array(pc.equal(a, b).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _take(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+    import pyarrow as pa
+
+    return values.take(pa.array(rows, type=pa.int64()))
+
+
+def _key_bits(count: int) -> int:
+    """Bits of a (query, hash) key given to the query: the rest holds the top of the hash."""
+    return max(1, int(count).bit_length())
+
+
+def _pair_keys(query: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
+    """uint64 keys ``query << (64 - b) | hash >> b`` (b = bits for ``count`` queries): sorting them groups
+    rows by query, and equal (query, document) pairs always get equal keys."""
+    bits = _key_bits(count)
+    return (query.astype(np.uint64) << np.uint64(64 - bits)) | (hashes >> np.uint64(bits))
+
+
+def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """(first row, later row) of every repeated (query, document id) pair, later rows ascending.
+
+    Rows whose keys repeat are compared as strings, so hash collisions are not taken for repeats.
+    """
+    if query.size < 2:
+        return []
+    keys = _pair_keys(query, hashes, count)
+    ordered = np.sort(keys)
+    repeated_keys = ordered[1:][ordered[1:] == ordered[:-1]]
+    if repeated_keys.size == 0:
+        return []
+    rows = np.flatnonzero(np.isin(keys, repeated_keys))
+    seen: dict[tuple[int, str], int] = {}
+    pairs: list[tuple[int, int]] = []
+    for row, q, doc in zip(rows.tolist(), query[rows].tolist(), _take(doc_ids, rows).to_pylist()):
+        first = seen.setdefault((q, doc), row)
+        if first != row:
+            pairs.append((first, row))
+    return sorted(pairs, key=lambda pair: pair[1])
 
 
 def _offsets(codes: np.ndarray, count: int) -> np.ndarray:
@@ -129,18 +217,6 @@ def _where(source: str | Path | None, lines: np.ndarray | None, row: int) -> tup
     return source, (row + 1 if source is not None else None)
 
 
-def _first_duplicate(keys: np.ndarray) -> int | None:
-    """Row of the earliest second occurrence of a repeated key, or None when all keys are distinct."""
-    if keys.size < 2:
-        return None
-    ordered = np.sort(keys)
-    if not (ordered[1:] == ordered[:-1]).any():
-        return None
-    order = np.argsort(keys, kind="stable")
-    repeats = keys[order[1:]] == keys[order[:-1]]
-    return int(order[1:][repeats].min())
-
-
 # ---------------------------------------------------------------------------------------------
 # Qrels
 
@@ -150,15 +226,15 @@ class Qrels:
     """Relevance judgments in columnar form.
 
     ``qids`` lists the judged queries (each with at least one judgment) in first-appearance order;
-    the judgments of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]``, sorted by document id, with
-    ``doc`` the codes into the sorted vocabulary ``docs`` and ``label`` the integer judgments.
-    Build one with :func:`evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
+    the judgments of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]`` (in hash order), with document
+    ids ``doc_ids``, their hashes ``doc_hash`` and integer judgments ``label``. Build one with
+    :func:`evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
-    docs: Any
     offsets: np.ndarray
-    doc: np.ndarray
+    doc_ids: Any
+    doc_hash: np.ndarray
     label: np.ndarray
 
     @classmethod
@@ -178,31 +254,22 @@ class Qrels:
         """
         qid, doc = _string_array(qid), _string_array(doc)
         labels = np.asarray(label, dtype=np.int64)
-        q, qvocab = _encode_queries(qid)
-        d, vocabulary = _encode(doc, sort=True)
-        width = max(len(vocabulary), 1)
-        keys = q * width + d
-        order = np.argsort(keys, kind="stable")
-        keys, q, d, labels = keys[order], q[order], d[order], labels[order]
-        repeat = np.zeros(keys.size, dtype=bool)
-        repeat[1:] = keys[1:] == keys[:-1]
-        if repeat.any():
-            conflict = repeat.copy()
-            conflict[1:] &= labels[1:] != labels[:-1]
-            if conflict.any():
-                rows = order[np.flatnonzero(conflict)]
-                row = int(rows.min())
-                at = int(np.flatnonzero(order == row)[0])
-                path, line = _where(source, lines, row)
+        q, qids = _encode_queries(qid)
+        hashes = string_hashes(doc)
+        keep = np.ones(labels.size, dtype=bool)
+        for first, later in _repeated_pairs(q, doc, hashes, len(qids)):
+            if labels[first] != labels[later]:
+                path, line = _where(source, lines, later)
                 raise InputError(
-                    f"conflicting judgments for query {qvocab[int(q[at])]!r}, document "
-                    f"{vocabulary[int(d[at])].as_py()!r}: {int(labels[at - 1])} and {int(labels[at])}",
+                    f"conflicting judgments for query {qids[int(q[later])]!r}, document "
+                    f"{_take(doc, np.array([later]))[0].as_py()!r}: {int(labels[first])} and {int(labels[later])}",
                     path,
                     line,
                 )
-            keep = ~repeat
-            q, d, labels = q[keep], d[keep], labels[keep]
-        return cls(qvocab, vocabulary, _offsets(q, len(qvocab)), d, labels)
+            keep[later] = False
+        rows = np.flatnonzero(keep)
+        order = rows[np.argsort(_pair_keys(q[rows], hashes[rows], len(qids)), kind="stable")]
+        return cls(qids, _offsets(q[order], len(qids)), _take(doc, order), hashes[order], labels[order])
 
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
@@ -223,8 +290,8 @@ class Qrels:
         return cls.from_columns(qids, docs, labels)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
-        """``{qid: {docid: grade}}`` with queries in first-appearance order, documents sorted."""
-        docs = self.docs.take(self.doc).to_pylist() if self.doc.size else []
+        """``{qid: {docid: grade}}`` with queries in first-appearance order."""
+        docs = self.doc_ids.to_pylist()
         labels = self.label.tolist()
         return {
             qid: dict(zip(docs[start:stop], labels[start:stop]))
@@ -264,16 +331,16 @@ class Run:
     """A ranked run in columnar form, each query's documents in tie-rule order.
 
     ``qids`` lists the queries in first-appearance order (a query from a dict may have no documents);
-    the documents of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]`` ranked by score descending, ties
-    by document id descending; ``doc`` holds codes into the sorted vocabulary ``docs``, ``score`` the
-    float64 scores. ``name`` is the run tag. Build one with :func:`evaluation.read_run`,
-    :meth:`from_dict` or :meth:`from_columns`.
+    the documents of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]``, ranked by score descending, ties
+    by document id descending, with ids ``doc_ids``, their hashes ``doc_hash`` and float64 scores
+    ``score``. ``name`` is the run tag. Build one with :func:`evaluation.read_run`, :meth:`from_dict`
+    or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
-    docs: Any
     offsets: np.ndarray
-    doc: np.ndarray
+    doc_ids: Any
+    doc_hash: np.ndarray
     score: np.ndarray
     name: str = ""
 
@@ -305,21 +372,21 @@ class Run:
             q, all_qids = _encode_queries(qid)
         else:
             q, all_qids = _codes_in(qid, qids)
-        d, vocabulary = _encode(doc, sort=True)
-        width = max(len(vocabulary), 1)
-        duplicate = _first_duplicate(q * width + d)
-        if duplicate is not None:
-            path, line = _where(source, lines, duplicate)
+        hashes = string_hashes(doc)
+        repeated = _repeated_pairs(q, doc, hashes, len(all_qids))
+        if repeated:
+            later = repeated[0][1]
+            path, line = _where(source, lines, later)
             raise InputError(
-                f"duplicate document {vocabulary[int(d[duplicate])].as_py()!r} for query "
-                f"{all_qids[int(q[duplicate])]!r} (trec_eval refuses duplicates)",
+                f"duplicate document {_take(doc, np.array([later]))[0].as_py()!r} for query "
+                f"{all_qids[int(q[later])]!r} (trec_eval refuses duplicates)",
                 path,
                 line,
             )
-        order = tie_rule_order(q, scores, d, width)
+        order = tie_rule_order(q, scores, doc)
         if order is not None:
-            q, d, scores = q[order], d[order], scores[order]
-        return cls(all_qids, vocabulary, _offsets(q, len(all_qids)), d, scores, name)
+            q, doc, hashes, scores = q[order], _take(doc, order), hashes[order], scores[order]
+        return cls(all_qids, _offsets(q, len(all_qids)), doc, hashes, scores, name)
 
     @classmethod
     def from_dict(cls, ranking: Mapping[str, Any], *, name: str = "") -> Run:
@@ -342,13 +409,16 @@ class Run:
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: score}}``, queries in order, documents in rank order."""
-        return {qid: dict(self.ranked(i)) for i, qid in enumerate(self.qids)}
+        docs = self.doc_ids.to_pylist()
+        scores = self.score.tolist()
+        bounds = zip(self.qids, self.offsets[:-1].tolist(), self.offsets[1:].tolist())
+        return {qid: dict(zip(docs[start:stop], scores[start:stop])) for qid, start, stop in bounds}
 
     def ranked(self, query: int | str) -> list[tuple[str, float]]:
         """``[(docid, score), ...]`` of one query (by position or id), in rank order."""
         i = self.qids.index(query) if isinstance(query, str) else query
         start, stop = int(self.offsets[i]), int(self.offsets[i + 1])
-        docs = self.docs.take(self.doc[start:stop]).to_pylist() if stop > start else []
+        docs = self.doc_ids.slice(start, stop - start).to_pylist()
         return list(zip(docs, self.score[start:stop].tolist()))
 
     def __len__(self) -> int:
@@ -372,7 +442,7 @@ def _codes_in(qid: pa.Array, qids: Sequence[str]) -> tuple[np.ndarray, tuple[str
     codes = pc.index_in(qid, value_set=pa.array(ordered, type=pa.string()))
     if codes.null_count:
         raise InputError("a run row names a query missing from its list of queries")
-    return codes.to_numpy(zero_copy_only=False).astype(np.int64), ordered
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64), ordered
 
 
 def _scored_docs(ranked: Any) -> Iterable[tuple[Any, Any]]:
@@ -392,24 +462,23 @@ def _as_score(score: Any, qid: Any, docid: Any) -> float:
     return value
 
 
-def tie_rule_order(q: np.ndarray, score: np.ndarray, d: np.ndarray, width: int) -> np.ndarray | None:
-    """Row order by query code, then score descending, then document code descending (trec_eval's rule).
+def tie_rule_order(q: np.ndarray, score: np.ndarray, doc: Any) -> np.ndarray | None:
+    """Row order by query code, then score descending, then document id descending (trec_eval's rule).
 
     Returns None when the rows are already in that order. A run written in rank order (rows grouped by
-    query, scores non-increasing) costs one linear check, plus a small sort of its tied rows when their
-    document ids are not in descending order; anything else gets one integer argsort. ``width`` is the
-    number of document codes. (query, document) pairs must be distinct.
+    query, scores non-increasing) costs one linear check; otherwise one integer argsort orders rows by
+    (query, score). Then only tied rows (same query and score) are compared as strings, and sorted
+    by pyarrow when they are out of order. ``doc`` holds the document ids (pyarrow strings).
     """
     n = q.size
     if n < 2:
         return None
-    same_query = q[1:] == q[:-1]
-    grouped = bool((q[1:] >= q[:-1]).all()) and bool((same_query <= (score[1:] <= score[:-1])).all())
-    if not grouped:
-        return _full_order(q, score, d, width)
-    tied = same_query & (score[1:] == score[:-1])
-    if not (tied & (d[1:] > d[:-1])).any():
-        return None
+    grouped = bool((q[1:] >= q[:-1]).all()) and bool(((q[1:] != q[:-1]) | (score[1:] <= score[:-1])).all())
+    order = None if grouped else _query_score_order(q, score)
+    q_sorted, s_sorted = (q, score) if order is None else (q[order], score[order])
+    tied = (q_sorted[1:] == q_sorted[:-1]) & (s_sorted[1:] == s_sorted[:-1])
+    if not tied.any():
+        return order
     member = np.zeros(n, dtype=bool)
     member[:-1] |= tied
     member[1:] |= tied
@@ -417,21 +486,36 @@ def tie_rule_order(q: np.ndarray, score: np.ndarray, d: np.ndarray, width: int) 
     starts[1:] &= ~tied
     rows = np.flatnonzero(member)
     group = np.cumsum(starts)[rows]
-    within = np.argsort(group * width + (width - 1 - d[rows]), kind="stable")
-    order = np.arange(n, dtype=np.int64)
-    order[rows] = rows[within]
+    within = _descending_within_groups(group, _take(doc, rows if order is None else order[rows]))
+    if within is None:
+        return order
+    order = np.arange(n, dtype=np.int64) if order is None else order
+    order[rows] = order[rows][within]
     return order
 
 
-def _full_order(q: np.ndarray, score: np.ndarray, d: np.ndarray, width: int) -> np.ndarray:
-    """argsort by (q ascending, score descending, d descending), as one int64 key when it fits."""
+def _descending_within_groups(group: np.ndarray, docs: Any) -> np.ndarray | None:
+    """Permutation sorting ``docs`` descending within each run of equal ``group``; None if already so."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(docs, pa.ChunkedArray):
+        docs = docs.combine_chunks()
+    same = group[1:] == group[:-1]
+    ascending = np.asarray(pc.less(docs.slice(0, len(docs) - 1), docs.slice(1)).to_numpy(zero_copy_only=False), dtype=bool)
+    if not (same & ascending).any():
+        return None
+    table = pa.table({"group": pa.array(group), "doc": docs})
+    return pc.sort_indices(table, sort_keys=[("group", "ascending"), ("doc", "descending")]).to_numpy()
+
+
+def _query_score_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Stable argsort by (query ascending, score descending), as one int64 key when it fits."""
     distinct, score_rank = np.unique(score, return_inverse=True)
-    levels = distinct.size
-    descending_score = levels - 1 - score_rank.reshape(-1)
-    descending_doc = width - 1 - d
-    if (int(q.max()) + 1) * levels * width < 2**63:
-        return np.argsort((q * levels + descending_score) * width + descending_doc, kind="stable")
-    return np.lexsort((descending_doc, descending_score, q))
+    descending = distinct.size - 1 - score_rank.reshape(-1)
+    if (int(q.max()) + 1) * distinct.size < 2**63:
+        return np.argsort(q * distinct.size + descending, kind="stable")
+    return np.lexsort((descending, q))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,36 +628,20 @@ def judged_ranking(
 ) -> JudgedRanking:
     """Join ``run`` with ``qrels`` for the queries ``qids`` (all judged; some may be absent from the run).
 
-    Retrieved documents get their labels by an integer join on (query, document code): the qrels
-    vocabulary is mapped into the run's once, then the rows whose document is judged for some query
-    are matched with one ``searchsorted``. With ``judged_only`` (trec_eval ``-J``) unjudged documents
-    are dropped and the judged ones close ranks.
+    Each retrieved document is looked up among its query's judgments by (query, hash) key: a bitmap of
+    judged hashes skips most unjudged documents, ``searchsorted`` finds the candidates, and a string
+    comparison confirms each one. With ``judged_only`` (trec_eval ``-J``) unjudged documents are
+    dropped and the judged ones close ranks.
     """
     n = len(qids)
-    run_rows, run_start, num_ret, in_run = _run_segments(run, qids)
-    judged_seg, judged_doc, judged_label = _qrels_segments(qrels, run, qids)
+    run_rows, num_ret, in_run = _run_segments(run, qids)
+    judged_seg, judged_row, judged_label = _qrels_segments(qrels, qids)
+    ends = np.cumsum(num_ret)
+    starts = ends - num_ret
 
-    seg = np.zeros(0, dtype=np.int64)
-    rank = np.zeros(0, dtype=np.int64)
-    label = np.zeros(0, dtype=np.int64)
-    present = (judged_doc >= 0) & (judged_label >= 0)
-    if present.any() and num_ret.sum():
-        width = max(len(run.docs), 1)
-        keys = judged_seg[present] * width + judged_doc[present]
-        key_label = judged_label[present]
-        order = np.argsort(keys, kind="stable")
-        keys, key_label = keys[order], key_label[order]
-        pooled = np.zeros(width, dtype=bool)
-        pooled[judged_doc[present]] = True
-        doc = run.doc if run_rows is None else run.doc[run_rows]
-        candidates = np.flatnonzero(pooled[doc])
-        candidate_seg = np.searchsorted(np.cumsum(num_ret), candidates, side="right")
-        wanted = candidate_seg * width + doc[candidates]
-        at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-        hit = keys[at] == wanted
-        rows = candidates[hit]
-        seg, label = candidate_seg[hit], key_label[at[hit]]
-        rank = rows - (np.cumsum(num_ret) - num_ret)[seg] + 1
+    retrieved, label = _lookup(qrels, run, run_rows, ends, judged_seg, judged_row, judged_label, n)
+    seg = np.searchsorted(ends, retrieved, side="right")
+    rank = retrieved - starts[seg] + 1
     if judged_only:
         num_ret = np.bincount(seg, minlength=n).astype(np.int64)
         rank = np.arange(seg.size, dtype=np.int64) - (np.cumsum(num_ret) - num_ret)[seg] + 1
@@ -599,9 +667,53 @@ def judged_ranking(
     )
 
 
-def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
-    """The run's rows for ``qids`` in that order: (row indices or None for all rows as they are,
-    segment starts, lengths, which queries the run has)."""
+def _lookup(
+    qrels: Qrels,
+    run: Run,
+    run_rows: np.ndarray | None,
+    ends: np.ndarray,
+    judged_seg: np.ndarray,
+    judged_row: np.ndarray,
+    judged_label: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions among the selected run rows, labels) of the retrieved documents judged ``>= 0``."""
+    empty = np.zeros(0, dtype=np.int64)
+    judged = judged_label >= 0
+    if not judged.any() or not ends.size or ends[-1] == 0:
+        return empty, empty
+    seg, row, label = judged_seg[judged], judged_row[judged], judged_label[judged]
+    hashes = qrels.doc_hash[row]
+    keys = _pair_keys(seg, hashes, n)
+    order = np.argsort(keys, kind="stable")
+    keys, row, label = keys[order], row[order], label[order]
+
+    run_hash = run.doc_hash if run_rows is None else run.doc_hash[run_rows]
+    size = 1 << max(16, (8 * hashes.size).bit_length())  # bitmap of judged hashes, about 1/8 full
+    bitmap = np.zeros(size, dtype=bool)
+    bitmap[(hashes & np.uint64(size - 1)).astype(np.int64)] = True
+    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).astype(np.int64)])
+    wanted = _pair_keys(np.searchsorted(ends, candidates, side="right"), run_hash[candidates], n)
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = keys[at] == wanted
+    candidates, wanted, at = candidates[hit], wanted[hit], at[hit]
+
+    run_doc_rows = candidates if run_rows is None else run_rows[candidates]
+    same = _strings_equal(_take(run.doc_ids, run_doc_rows), _take(qrels.doc_ids, row[at]))
+    clustered = np.flatnonzero(np.searchsorted(keys, wanted, side="right") - at > 1)
+    if clustered.size:  # several judgments share a key: find the one with the same string, if any
+        for i in clustered.tolist():
+            doc = _take(run.doc_ids, run_doc_rows[i : i + 1])[0].as_py()
+            stop = int(np.searchsorted(keys, wanted[i], side="right"))
+            names = _take(qrels.doc_ids, row[at[i] : stop]).to_pylist()
+            same[i] = doc in names
+            at[i] = at[i] + names.index(doc) if doc in names else at[i]
+    return candidates[same], label[at[same]]
+
+
+def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """The run's rows for ``qids`` in that order: (row indices, or None for all rows as they are,
+    documents retrieved per query, which queries the run has)."""
     n = len(qids)
     at = {qid: i for i, qid in enumerate(run.qids)}
     position = np.array([at.get(qid, -1) for qid in qids], dtype=np.int64)
@@ -610,27 +722,18 @@ def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.
     length = np.zeros(n, dtype=np.int64)
     start[in_run] = run.offsets[:-1][position[in_run]]
     length[in_run] = np.diff(run.offsets)[position[in_run]]
-    covers_run = int(length.sum()) == len(run)
-    in_order = covers_run and bool((np.diff(start[in_run]) >= 0).all())
-    if in_order:
-        return None, start, length, in_run
-    return segment_rows(start, length), np.cumsum(length) - length, length, in_run
+    if int(length.sum()) == len(run) and bool((np.diff(start[in_run]) >= 0).all()):
+        return None, length, in_run
+    return segment_rows(start, length), length, in_run
 
 
-def _qrels_segments(qrels: Qrels, run: Run, qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The judgments of ``qids`` in that order: (query position, run document code or -1, label)."""
-    import pyarrow.compute as pc
-
+def _qrels_segments(qrels: Qrels, qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The judgments of ``qids`` in that order: (query position, qrels row, label)."""
     n = len(qids)
     at = {qid: i for i, qid in enumerate(qrels.qids)}
     position = np.array([at[qid] for qid in qids], dtype=np.int64)
-    length = np.diff(qrels.offsets)[position] if n else np.zeros(0, dtype=np.int64)
-    rows = segment_rows(qrels.offsets[:-1][position] if n else position, length)
-    seg = np.repeat(np.arange(n, dtype=np.int64), length)
-    if len(run.docs) and len(qrels.docs):
-        mapped = pc.index_in(qrels.docs, value_set=run.docs).fill_null(-1)
-        in_run_vocabulary = mapped.to_numpy(zero_copy_only=False).astype(np.int64)
-        doc = in_run_vocabulary[qrels.doc[rows]]
-    else:
-        doc = np.full(rows.size, -1, dtype=np.int64)
-    return seg, doc, qrels.label[rows]
+    if n == 0:
+        return position, position, position
+    length = np.diff(qrels.offsets)[position]
+    rows = segment_rows(qrels.offsets[:-1][position], length)
+    return np.repeat(np.arange(n, dtype=np.int64), length), rows, qrels.label[rows]

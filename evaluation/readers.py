@@ -181,10 +181,9 @@ def _fast_delimiter(data: bytes) -> str | None:
     """The one-character delimiter pyarrow can split this file on, or None when only Python can."""
     if not data or b"\x0b" in data or b"\x0c" in data:
         return None
-    carriage_returns = data.count(b"\r")
-    if carriage_returns and carriage_returns != data.count(b"\r\n"):
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
-    if data.startswith(b"#") or b"\n#" in data:
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
         return None
     if b"\t" in data:
         return None if b" " in data else "\t"
@@ -339,11 +338,10 @@ def _run_bytes(run: Run, tag: str) -> bytes:
 
     for qid in run.qids:
         _check_token(qid, "query id")
-    if len(run.docs):
-        bad = pc.match_substring_regex(run.docs, r"[ \t\n\r\x0b\x0c]")
-        if pc.any(bad).as_py() or pc.any(pc.equal(pc.utf8_length(run.docs), 0)).as_py():
-            first = run.docs.filter(pc.or_(bad, pc.equal(pc.utf8_length(run.docs), 0)))[0].as_py()
-            _check_token(first, "document id")
+    if len(run):
+        bad = pc.or_(pc.match_substring_regex(run.doc_ids, r"[ \t\n\r\x0b\x0c]"), pc.equal(pc.utf8_length(run.doc_ids), 0))
+        if pc.any(bad).as_py():
+            _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
     counts = np.diff(run.offsets)
     seg = np.repeat(np.arange(run.num_queries, dtype=np.int64), counts)
     rank = np.arange(len(run), dtype=np.int64) - run.offsets[:-1][seg] + 1 if len(run) else seg
@@ -352,7 +350,7 @@ def _run_bytes(run: Run, tag: str) -> bytes:
         {
             "qid": pa.array(run.qids, type=pa.string()).take(pa.array(seg)),
             "iter": pa.repeat(pa.scalar("Q0", pa.string()), size),
-            "doc": run.docs.take(pa.array(run.doc)),
+            "doc": run.doc_ids,
             "rank": pa.array(rank),
             "score": pa.array(run.score, type=pa.float64()),
             "tag": pa.repeat(pa.scalar(tag, pa.string()), size),

@@ -1,0 +1,195 @@
+"""Render evaluation results: rich tables, trec_eval-style text, JSON and CSV. Pure functions.
+
+Every renderer takes one :class:`~evaluation.evaluate.EvaluationResult` (named by its run's tag, or
+``"run"``), a mapping ``{run name: result}`` or a sequence of ``(run name, result)`` pairs, and
+returns a string or rich objects; nothing is printed.
+
+- :func:`to_trec`: trec_eval's layout, ``measure<TAB>qid<TAB>value`` with the measure name padded to
+  22 characters, values to 4 decimals (counts as integers), one ``all`` line per measure holding
+  trec_eval's summary (the mean; the sum for ``num_ret``, ``num_rel``, ``num_rel_ret``). Each run's
+  block starts with a ``runid`` line. Per-query lines with ``per_query=True`` (trec_eval ``-q``).
+- :func:`to_json`: ``{"run", "queries", "mean", "per_query"}`` for one run (``per_query`` when asked,
+  ``undefined`` when a measure is undefined for some queries), a list for several; NaN becomes null.
+- :func:`to_csv`: ``run,query,measure,value`` rows, the mean under query ``all``.
+- :func:`to_table` / :func:`to_tables`: rich tables of means (and per-query values).
+- :func:`notes`: what a reader must know about a result (queries left out, undefined values).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+from evaluation.evaluate import EvaluationResult
+from evaluation.ranking import natural_key
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+__all__ = ["notes", "to_csv", "to_json", "to_table", "to_tables", "to_trec"]
+
+Results = Union[EvaluationResult, Mapping[str, EvaluationResult], Sequence[tuple[str, EvaluationResult]]]
+
+_LISTED = 10  # query ids named in a note before "..."
+
+
+def _named(results: Results) -> list[tuple[str, EvaluationResult]]:
+    """The results as (run name, result) pairs."""
+    if isinstance(results, EvaluationResult):
+        return [(results.run_name or "run", results)]
+    if isinstance(results, Mapping):
+        return list(results.items())
+    return [(str(name), result) for name, result in results]
+
+
+def _number(value: float, count: bool) -> str:
+    if math.isnan(value):
+        return "nan"
+    return str(int(round(value))) if count else f"{value:.4f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# trec_eval text
+
+
+def to_trec(results: Results, *, per_query: bool = False) -> str:
+    """trec_eval's output: per-query lines (``-q``) and the ``all`` lines, one block per run."""
+    lines: list[str] = []
+    for name, result in _named(results):
+        lines.append(f"{'runid':<22}\tall\t{name}")
+        counts = set(result.totals)
+        if per_query:
+            for qid, values in result.per_query.items():
+                for measure in result.measures:
+                    if measure in values:
+                        lines.append(f"{measure:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
+        lines.append(f"{'num_q':<22}\tall\t{result.num_queries}")
+        for measure, value in result.summary.items():
+            if not math.isnan(value):
+                lines.append(f"{measure:<22}\tall\t{_number(value, measure in counts)}")
+    return "".join(line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON and CSV
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _as_json(name: str, result: EvaluationResult, per_query: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "run": name,
+        "queries": result.num_queries,
+        "mean": {m: _finite(v) for m, v in result.mean.items()},
+    }
+    if per_query:
+        out["per_query"] = result.per_query
+    if result.undefined:
+        out["undefined"] = {m: list(qids) for m, qids in result.undefined.items()}
+    return out
+
+
+def to_json(results: Results, *, per_query: bool = True, indent: int | None = 1) -> str:
+    """One JSON object per run (a list for several runs), NaN written as null."""
+    named = _named(results)
+    documents = [_as_json(name, result, per_query) for name, result in named]
+    return json.dumps(documents[0] if len(documents) == 1 else documents, indent=indent, ensure_ascii=False)
+
+
+def to_csv(results: Results, *, per_query: bool = True) -> str:
+    """``run,query,measure,value`` rows: each query's values (when asked), then the means as ``all``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["run", "query", "measure", "value"])
+    for name, result in _named(results):
+        if per_query:
+            for qid, values in result.per_query.items():
+                for measure in result.measures:
+                    if measure in values:
+                        writer.writerow([name, qid, measure, repr(values[measure])])
+        for measure, value in result.mean.items():
+            writer.writerow([name, "all", measure, "" if math.isnan(value) else repr(value)])
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables and notes
+
+
+def _options(result: EvaluationResult) -> str:
+    parts = [f"{result.num_queries} queries"]
+    if result.complete:
+        parts.append("complete")
+    if result.rel != 1:
+        parts.append(f"relevant >= {result.rel}")
+    if result.judged_only:
+        parts.append("judged only")
+    return ", ".join(parts)
+
+
+def to_table(results: Results) -> Table:
+    """A rich table of means: one row per run, one column per measure, plus the query count."""
+    from rich.table import Table
+
+    named = _named(results)
+    measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
+    table = Table(title="Evaluation (means over the averaged queries)")
+    table.add_column("run")
+    table.add_column("queries", justify="right")
+    for measure in measures:
+        table.add_column(measure, justify="right")
+    for name, result in named:
+        cells = [_number(result.mean[m], False) if m in result.mean else "" for m in measures]
+        table.add_row(name, _options(result), *cells)
+    return table
+
+
+def to_per_query_table(name: str, result: EvaluationResult) -> Table:
+    """A rich table of one run's per-query values, with the means as a last ``all`` row."""
+    from rich.table import Table
+
+    table = Table(title=f"{name}: per query ({_options(result)})")
+    table.add_column("query")
+    for measure in result.measures:
+        table.add_column(measure, justify="right")
+    for qid, values in result.per_query.items():
+        table.add_row(qid, *(_number(values[m], False) if m in values else "-" for m in result.measures))
+    table.add_row("all", *(_number(result.mean[m], False) for m in result.measures), style="bold")
+    return table
+
+
+def to_tables(results: Results, *, per_query: bool = False) -> list[Table]:
+    """The table of means, preceded by one per-query table per run when ``per_query``."""
+    named = _named(results)
+    tables = [to_per_query_table(name, result) for name, result in named] if per_query else []
+    return [*tables, to_table(named)]
+
+
+def _listed(qids: Sequence[str]) -> str:
+    shown = ", ".join(sorted(qids, key=natural_key)[:_LISTED])
+    return shown + (", ..." if len(qids) > _LISTED else "")
+
+
+def notes(result: EvaluationResult) -> list[str]:
+    """Plain sentences on what was left out or undefined; empty when nothing was."""
+    lines: list[str] = []
+    if result.num_queries == 0:
+        lines.append("no query has both judgments and a ranking: do the qrels and the run belong together?")
+    if result.missing_from_run:
+        fate = "scored 0 (complete)" if result.complete else "not averaged (complete would score them 0)"
+        lines.append(
+            f"{len(result.missing_from_run)} judged queries missing from the run, {fate}: "
+            f"{_listed(result.missing_from_run)}"
+        )
+    if result.not_judged:
+        lines.append(f"{len(result.not_judged)} run queries without judgments ignored: {_listed(result.not_judged)}")
+    for measure, qids in result.undefined.items():
+        lines.append(
+            f"{measure} undefined for {len(qids)} queries (no relevant or no judged non-relevant document), "
+            f"left out of its mean: {_listed(qids)}"
+        )
+    return lines

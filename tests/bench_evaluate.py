@@ -1,0 +1,145 @@
+"""Speed of evaluation, files to results: bm25lab vs parsing + pytrec_eval (and trec_eval, if installed).
+
+Not collected by pytest. Run ``python tests/bench_evaluate.py [--queries 10000] [--depth 1000]``:
+it writes a run of ``queries x depth`` lines (scores with 3 decimals, so ties occur, in rank order as
+retrieval systems write them) and graded qrels (about 50 judgments per query, half of them on
+retrieved documents) into a temporary folder, then times, three times each, in one process:
+
+- bm25lab: ``read_qrels`` + ``read_run`` + ``evaluate`` of the measures below;
+- pytrec_eval: its ``parse_qrel`` / ``parse_run`` + ``RelevanceEvaluator.evaluate`` of the same measures;
+- trec_eval (the C program), when a ``trec_eval`` binary is on PATH.
+
+It prints the medians, the ratio, and checks that both agree on every per-query value.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MEASURES = ["P@10", "R@100", "nDCG@10", "nDCG", "AP", "RR", "bpref", "Rprec"]
+
+
+def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
+    """Write run.trec and qrels.trec for a synthetic collection of 2 million documents."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    rng = np.random.default_rng(seed)
+    collection = 2_000_000
+    n = queries * depth
+    qid = np.repeat(np.arange(queries), depth)
+    doc = rng.integers(0, collection, n)
+    # make documents distinct within each query: offset each slot into its own stripe
+    stripe = collection // depth
+    doc = np.tile(np.arange(depth), queries) * stripe + doc % stripe
+    score = -np.sort(-np.round(rng.gamma(2.0, 3.0, (queries, depth)), 3), axis=1).ravel()
+    rank = np.tile(np.arange(1, depth + 1), queries)
+
+    def ids(prefix: str, values: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pa.array(values).cast(pa.string()), "")
+
+    write = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    run = pa.table({"q": ids("q", qid), "i": pa.repeat(pa.scalar("Q0"), n), "d": ids("D", doc),
+                    "r": pa.array(rank), "s": pa.array(score), "t": pa.repeat(pa.scalar("bench"), n)})
+    run_path = folder / "run.trec"
+    pcsv.write_csv(run, run_path, write)
+
+    judged_ret = rng.random(n) < 25 / depth
+    extra = queries * 25
+    qrel_q = np.concatenate([qid[judged_ret], rng.integers(0, queries, extra)])
+    qrel_d = np.concatenate([doc[judged_ret], rng.integers(0, collection, extra)])
+    qrel_q, first = np.unique(qrel_q * collection + qrel_d, return_index=True)
+    qrel_q, qrel_d = qrel_q // collection, qrel_q % collection
+    grade = rng.choice([0, 0, 1, 1, 2, 3], qrel_q.size)
+    qrels = pa.table({"q": ids("q", qrel_q), "i": pa.repeat(pa.scalar("0"), qrel_q.size), "d": ids("D", qrel_d),
+                      "g": pa.array(grade)})
+    qrels_path = folder / "qrels.trec"
+    pcsv.write_csv(qrels, qrels_path, write)
+    return run_path, qrels_path
+
+
+def time_bm25lab(run_path: Path, qrels_path: Path) -> tuple[float, dict]:
+    from evaluation import evaluate, read_qrels, read_run
+
+    start = time.perf_counter()
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), MEASURES)
+    return time.perf_counter() - start, result.per_query
+
+
+def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, dict]:
+    import pytrec_eval
+
+    from evaluation.measures import parse_measure
+
+    names = {parse_measure(m).trec_eval_name for m in MEASURES}
+    start = time.perf_counter()
+    with open(qrels_path) as f:
+        qrels = pytrec_eval.parse_qrel(f)
+    with open(run_path) as f:
+        run = pytrec_eval.parse_run(f)
+    values = pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run)
+    return time.perf_counter() - start, values
+
+
+def time_trec_eval(binary: str, run_path: Path, qrels_path: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([binary, "-q", "-m", "P.10", "-m", "recall.100", "-m", "ndcg_cut.10", "-m", "ndcg", "-m", "map",
+                    "-m", "recip_rank", "-m", "bpref", "-m", "Rprec", str(qrels_path), str(run_path)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def agree(ours: dict, theirs: dict) -> float:
+    from evaluation.measures import parse_measure
+
+    worst = 0.0
+    for qid, values in theirs.items():
+        for m in MEASURES:
+            worst = max(worst, abs(values[parse_measure(m).trec_eval_name] - ours[qid][m]))
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--depth", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_path, qrels_path = generate(Path(tmp), args.queries, args.depth)
+        print(f"run: {args.queries} queries x {args.depth} documents, {run_path.stat().st_size / 1e6:.0f} MB; "
+              f"qrels {qrels_path.stat().st_size / 1e6:.1f} MB; measures {', '.join(MEASURES)}")
+        ours, theirs, c_times = [], [], []
+        binary = shutil.which("trec_eval")
+        for _ in range(args.repeats):
+            seconds, ours_values = time_bm25lab(run_path, qrels_path)
+            ours.append(seconds)
+            seconds, their_values = time_pytrec_eval(run_path, qrels_path)
+            theirs.append(seconds)
+            if binary:
+                c_times.append(time_trec_eval(binary, run_path, qrels_path))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"bm25lab read + evaluate:       median {a:6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in ours)})")
+        print(f"pytrec_eval parse + evaluate:  median {b:6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in theirs)})")
+        print(f"ratio bm25lab / pytrec_eval:   {a / b:.3f}")
+        if c_times:
+            c = statistics.median(c_times)
+            print(f"trec_eval (C) -q:              median {c:6.2f} s; ratio bm25lab / trec_eval {a / c:.3f}")
+        else:
+            print("trec_eval (C): no trec_eval binary on PATH, not timed")
+        print(f"largest per-query difference from pytrec_eval: {agree(ours_values, their_values):.2e}")
+
+
+if __name__ == "__main__":
+    main()
