@@ -279,15 +279,10 @@ class Qrels:
         """
         if isinstance(judgments, Qrels):
             return judgments
-        qids: list[str] = []
-        docs: list[str] = []
-        labels: list[int] = []
-        for qid, graded in judgments.items():
-            for docid, grade in graded.items():
-                qids.append(str(qid))
-                docs.append(str(docid))
-                labels.append(_as_label(grade, qid, docid))
-        return cls.from_columns(qids, docs, labels)
+        qids, docs, grades = _flatten(judgments)
+        if not all(type(g) is int for g in grades):
+            grades = [_as_label(g, q, d) for q, d, g in zip(qids, docs, grades)]
+        return cls.from_columns(qids, docs, np.array(grades, dtype=np.int64))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docid: grade}}`` with queries in first-appearance order."""
@@ -397,14 +392,14 @@ class Run:
         """
         if isinstance(ranking, Run):
             return ranking
-        qids: list[str] = []
-        docs: list[str] = []
-        scores: list[float] = []
-        for qid, ranked in ranking.items():
-            for docid, score in _scored_docs(ranked):
-                qids.append(str(qid))
-                docs.append(str(docid))
-                scores.append(_as_score(score, qid, docid))
+        qids, docs, values = _flatten(ranking)
+        try:
+            scores = np.array(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            scores = np.array([_as_score(v, q, d) for q, d, v in zip(qids, docs, values)], dtype=np.float64)
+        nan = np.flatnonzero(np.isnan(scores))
+        if nan.size:
+            _as_score(math.nan, qids[nan[0]], docs[nan[0]])
         return cls.from_columns(qids, docs, scores, qids=[str(q) for q in ranking], name=name)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
@@ -445,11 +440,32 @@ def _codes_in(qid: pa.Array, qids: Sequence[str]) -> tuple[np.ndarray, tuple[str
     return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64), ordered
 
 
-def _scored_docs(ranked: Any) -> Iterable[tuple[Any, Any]]:
-    """(docid, score) pairs from a mapping, a sequence of pairs or a sequence of hits."""
-    if isinstance(ranked, Mapping):
-        return ranked.items()
-    return ((item.doc_id, item.score) if hasattr(item, "doc_id") else tuple(item) for item in ranked)
+def _flatten(nested: Mapping[Any, Any]) -> tuple[list[str], list[str], list[Any]]:
+    """(query ids, document ids, values), one per row, of ``{qid: {docid: value}}`` or
+    ``{qid: [(docid, value) or hit, ...]}``; ids become ``str``."""
+    qids: list[str] = []
+    docs: list[Any] = []
+    values: list[Any] = []
+    for qid, inner in nested.items():
+        pairs = inner.items() if isinstance(inner, Mapping) else [_pair(item, qid) for item in inner]
+        before = len(docs)
+        for doc, value in pairs:
+            docs.append(doc)
+            values.append(value)
+        qids.extend([str(qid)] * (len(docs) - before))
+    if not all(type(doc) is str for doc in docs):
+        docs = [str(doc) for doc in docs]
+    return qids, docs, values
+
+
+def _pair(item: Any, qid: Any) -> tuple[Any, Any]:
+    """(docid, score) from a hit (``doc_id``, ``score``) or a pair."""
+    if hasattr(item, "doc_id"):
+        return item.doc_id, item.score
+    pair = tuple(item) if isinstance(item, (tuple, list)) else ()
+    if len(pair) != 2:
+        raise InputError(f"query {str(qid)!r}: expected (docid, score) pairs or hits, got {item!r}")
+    return pair
 
 
 def _as_score(score: Any, qid: Any, docid: Any) -> float:
