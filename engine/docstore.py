@@ -1,8 +1,13 @@
-"""The document store: titles, texts and metadata in one SQLite file (standard library only).
+"""The document store: titles, texts and metadata in one SQLite file per segment (standard library only).
 
 Table ``docs(num INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT, text TEXT, meta TEXT)``,
-``meta`` being a JSON object. Results read titles and snippets from here, so a saved index shows
-them without the original corpus.
+``num`` being the segment's document number and ``meta`` a JSON object. Results read titles and
+snippets from here, so a saved index shows them without the original corpus.
+
+A store never changes once written. :class:`DocStore` reads one segment's store and hides the
+documents deleted from that segment; :class:`SegmentedStore` reads an index made of several segments,
+where each id has at most one live document. A store's file is opened when the reader is created and
+stays open, so a writer that removes an obsolete segment later does not take it from under a reader.
 """
 from __future__ import annotations
 
@@ -10,11 +15,15 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
 
 from .records import Document
 
 _SCHEMA = "CREATE TABLE docs (num INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT, text TEXT, meta TEXT)"
+_BATCH = 500  # ids per IN (...) query: below SQLite's variable limit
+_PAGE = 2048  # rows per page when iterating
 
 
 class DocStoreWriter:
@@ -30,7 +39,11 @@ class DocStoreWriter:
 
     def add(self, num: int, doc: Document) -> None:
         meta = json.dumps(dict(doc.metadata), ensure_ascii=False) if doc.metadata else ""
-        self._rows.append((num, doc.id, doc.title, doc.text, meta))
+        self.add_row((num, doc.id, doc.title, doc.text, meta))
+
+    def add_row(self, row: tuple[int, str, str, str, str]) -> None:
+        """Add one raw row ``(num, id, title, text, meta JSON)``, as :meth:`DocStore.rows` yields them."""
+        self._rows.append(row)
         if len(self._rows) >= 2048:
             self._write()
 
@@ -45,37 +58,102 @@ class DocStoreWriter:
 
 
 class DocStore:
-    """Read-only access by external id; one connection per thread, opened on first use."""
+    """Read-only access to one segment's store; documents numbered in ``deleted`` are invisible.
 
-    def __init__(self, path: Path) -> None:
+    One connection, opened at once and shared by all threads under a lock.
+    """
+
+    def __init__(self, path: Path, deleted: np.ndarray | None = None) -> None:
         self.path = path
-        self._local = threading.local()
+        self._deleted = np.zeros(0, dtype=np.int32) if deleted is None else np.asarray(deleted)
+        self._lock = threading.Lock()
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro&immutable=1"
+        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
 
-    def _connection(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-            self._local.db = db
-        return db
+    def _query(self, sql: str, args: Sequence[object]) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _live(self, num: int) -> bool:
+        d = self._deleted
+        i = int(np.searchsorted(d, num))
+        return i == d.shape[0] or int(d[i]) != num
 
     def get(self, doc_id: str) -> Document | None:
-        row = self._connection().execute("SELECT id, title, text, meta FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        return None if row is None else _document(row)
+        rows = self._query("SELECT num, id, title, text, meta FROM docs WHERE id = ?", (doc_id,))
+        return _document(rows[0][1:]) if rows and self._live(rows[0][0]) else None
 
     def get_many(self, doc_ids: Iterable[str]) -> dict[str, Document]:
+        return {row[1]: _document(row[1:]) for row in self._rows_of(doc_ids)}
+
+    def nums(self, doc_ids: Iterable[str]) -> dict[str, int]:
+        """The segment's document number of every live id among ``doc_ids``."""
+        return {row[1]: row[0] for row in self._rows_of(doc_ids, "num, id")}
+
+    def _rows_of(self, doc_ids: Iterable[str], columns: str = "num, id, title, text, meta") -> Iterator[tuple]:
         ids = list(doc_ids)
-        found: dict[str, Document] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start:start + _BATCH]
             marks = ",".join("?" * len(part))
-            for row in self._connection().execute(f"SELECT id, title, text, meta FROM docs WHERE id IN ({marks})", part):
-                found[row[0]] = _document(row)
+            for row in self._query(f"SELECT {columns} FROM docs WHERE id IN ({marks})", part):
+                if self._live(row[0]):
+                    yield row
+
+    def rows(self) -> Iterator[tuple[int, str, str, str, str]]:
+        """Every live row ``(num, id, title, text, meta JSON)`` in document-number order, page by page."""
+        after = -1
+        while True:
+            page = self._query("SELECT num, id, title, text, meta FROM docs WHERE num > ? ORDER BY num LIMIT ?",
+                               (after, _PAGE))
+            if not page:
+                return
+            nums = np.fromiter((r[0] for r in page), dtype=np.int64, count=len(page))
+            dead = np.isin(nums, self._deleted)
+            for row, gone in zip(page, dead.tolist()):
+                if not gone:
+                    yield row
+            after = page[-1][0]
+
+    def iter_documents(self) -> Iterator[Document]:
+        """Every live document in document-number order."""
+        for row in self.rows():
+            yield _document(row[1:])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class SegmentedStore:
+    """The documents of an index made of several segments, in segment order.
+
+    An id is live in at most one segment (adding an existing id deletes the older document), so a
+    lookup asks the newest segment first and returns the first live document it finds.
+    """
+
+    def __init__(self, stores: Sequence[DocStore]) -> None:
+        self.stores = list(stores)
+
+    def get(self, doc_id: str) -> Document | None:
+        for store in reversed(self.stores):
+            doc = store.get(doc_id)
+            if doc is not None:
+                return doc
+        return None
+
+    def get_many(self, doc_ids: Iterable[str]) -> dict[str, Document]:
+        wanted = list(dict.fromkeys(doc_ids))
+        found: dict[str, Document] = {}
+        for store in reversed(self.stores):
+            if len(found) == len(wanted):
+                break
+            found.update(store.get_many([i for i in wanted if i not in found]))
         return found
 
-    def iter_documents(self) -> Iterable[Document]:
-        """Every stored document in document-number order."""
-        for row in self._connection().execute("SELECT id, title, text, meta FROM docs ORDER BY num"):
-            yield _document(row)
+    def iter_documents(self) -> Iterator[Document]:
+        """Every live document: segment by segment, each in document-number order."""
+        for store in self.stores:
+            yield from store.iter_documents()
 
 
 def _document(row: tuple[str, str, str, str]) -> Document:

@@ -1,56 +1,44 @@
-"""The ``Index``: build from documents, search, save and load.
+"""The ``Index``: build from documents, search, grow, save and load.
 
     index = Index.build(docs, tokenizer=Tokenizer("auto"))
     index.search("清华大学", k=10)                      # -> [Hit(doc_id, score), ...]
     index.search_many({"q1": "..."}, k=1000)            # -> {"q1": [Hit, ...]}
     index.save("my-index"); Index.load("my-index")
+    index.add(more_docs); index.delete(["d7"]); index.optimize()
 
 Documents are ``(doc_id, text)`` pairs, :class:`~engine.records.Document` objects, or dicts with
 ``id`` or ``_id``, ``text``, optional ``title`` and any other keys (kept as metadata).
+
+An index is one or more segments with deletions (:mod:`engine.segments`); search results and scores
+are those of a fresh build of the live documents. ``add``, ``delete`` and ``optimize`` on an index
+loaded from a directory commit to that directory (under its writer's lock) and then show the
+committed index; on an index that was never saved they change it in memory only.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-from collections import deque
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import accel, storage
-from .docstore import DocStore, DocStoreWriter
+from . import accel, segments, storage
+from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError
-from .postings import PostingsBuilder
 from .records import Document, Hit
 from .retrieval import QueryBatch, QueryTerms, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
-from .selection import id_ranks
+from .segments import Change, DocLike, Part, Progress, as_document
 from .tokenization import Tokenizer
 
-DocLike = Document | tuple[str, str] | Mapping[str, Any]
-Progress = Callable[[int], None]
+__all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
 # Batches smaller than this are scored in-process: a worker pool costs more than it saves.
 _MIN_PARALLEL_QUERIES = 64
-
-
-def as_document(item: DocLike) -> Document:
-    """Normalise one input document; a malformed one is an InputError naming what is wrong."""
-    if isinstance(item, Document):
-        return item
-    if isinstance(item, Mapping):
-        doc_id = item.get("id", item.get("_id"))
-        if doc_id is None:
-            raise InputError(f"document without an 'id' or '_id': {str(dict(item))[:80]}")
-        text = item.get("text", "")
-        title = item.get("title", "")
-        meta = {k: v for k, v in item.items() if k not in ("id", "_id", "text", "title")}
-        return Document(str(doc_id), "" if text is None else str(text), "" if title is None else str(title), meta)
-    if isinstance(item, tuple) and len(item) == 2:
-        return Document(str(item[0]), "" if item[1] is None else str(item[1]))
-    raise InputError(f"a document must be (id, text), a Document or a dict, got {type(item).__name__}")
+# A reader that finds a segment gone re-reads the manifest this many times (a writer committed meanwhile).
+_LOAD_ATTEMPTS = 5
 
 
 def _check_k(k: int) -> int:
@@ -64,92 +52,140 @@ class Index:
 
     def __init__(self, segment: storage.Segment, tokenizer: Tokenizer, path: Path | None = None,
                  workdir: tempfile.TemporaryDirectory | None = None) -> None:
-        self._segment = segment
         self.tokenizer = tokenizer
         self.path = path
-        self._workdir = workdir
-        self._scorer = Scorer(segment.postings, segment.id_rank)
-        self._store = DocStore(segment.store_path)
+        self._workdirs: list[tempfile.TemporaryDirectory] = [] if workdir is None else [workdir]
+        self._attach([Part(segment)])
+
+    @classmethod
+    def _of_parts(cls, parts: list[Part], tokenizer: Tokenizer, path: Path | None) -> "Index":
+        index = cls.__new__(cls)
+        index.tokenizer = tokenizer
+        index.path = path
+        index._workdirs = []
+        index._attach(parts)
+        return index
+
+    def _attach(self, parts: list[Part]) -> None:
+        """Show ``parts``: one merged view for scoring, the parts' stores for documents."""
+        self._parts = parts
+        self._segment = segments.merge(parts)
+        self._scorer = Scorer(self._segment.postings, self._segment.id_rank)
+        self._store = SegmentedStore([p.store for p in parts])
 
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Iterable[DocLike], tokenizer: Tokenizer | None = None, *, workers: int | None = None,
-              progress: Progress | None = None) -> "Index":
+              progress: Progress | None = None, source: str | Path | None = None) -> "Index":
         """Index ``docs`` (streamed: texts go to the on-disk store, only postings stay in memory).
 
-        A duplicate id raises InputError naming it; an empty document is kept with length 0.
-        ``progress`` is called with the number of documents indexed so far, every 1,000 documents.
+        A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
+        when given); an empty document is kept with length 0. ``progress`` is called with the number
+        of documents indexed so far, every 1,000 documents.
         """
         tokenizer = tokenizer or Tokenizer()
-        workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
-        store_path = Path(workdir.name) / storage.STORE_FILE
-        writer = DocStoreWriter(store_path)
-        builder = PostingsBuilder()
-        seen: dict[str, int] = {}
-        pending: deque[Document] = deque()
-
-        def texts() -> Iterator[str]:
-            for item in docs:
-                doc = as_document(item)
-                if doc.id in seen:
-                    raise InputError(f"duplicate document id {doc.id!r}")
-                seen[doc.id] = len(seen)
-                pending.append(doc)
-                yield doc.full_text
-
-        try:
-            for tokens in tokenizer.tokenize_many(texts(), workers=workers):
-                writer.add(builder.add(tokens), pending.popleft())
-                if progress is not None and builder.num_docs % 1000 == 0:
-                    progress(builder.num_docs)
-        finally:
-            writer.close()
-        if progress is not None:
-            progress(builder.num_docs)
-        postings = builder.finish()
-        doc_ids = list(seen)
-        segment = storage.Segment(postings, doc_ids, id_ranks(doc_ids), store_path)
-        index = cls(segment, tokenizer, None, workdir)
-        weakref.finalize(index, workdir.cleanup)
+        built = segments.build_segment(docs, tokenizer, workers=workers, progress=progress, source=source)
+        index = cls(built.segment, tokenizer, None, built.workdir)
+        weakref.finalize(index, built.workdir.cleanup)
         return index
+
+    # ------------------------------------------------------------------ growing
+    def add(self, docs: Iterable[DocLike], *, workers: int | None = None, progress: Progress | None = None,
+            source: str | Path | None = None) -> Change:
+        """Add ``docs`` as a new segment; a document whose id is in the index replaces it.
+
+        On an index loaded from a directory this commits to the directory (see
+        :func:`engine.segments.add_documents`) and the index then shows the committed state,
+        including changes other writers committed meanwhile.
+        """
+        if self.path is not None:
+            change = segments.add_documents(self.path, docs, workers=workers, progress=progress, source=source,
+                                            verify=False)
+            self._reload()
+            return change
+        built = segments.build_segment(docs, self.tokenizer, workers=workers, progress=progress, source=source)
+        self._workdirs.append(built.workdir)
+        parts, replaced = segments.with_added(self._parts, Part(built.segment))
+        self._attach(parts)
+        return Change(added=built.segment.postings.num_docs, replaced=replaced, documents=self.num_docs,
+                      segments=len(parts))
+
+    def delete(self, doc_ids: Iterable[str]) -> Change:
+        """Delete documents by id; an id not in the index raises InputError and nothing is deleted."""
+        if isinstance(doc_ids, str):
+            doc_ids = [doc_ids]
+        if self.path is not None:
+            change = segments.delete_documents(self.path, doc_ids, verify=False)
+            self._reload()
+            return change
+        parts, deleted = segments.with_deleted(self._parts, doc_ids)
+        self._attach(parts)
+        return Change(deleted=deleted, documents=self.num_docs, segments=len(parts))
+
+    def optimize(self) -> Change:
+        """Merge all segments into one and drop deleted documents (scores do not change)."""
+        if self.path is not None:
+            change = segments.optimize(self.path, verify=False)
+            self._reload()
+            return change
+        purged = sum(int(p.deleted.shape[0]) for p in self._parts)
+        if len(self._parts) <= 1 and not purged:
+            return Change(documents=self.num_docs, segments=len(self._parts))
+        workdir = tempfile.TemporaryDirectory(prefix="bm25lab-merge-")
+        self._workdirs.append(workdir)
+        parts = [segments.merged_part(self._parts, Path(workdir.name))] if self.num_docs else []
+        self._attach(parts)
+        return Change(purged=purged, documents=self.num_docs, segments=len(parts))
+
+    def _reload(self) -> None:
+        assert self.path is not None
+        fresh = Index.load(self.path, verify=False)
+        self.tokenizer = fresh.tokenizer
+        self._attach(fresh._parts)
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
-        """Write the index to directory ``path`` (atomically: see :mod:`engine.storage`)."""
+        """Write the index to directory ``path`` as one segment, atomically and under the directory's
+        writer lock (see :mod:`engine.storage`, :mod:`engine.locking`)."""
         directory = Path(path)
         if (directory / storage.MANIFEST).exists() and not overwrite:
             raise FileExistsError(f"{directory}: an index exists already (use overwrite=True to replace it)")
         if directory.exists() and not directory.is_dir():
             raise InputError("exists and is not a directory", directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        seg = self._segment
-        entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path)
-        manifest = {
-            "format": storage.FORMAT_NAME,
-            "format_version": storage.FORMAT_VERSION,
-            "tokenizer": self.tokenizer.config(),
-            "counts": self.counts(),
-            "segments": [entry],
-        }
-        storage.write_manifest(directory, manifest)
+        segments.replace_all(directory, self._parts, self.tokenizer.config(), overwrite)
         return directory
 
     @classmethod
     def load(cls, path: str | Path, verify: bool = True, mmap: bool = True) -> "Index":
-        """Load a saved index; arrays are memory-mapped. Damage or a foreign version is IndexFormatError."""
-        directory = Path(path)
-        manifest = storage.read_manifest(directory)
-        try:
-            tokenizer = Tokenizer.from_config(manifest["tokenizer"])
-            entries = manifest["segments"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(f"{directory / storage.MANIFEST}: bad manifest ({exc}); rebuild the index") from None
-        if len(entries) != 1:
-            raise IndexFormatError(f"{directory}: expected one segment, found {len(entries)}")
-        segment = storage.load_segment(directory, entries[0], verify=verify, mmap=mmap)
-        return cls(segment, tokenizer, directory)
+        """Load a saved index; arrays are memory-mapped. Damage or a foreign version is IndexFormatError.
 
-    # ------------------------------------------------------------------ facts
+        Takes no lock: when a writer commits while the index is being read and a file it named is
+        gone, the new manifest is read and loading starts again.
+        """
+        directory = Path(path)
+        for attempt in range(_LOAD_ATTEMPTS):
+            raw = storage.read_manifest_bytes(directory)
+            manifest = storage.parse_manifest(directory, raw)
+            try:
+                tokenizer = Tokenizer.from_config(manifest["tokenizer"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise IndexFormatError(f"{directory / storage.MANIFEST}: bad manifest ({exc}); "
+                                       f"rebuild the index") from None
+            try:
+                parts = segments.load_parts(directory, manifest, verify=verify, mmap=mmap)
+            except IndexFormatError:
+                if attempt + 1 < _LOAD_ATTEMPTS and _manifest_changed(directory, raw):
+                    continue
+                raise
+            return cls._of_parts(parts, tokenizer, directory)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @property
+    def num_segments(self) -> int:
+        """How many segments the index is made of (1 after a build, a save or an optimize)."""
+        return len(self._parts)
+
+# ------------------------------------------------------------------ facts
     @property
     def num_docs(self) -> int:
         return self._segment.postings.num_docs
@@ -176,11 +212,11 @@ class Index:
                 "total_length": int(lengths.sum(dtype=np.int64))}
 
     def document(self, doc_id: str) -> Document | None:
-        """The stored document (title, text, metadata), or None for an unknown id."""
+        """The stored document (title, text, metadata), or None for an unknown or deleted id."""
         return self._store.get(doc_id)
 
     def documents(self) -> Iterator[Document]:
-        """Every stored document, in indexing order."""
+        """Every live document, in indexing order (segment by segment)."""
         return iter(self._store.iter_documents())
 
     # ------------------------------------------------------------------ search
@@ -255,6 +291,13 @@ class PreparedBatch:
         ids = self.index.doc_ids
         return {qid: [(ids[d], s) for d, s in zip(docs.tolist(), scores.tolist())]
                 for qid, (docs, scores) in zip(self.qids, self._batch.top(params, k))}
+
+
+def _manifest_changed(directory: Path, raw: bytes) -> bool:
+    try:
+        return storage.read_manifest_bytes(directory) != raw
+    except IndexFormatError:
+        return False
 
 
 # ---------------------------------------------------------------------- parallel batches

@@ -1,0 +1,57 @@
+"""The writer's lock of an index directory.
+
+One writer at a time: a change (``add``, ``delete``, ``optimize``, ``save`` over an existing index)
+holds an exclusive ``flock`` on ``<index>/.writer.lock`` for its whole commit, with its process id
+written inside so that a second writer can say who holds it. Readers take no lock: they read the
+manifest, which is replaced atomically (:mod:`engine.storage`).
+
+The kernel releases a ``flock`` when its holder exits, however it exits, so a writer killed with
+``kill -9`` leaves no stale lock behind (the file stays; its content is only a hint). Never delete
+the lock file by hand while a writer runs: a new file would be a new lock.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .errors import IndexLockedError
+
+LOCK_FILE = ".writer.lock"
+
+
+def _holder(fd: int) -> str:
+    """The process id written in the lock file, or "another process" when it cannot be read yet."""
+    try:
+        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+    except OSError:
+        text = ""
+    return f"process {text}" if text.isdigit() else "another process"
+
+
+@contextmanager
+def write_lock(directory: Path) -> Iterator[None]:
+    """Hold the writer's lock of ``directory`` (which must exist) for the ``with`` block.
+
+    Raises :class:`~engine.errors.IndexLockedError` at once, without waiting, when another writer
+    (in this process or any other) holds it.
+    """
+    import fcntl
+
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexLockedError(f"{directory}: index is locked by {_holder(fd)} (another change is being "
+                                   f"written); try again when it has finished") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

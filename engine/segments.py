@@ -1,0 +1,449 @@
+"""Indexes made of segments: building one, deleting from it, merging them, committing changes.
+
+An index is a list of immutable segments, each with the sorted numbers of its deleted documents.
+``add`` writes the new documents as one more segment and deletes the older documents that have the
+same ids (an id is live in at most one segment); ``delete`` only records deletions; ``optimize``
+rewrites the live documents as one segment.
+
+Searching several segments uses one merged in-memory :class:`~engine.postings.Postings` of the live
+documents (:func:`merge`): vocabularies united, term ids and document numbers remapped, deleted
+postings and terms left without postings dropped, tie-break ranks recomputed over the live ids.
+Collection statistics (N, df, avgdl) are therefore global by construction, and every document's
+score is summed over the same terms in the same (code point) order as in a fresh build of the same
+documents: scores are bit-identical to it. A single segment without deletions is used as it is
+(memory-mapped).
+
+Changes to an index directory (:func:`add_documents`, :func:`delete_documents`, :func:`optimize`,
+:func:`replace_all`) hold the writer's lock (:mod:`engine.locking`) only to commit: new documents are
+analysed first, then, under the lock, the current manifest is read again, new segment folders and
+deletion files are written (never a file the manifest names), and one atomic replacement of
+``index.json`` commits (:mod:`engine.storage`). A writer killed at any moment leaves the index as it
+was before or as it is after.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import compress
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from . import storage
+from .docstore import DocStore, DocStoreWriter
+from .errors import IndexFormatError, IndexLockedError, InputError
+from .locking import LOCK_FILE, write_lock
+from .postings import Postings, PostingsBuilder
+from .records import Document
+from .selection import id_ranks
+from .tokenization import Tokenizer
+
+DocLike = Document | tuple[str, str] | Mapping[str, Any]
+Progress = Callable[[int], None]
+
+_NO_DELETIONS = np.zeros(0, dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one change did, and the size of the index after it."""
+
+    added: int = 0       # documents written by an add (new ones and replacements)
+    replaced: int = 0    # of those, how many replaced a live document with the same id
+    deleted: int = 0     # documents deleted by id
+    purged: int = 0      # deleted documents physically removed by a merge
+    documents: int = 0   # live documents after the change
+    segments: int = 0    # segments after the change
+
+
+@dataclass(frozen=True, eq=False)
+class Part:
+    """One segment of an index with its deleted document numbers (sorted, unique int32), its store
+    reader, and its manifest entry once it is on disk."""
+
+    segment: storage.Segment
+    deleted: np.ndarray = field(default_factory=lambda: _NO_DELETIONS)
+    entry: dict[str, Any] | None = None
+    store: DocStore = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        assert self.segment.store_path is not None
+        object.__setattr__(self, "store", DocStore(self.segment.store_path, self.deleted))
+
+    @property
+    def num_docs(self) -> int:
+        return self.segment.postings.num_docs
+
+    @property
+    def num_live(self) -> int:
+        return self.num_docs - int(self.deleted.shape[0])
+
+    def live_mask(self) -> np.ndarray:
+        """True for every live document number."""
+        mask = np.ones(self.num_docs, dtype=bool)
+        mask[self.deleted] = False
+        return mask
+
+    def with_deleted(self, nums: Iterable[int]) -> "Part":
+        """This segment with ``nums`` deleted as well (same entry: the deletions file is rewritten on commit)."""
+        more = np.fromiter(nums, dtype=np.int64)
+        return Part(self.segment, np.union1d(self.deleted, more).astype(np.int32), self.entry)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building one segment
+
+
+def as_document(item: DocLike) -> Document:
+    """Normalise one input document; a malformed one is an InputError naming what is wrong."""
+    if isinstance(item, Document):
+        return item
+    if isinstance(item, Mapping):
+        doc_id = item.get("id", item.get("_id"))
+        if doc_id is None:
+            raise InputError(f"document without an 'id' or '_id': {str(dict(item))[:80]}")
+        text = item.get("text", "")
+        title = item.get("title", "")
+        meta = {k: v for k, v in item.items() if k not in ("id", "_id", "text", "title")}
+        return Document(str(doc_id), "" if text is None else str(text), "" if title is None else str(title), meta)
+    if isinstance(item, tuple) and len(item) == 2:
+        return Document(str(item[0]), "" if item[1] is None else str(item[1]))
+    raise InputError(f"a document must be (id, text), a Document or a dict, got {type(item).__name__}")
+
+
+@dataclass
+class BuiltSegment:
+    """A segment built in a temporary folder (which holds its store until ``cleanup``)."""
+
+    segment: storage.Segment
+    workdir: tempfile.TemporaryDirectory
+
+    def cleanup(self) -> None:
+        self.workdir.cleanup()
+
+
+def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
+                  progress: Progress | None = None, source: str | Path | None = None) -> BuiltSegment:
+    """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
+    in memory). A duplicate id raises InputError naming it (and ``source``, when given)."""
+    workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
+    try:
+        return BuiltSegment(_build(docs, tokenizer, workers, progress, source, Path(workdir.name)), workdir)
+    except BaseException:
+        workdir.cleanup()
+        raise
+
+
+def _build(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, progress: Progress | None,
+           source: str | Path | None, folder: Path) -> storage.Segment:
+    store_path = folder / storage.STORE_FILE
+    writer = DocStoreWriter(store_path)
+    builder = PostingsBuilder()
+    seen: dict[str, int] = {}
+    pending: deque[Document] = deque()
+
+    def texts() -> Iterator[str]:
+        for item in docs:
+            doc = as_document(item)
+            number = len(seen)
+            first = seen.setdefault(doc.id, number)
+            if first != number:
+                raise InputError(f"duplicate document id {doc.id!r} (documents {first + 1} and {number + 1} "
+                                 f"of the input)", source)
+            pending.append(doc)
+            yield doc.full_text
+
+    try:
+        for tokens in tokenizer.tokenize_many(texts(), workers=workers):
+            writer.add(builder.add(tokens), pending.popleft())
+            if progress is not None and builder.num_docs % 1000 == 0:
+                progress(builder.num_docs)
+    finally:
+        writer.close()
+    if progress is not None:
+        progress(builder.num_docs)
+    doc_ids = list(seen)
+    return storage.Segment(builder.finish(), doc_ids, id_ranks(doc_ids), store_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading segments together
+
+
+def merge(parts: Sequence[Part]) -> storage.Segment:
+    """One searchable view of the live documents of ``parts``, numbered in segment order.
+
+    A single part without deletions is returned as it is. Otherwise (all vectorised):
+    ``term(posting) = global id of its segment term``, ``doc(posting) = number among the live
+    documents``; deleted postings dropped; a stable sort by term keeps documents ascending within
+    each term (segments come in document order); terms left with df = 0 dropped. The view has no
+    store file (``store_path`` None): documents are read through the parts' stores.
+    """
+    if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
+        return parts[0].segment
+    vocabulary = sorted(set().union(*(p.segment.postings.terms for p in parts)))
+    lookup = dict(zip(vocabulary, range(len(vocabulary))))
+    term_parts, doc_parts, tf_parts, length_parts, doc_ids = [], [], [], [], []
+    base = 0
+    for part in parts:
+        p = part.segment.postings
+        live = part.live_mask()
+        new_num = np.cumsum(live, dtype=np.int64) - 1 + base
+        global_id = np.fromiter(map(lookup.__getitem__, p.terms), dtype=np.int64, count=p.num_terms)
+        terms = np.repeat(global_id, np.diff(np.asarray(p.offsets)))
+        docs = np.asarray(p.doc_nums)
+        tfs = np.asarray(p.tfs)
+        if part.deleted.shape[0]:
+            keep = live[docs]
+            terms, docs, tfs = terms[keep], docs[keep], tfs[keep]
+        term_parts.append(terms)
+        doc_parts.append(new_num[docs])
+        tf_parts.append(tfs)
+        length_parts.append(np.asarray(p.doc_lengths)[live])
+        doc_ids.extend(compress(part.segment.doc_ids, live.tolist()))
+        base += int(live.sum())
+    terms = _concat(term_parts, np.int64)
+    by_term = np.argsort(terms, kind="stable")
+    df = np.bincount(terms, minlength=len(vocabulary))
+    used = np.flatnonzero(df)
+    offsets = np.zeros(used.shape[0] + 1, dtype=np.int64)
+    np.cumsum(df[used], out=offsets[1:])
+    postings = Postings(
+        terms=[vocabulary[i] for i in used.tolist()],
+        offsets=offsets,
+        doc_nums=_concat(doc_parts, np.int32)[by_term],
+        tfs=_concat(tf_parts, np.int32)[by_term],
+        doc_lengths=_concat(length_parts, np.int32),
+    )
+    return storage.Segment(postings, doc_ids, id_ranks(doc_ids), None)
+
+
+def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+
+
+def live_counts(parts: Sequence[Part]) -> dict[str, int]:
+    """The manifest's counts of the live documents, without merging the postings."""
+    documents = total = postings = 0
+    terms: set[str] = set()
+    for part in parts:
+        p = part.segment.postings
+        live = part.live_mask()
+        documents += int(live.sum())
+        total += int(np.asarray(p.doc_lengths)[live].sum(dtype=np.int64))
+        if part.deleted.shape[0] == 0:
+            postings += p.num_postings
+            terms.update(p.terms)
+            continue
+        keep = live[np.asarray(p.doc_nums)]
+        postings += int(keep.sum())
+        term_of = np.repeat(np.arange(p.num_terms), np.diff(np.asarray(p.offsets)))
+        live_df = np.bincount(term_of[keep], minlength=p.num_terms)
+        terms.update(compress(p.terms, (live_df > 0).tolist()))
+    return {"documents": documents, "terms": len(terms), "postings": postings, "total_length": total}
+
+
+def locate(parts: Sequence[Part], doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``{id: (part index, document number)}`` of the live documents among ``doc_ids``."""
+    found: dict[str, tuple[int, int]] = {}
+    for index, part in enumerate(parts):
+        for doc_id, num in part.store.nums(doc_ids).items():
+            found[doc_id] = (index, num)
+    return found
+
+
+def _delete_located(parts: Sequence[Part], located: Iterable[tuple[int, int]]) -> list[Part]:
+    """``parts`` with the located documents deleted; segments left without live documents dropped."""
+    by_part: dict[int, list[int]] = {}
+    for index, num in located:
+        by_part.setdefault(index, []).append(num)
+    updated = [part.with_deleted(by_part[i]) if i in by_part else part for i, part in enumerate(parts)]
+    return [part for part in updated if part.num_live > 0]
+
+
+def with_added(parts: Sequence[Part], new: Part) -> tuple[list[Part], int]:
+    """``parts`` plus ``new``, older documents with the same ids deleted; and how many were replaced."""
+    located = locate(parts, new.segment.doc_ids)
+    kept = _delete_located(parts, located.values())
+    return (kept + [new] if new.num_live else kept), len(located)
+
+
+def with_deleted(parts: Sequence[Part], doc_ids: Iterable[str]) -> tuple[list[Part], int]:
+    """``parts`` with ``doc_ids`` deleted, and how many; an unknown id is an InputError (nothing deleted)."""
+    wanted = list(dict.fromkeys(doc_ids))
+    located = locate(parts, wanted)
+    unknown = [doc_id for doc_id in wanted if doc_id not in located]
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise InputError(f"no such document{'s' if len(unknown) > 1 else ''} in the index: {shown}; nothing was deleted")
+    return _delete_located(parts, located.values()), len(located)
+
+
+def merged_part(parts: Sequence[Part], folder: Path) -> Part:
+    """The live documents of ``parts`` as one new segment (postings and store) in ``folder``."""
+    view = merge(parts)
+    store_path = folder / storage.STORE_FILE
+    writer = DocStoreWriter(store_path)
+    try:
+        num = 0
+        for part in parts:
+            for row in part.store.rows():
+                writer.add_row((num,) + tuple(row[1:]))
+                num += 1
+    finally:
+        writer.close()
+    assert num == view.postings.num_docs
+    return Part(storage.Segment(view.postings, view.doc_ids, view.id_rank, store_path))
+
+
+def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True) -> list[Part]:
+    """The segments a (checked) manifest names, with their deletions."""
+    return [Part(storage.load_segment(directory, entry, verify=verify, mmap=mmap),
+                 storage.load_deletions(directory, entry, verify=verify), entry)
+            for entry in manifest["segments"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Committing changes to an index directory
+
+
+def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], move_stores: bool) -> None:
+    """Write what ``parts`` need that is not on disk yet, then atomically replace the manifest.
+
+    The caller holds the writer's lock. ``move_stores``: the new segments' stores are temporary files.
+    """
+    entries = []
+    for part in parts:
+        if part.entry is None:
+            seg = part.segment
+            assert seg.store_path is not None
+            entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
+                                          move_store=move_stores)
+        else:
+            entry = {k: v for k, v in part.entry.items() if k != "deleted"}
+        if part.deleted.shape[0]:
+            old = part.entry.get("deleted") if part.entry else None
+            same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
+            entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
+        entries.append(entry)
+    updated = dict(manifest, counts=live_counts(parts), segments=entries)
+    storage.write_manifest(directory, updated)
+
+
+def _config_key(config: Any) -> str:
+    return json.dumps(config, sort_keys=True, ensure_ascii=False)
+
+
+@contextmanager
+def _transaction(directory: Path, verify: bool,
+                 tokenizer_config: dict[str, Any] | None = None) -> Iterator[tuple[dict[str, Any], list[Part]]]:
+    """Under the writer's lock: the current manifest of ``directory`` and its parts. With
+    ``tokenizer_config``, the index must still use the tokenizer the new documents were analysed with."""
+    with write_lock(directory):
+        manifest = storage.read_manifest(directory)
+        if tokenizer_config is not None and _config_key(manifest["tokenizer"]) != _config_key(tokenizer_config):
+            raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer while "
+                                   f"the documents were being analysed; run the command again")
+        yield manifest, load_parts(directory, manifest, verify=verify)
+
+
+def check_unlocked(directory: Path) -> None:
+    """Raise IndexLockedError when a writer holds ``directory``'s lock now (without changing anything)."""
+    import fcntl
+    import os
+
+    path = directory / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except BlockingIOError:
+        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        who = f"process {text}" if text.isdigit() else "another process"
+        raise IndexLockedError(f"{directory}: index is locked by {who} (another change is being written); "
+                               f"try again when it has finished") from None
+    finally:
+        os.close(fd)
+
+
+def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: int | None = None,
+                  progress: Progress | None = None, source: str | Path | None = None,
+                  verify: bool = True) -> Change:
+    """Add ``docs`` to the index in ``directory`` as a new segment; an id already in the index
+    replaces that document. Bad input raises before anything is written."""
+    directory = Path(directory)
+    manifest = storage.read_manifest(directory)
+    config = manifest["tokenizer"]
+    tokenizer = Tokenizer.from_config(config)
+    check_unlocked(directory)
+    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source)
+    try:
+        if built.segment.postings.num_docs == 0:
+            return _unchanged(directory, verify)
+        with _transaction(directory, verify, config) as (current, parts):
+            updated, replaced = with_added(parts, Part(built.segment))
+            _commit(directory, current, updated, move_stores=True)
+        return Change(added=built.segment.postings.num_docs, replaced=replaced,
+                      documents=sum(p.num_live for p in updated), segments=len(updated))
+    finally:
+        built.cleanup()
+
+
+def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, verify: bool = True) -> Change:
+    """Delete the documents ``doc_ids`` from the index in ``directory``. An id that is not in the index
+    raises InputError naming it, and nothing is deleted."""
+    directory = Path(directory)
+    storage.read_manifest(directory)
+    wanted = list(doc_ids)
+    with _transaction(directory, verify) as (manifest, parts):
+        updated, deleted = with_deleted(parts, wanted)
+        if deleted:
+            _commit(directory, manifest, updated, move_stores=False)
+    return Change(deleted=deleted, documents=sum(p.num_live for p in updated), segments=len(updated))
+
+
+def optimize(directory: str | Path, *, verify: bool = True) -> Change:
+    """Merge the segments of the index in ``directory`` into one, dropping deleted documents.
+    An index that is one segment without deletions is left as it is."""
+    directory = Path(directory)
+    storage.read_manifest(directory)
+    with _transaction(directory, verify) as (manifest, parts):
+        documents = sum(p.num_live for p in parts)
+        if len(parts) <= 1 and sum(int(p.deleted.shape[0]) for p in parts) == 0:
+            return Change(documents=documents, segments=len(parts))
+        purged = sum(int(p.deleted.shape[0]) for p in parts)
+        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
+            merged = [merged_part(parts, Path(tmp))] if documents else []
+            _commit(directory, manifest, merged, move_stores=True)
+    return Change(purged=purged, documents=documents, segments=len(merged))
+
+
+def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[str, Any],
+                overwrite: bool) -> None:
+    """Write ``parts`` (merged into one segment unless already one) as the whole index in ``directory``,
+    under the writer's lock; an existing index is replaced only with ``overwrite``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with write_lock(directory):
+        if (directory / storage.MANIFEST).exists() and not overwrite:
+            raise FileExistsError(f"{directory}: an index exists already (use overwrite=True to replace it)")
+        manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
+                    "tokenizer": tokenizer_config}
+        if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
+            _commit(directory, manifest, [Part(parts[0].segment)], move_stores=False)
+            return
+        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
+            merged = [merged_part(parts, Path(tmp))] if sum(p.num_live for p in parts) else []
+            _commit(directory, manifest, merged, move_stores=True)
+
+
+def _unchanged(directory: Path, verify: bool) -> Change:
+    manifest = storage.read_manifest(directory)
+    parts = load_parts(directory, manifest, verify=verify)
+    return Change(documents=sum(p.num_live for p in parts), segments=len(parts))
