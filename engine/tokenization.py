@@ -1,0 +1,663 @@
+"""Text analysis: turning a string into the list of terms the index stores and queries look up.
+
+Every language runs the same chain; only the segmentation step differs (registry ``_LANGUAGES``):
+
+1. Unicode NFKC normalisation (full-width letters, digits and punctuation become their ASCII forms,
+   compatibility ideographs become unified ones, ``①`` becomes ``1``).
+2. Segmentation into words:
+
+   - ``en``: Unicode word splitting. A word is a maximal run of letters and digits (``str.isalnum``)
+     that may carry combining marks, zero-width (non-)joiners, and single apostrophes between
+     letters (``don't``, ``o'neil``); everything else (punctuation, symbols, emoji, ``_``,
+     whitespace) separates words. Words are lowercased and a trailing possessive ``'s`` is dropped.
+   - ``zh``: jieba over the whole text, precise mode (``mode="default"``) or ``cut_for_search``
+     (``mode="search"``), with an optional user dictionary; words are lowercased.
+   - ``auto`` (default): runs of Han characters go through jieba as in ``zh``, everything between
+     them through the ``en`` path, so ``"iPhone 15 价格"`` gives ``["iphone", "15", "价格"]``.
+     On text without Han characters it equals ``en`` exactly and never imports jieba.
+   - ``whitespace``: already-segmented text, split on whitespace only, case kept.
+
+3. Words with no letter or digit are dropped: punctuation and whitespace never become terms.
+4. Stopword removal (exact match against the normalised list).
+5. Optional Snowball English stemming (PyStemmer) of the words that came through the ``en`` path.
+
+The whole configuration, including the stopword list and the user dictionary's text, is returned by
+``Tokenizer.config()`` and restored by ``Tokenizer.from_config()``, so an index can analyse its
+queries exactly as it analysed its documents.
+
+jieba is imported lazily. Its prefix dictionary is built once per user and cached in
+``cache_dir()`` (``$BM25LAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``)
+in a plain binary format that loads about four times faster than jieba's own marshal cache. jieba's
+``initialize()`` is never called, so its "Building prefix dict" log lines are never emitted, and the
+global ``jieba.dt`` tokenizer is never touched.
+"""
+from __future__ import annotations
+
+import array
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import unicodedata
+from collections import deque
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+from engine.errors import IndexFormatError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import jieba
+
+__all__ = ["ANALYSIS_VERSION", "Tokenizer", "cache_dir", "LANGUAGES", "MODES"]
+
+ANALYSIS_VERSION = 1
+"""Version of the analysis chain. Bump it whenever any step changes the terms it produces."""
+
+DEFAULT_STEM = True
+"""Snowball stemming on by default for English: measured on Cranfield and CISI (engine/data/PROVENANCE.md)."""
+
+_DATA_DIR = Path(__file__).resolve().parent / "data"
+
+# ---------------------------------------------------------------------------------------------
+# Character classes
+# ---------------------------------------------------------------------------------------------
+
+_HAN_RANGES = (
+    "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs (NFKC maps most to unified ones)
+    "\U00020000-\U0003134f"  # Extensions B-G
+)
+_HAN_RUN = re.compile(f"([{_HAN_RANGES}]+)")
+_HAS_HAN = re.compile(f"[{_HAN_RANGES}]")
+_HAS_WORD_CHAR = re.compile(r"[^\W_]")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+
+
+@lru_cache(maxsize=1)
+def _word_pattern() -> re.Pattern[str]:
+    """The ``en`` word pattern: alnum start, then alnum, combining marks, ZWNJ/ZWJ, or ``'`` + alnum.
+
+    Combining marks (categories Mn, Mc, Me) are collected from the Basic Multilingual Plane once per
+    process (about 25 ms); without them Devanagari or vocalised Arabic words would fall apart.
+    """
+    marks: list[str] = []
+    start = prev = None
+    for code in range(0x10000):
+        if unicodedata.category(chr(code))[0] == "M":
+            if start is None:
+                start = code
+            elif code != prev + 1:
+                marks.append(_char_range(start, prev))
+                start = code
+            prev = code
+    if start is not None:
+        marks.append(_char_range(start, prev))
+    joiners = "\u200c\u200d"
+    return re.compile(rf"[^\W_](?:[^\W_]|[{''.join(marks)}{joiners}]|'(?=[^\W_]))*")
+
+
+def _char_range(first: int, last: int) -> str:
+    return re.escape(chr(first)) if first == last else f"{re.escape(chr(first))}-{re.escape(chr(last))}"
+
+
+def _is_word(token: str) -> bool:
+    """True if ``token`` holds at least one letter or digit (so it may become a term)."""
+    return _HAS_WORD_CHAR.search(token) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-process lazy state: stemmer and jieba tokenizers (never pickled, inherited by forked workers)
+# ---------------------------------------------------------------------------------------------
+
+_STEMMERS: dict[str, Any] = {}
+_JIEBA: dict[str, "jieba.Tokenizer"] = {}
+_JIEBA_BASE: list[tuple[dict[str, int], int]] = []
+
+
+def _stemmer(algorithm: str) -> Any:
+    """The process's PyStemmer instance for ``algorithm`` (imported on first use)."""
+    stemmer = _STEMMERS.get(algorithm)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _STEMMERS[algorithm] = Stemmer.Stemmer(algorithm)
+    return stemmer
+
+
+def cache_dir() -> Path:
+    """Per-user cache directory: ``$BM25LAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``."""
+    explicit = os.environ.get("BM25LAB_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".cache"
+    return base / "bm25lab"
+
+
+def _import_jieba() -> Any:
+    """Import jieba quietly: its module source triggers invalid-escape and pkg_resources warnings."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import jieba
+    return jieba
+
+
+_FREQ_MAGIC = b"bm25lab-jieba-prefix-dict\n"
+
+
+def _freq_cache_path(jieba_module: Any, dict_path: Path) -> Path:
+    digest = hashlib.sha1(str(dict_path).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return cache_dir() / f"jieba-{jieba_module.__version__}-{digest}.prefix-dict"
+
+
+def _read_freq_cache(path: Path, stamp: dict[str, Any]) -> tuple[dict[str, int], int]:
+    """Read a prefix-dictionary cache; ``ValueError`` or ``OSError`` if absent, stale or damaged.
+
+    Layout: magic line, one JSON header line (source stamp, total, count, byte sizes), ``count``
+    little-endian int64 frequencies, then the ``count`` words as UTF-8 joined by ``\\n``.
+    """
+    with open(path, "rb") as handle:
+        if handle.readline() != _FREQ_MAGIC:
+            raise ValueError("not a prefix-dict cache")
+        header = json.loads(handle.readline())
+        if header.get("source") != stamp:
+            raise ValueError("stale prefix-dict cache")
+        freqs = array.array("q")
+        freqs.frombytes(handle.read(8 * header["count"]))
+        words = handle.read(header["words_bytes"]).decode("utf-8").split("\n")
+    if len(freqs) != header["count"] or len(words) != header["count"]:
+        raise ValueError("truncated prefix-dict cache")
+    if sys.byteorder != "little":
+        freqs.byteswap()
+    return dict(zip(words, freqs.tolist())), int(header["total"])
+
+
+def _write_freq_cache(path: Path, stamp: dict[str, Any], freq: dict[str, int], total: int) -> None:
+    """Write the cache atomically (temporary file in the same directory, then ``os.replace``)."""
+    words = "\n".join(freq).encode("utf-8")
+    freqs = array.array("q", freq.values())
+    if sys.byteorder != "little":
+        freqs.byteswap()
+    header = {"source": stamp, "total": total, "count": len(freq), "words_bytes": len(words)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(_FREQ_MAGIC + json.dumps(header).encode("ascii") + b"\n")
+            handle.write(freqs.tobytes())
+            handle.write(words)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _base_prefix_dict() -> tuple[dict[str, int], int]:
+    """jieba's default prefix dictionary (word -> frequency, 0 for prefixes) and its total, cached."""
+    if _JIEBA_BASE:
+        return _JIEBA_BASE[0]
+    jieba_module = _import_jieba()
+    dict_path = Path(jieba_module.__file__).resolve().parent / jieba_module.DEFAULT_DICT_NAME
+    info = dict_path.stat()
+    stamp = {"jieba": jieba_module.__version__, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    path = _freq_cache_path(jieba_module, dict_path)
+    try:
+        loaded = _read_freq_cache(path, stamp)
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        with open(dict_path, "rb") as handle:
+            loaded = jieba_module.Tokenizer.gen_pfdict(handle)
+        try:
+            _write_freq_cache(path, stamp, *loaded)
+        except OSError:
+            pass  # an unwritable cache directory only costs speed
+    _JIEBA_BASE.append(loaded)
+    return loaded
+
+
+def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
+    """A private ``jieba.Tokenizer`` (one per user dictionary per process), ready without logging."""
+    key = user_dict or ""
+    tokenizer = _JIEBA.get(key)
+    if tokenizer is not None:
+        return tokenizer
+    jieba_module = _import_jieba()
+    freq, total = _base_prefix_dict()
+    tokenizer = jieba_module.Tokenizer()
+    tokenizer.tmp_dir = str(cache_dir())  # only used if jieba ever initialises itself
+    tokenizer.cache_file = f"jieba-{jieba_module.__version__}.marshal.cache"
+    tokenizer.FREQ = dict(freq)  # add_word mutates FREQ: never share the base dictionary
+    tokenizer.total = total
+    tokenizer.initialized = True
+    for word, count, tag in _parse_user_dict(user_dict or ""):
+        tokenizer.add_word(word, count, tag)
+    _JIEBA[key] = tokenizer
+    return tokenizer
+
+
+# ---------------------------------------------------------------------------------------------
+# Word lists and user dictionaries
+# ---------------------------------------------------------------------------------------------
+
+_USER_DICT_LINE = re.compile(r"^(?P<word>\S+?)(?: (?P<freq>[0-9]+))?(?: (?P<tag>[a-z]+))?$")
+
+
+def _parse_user_dict(text: str, path: str | None = None) -> list[tuple[str, int | None, str | None]]:
+    """Parse jieba's user dictionary format: ``word [frequency] [part-of-speech tag]`` per line.
+
+    Blank lines are skipped; a word is NFKC-normalised (jieba sees normalised text). A line that
+    does not fit raises ``InputError`` naming the file (when known) and the line.
+    """
+    entries: list[tuple[str, int | None, str | None]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        match = _USER_DICT_LINE.match(line)
+        if match is None:
+            raise InputError(f"bad user dictionary line {line!r}: expected 'word [frequency] [tag]'", path, number)
+        freq = match.group("freq")
+        word = unicodedata.normalize("NFKC", match.group("word"))
+        entries.append((word, None if freq is None else int(freq), match.group("tag")))
+    return entries
+
+
+def _read_text(path: str | Path, what: str) -> str:
+    """Read a UTF-8 file (BOM allowed); a missing or undecodable file raises ``InputError``."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", path) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{what} is not valid UTF-8", path, line) from None
+
+
+def _word_list(text: str) -> list[str]:
+    """One word per line; blank lines and lines starting with ``#`` are ignored."""
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+@lru_cache(maxsize=None)
+def _builtin_stopwords(name: str) -> tuple[str, ...]:
+    """A stopword list shipped in ``engine/data`` (see ``PROVENANCE.md`` there)."""
+    return tuple(_word_list((_DATA_DIR / f"stopwords_{name}.txt").read_text(encoding="utf-8")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Languages: each a segmentation function plus its defaults
+# ---------------------------------------------------------------------------------------------
+
+
+def _english_words(text: str) -> list[str]:
+    """Unicode word splitting, lowercasing and possessive removal (``en`` path, step 2)."""
+    words = _word_pattern().findall(text.translate(_APOSTROPHES).lower())
+    return [word[:-2] if word.endswith("'s") else word for word in words]
+
+
+def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
+    words = [word for word in _english_words(text) if word not in tok._stopset]
+    if tok._stem and words:
+        return _stemmer("english").stemWords(words)
+    return words
+
+
+def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
+    cut = getattr(_jieba_tokenizer(tok._user_dict), MODES[tok._mode])
+    stop = tok._stopset
+    terms = []
+    for word in cut(text):
+        if _is_word(word):
+            word = word.lower()
+            if word not in stop:
+                terms.append(word)
+    return terms
+
+
+def _analyse_en(tok: "Tokenizer", text: str) -> list[str]:
+    return _english_terms(tok, text)
+
+
+def _analyse_zh(tok: "Tokenizer", text: str) -> list[str]:
+    return _jieba_terms(tok, text)
+
+
+def _analyse_auto(tok: "Tokenizer", text: str) -> list[str]:
+    if _HAS_HAN.search(text) is None:
+        return _english_terms(tok, text)
+    terms: list[str] = []
+    for index, piece in enumerate(_HAN_RUN.split(text)):
+        if piece:
+            terms.extend(_jieba_terms(tok, piece) if index % 2 else _english_terms(tok, piece))
+    return terms
+
+
+def _analyse_whitespace(tok: "Tokenizer", text: str) -> list[str]:
+    stop = tok._stopset
+    return [word for word in text.split() if _is_word(word) and word not in stop]
+
+
+@dataclass(frozen=True)
+class _Language:
+    """How one language value analyses text, and what its defaults are."""
+
+    analyse: Callable[["Tokenizer", str], list[str]]
+    stopword_lists: tuple[str, ...]  # built-in lists that make up stopwords="default"
+    stemmable: bool  # whether stem=True is meaningful (the en path is used)
+    lowercase: bool
+    needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
+    description: str
+
+
+LANGUAGES: dict[str, _Language] = {
+    "auto": _Language(
+        _analyse_auto, ("en", "zh"), True, True, lambda text: _HAS_HAN.search(text) is not None,
+        "Han runs through jieba, everything else through the English path",
+    ),
+    "zh": _Language(_analyse_zh, ("zh",), False, True, lambda text: True, "jieba over the whole text"),
+    "en": _Language(_analyse_en, ("en",), True, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"),
+    "whitespace": _Language(
+        _analyse_whitespace, (), False, False, lambda text: False, "already segmented: split on whitespace only"
+    ),
+}
+"""Registry of language values accepted by ``Tokenizer(language=...)``."""
+
+MODES: dict[str, str] = {"default": "cut", "search": "cut_for_search"}
+"""jieba segmentation modes: precise (``cut``) or finer, overlapping search mode (``cut_for_search``)."""
+
+
+def _normalise_stopword(word: str, lowercase: bool) -> str:
+    word = unicodedata.normalize("NFKC", word).strip().translate(_APOSTROPHES)
+    return word.lower() if lowercase else word
+
+
+# ---------------------------------------------------------------------------------------------
+# The tokenizer
+# ---------------------------------------------------------------------------------------------
+
+_CONFIG_KEYS = {"analysis_version", "language", "mode", "stem", "stopwords", "user_dict", "normalization", "jieba"}
+
+
+class Tokenizer:
+    """Analyses text into terms; picklable, comparable, and fully described by ``config()``.
+
+    ``language``: one of ``LANGUAGES`` (``auto``, ``zh``, ``en``, ``whitespace``).
+    ``stem``: Snowball English stemming of the English path; ``None`` means ``DEFAULT_STEM`` for
+    ``en``/``auto`` and off for the others (which reject ``stem=True``).
+    ``stopwords``: ``"default"`` (built-in lists for the language), ``None`` or ``"none"`` (keep every
+    word), a path to a UTF-8 file with one word per line, or an iterable of words.
+    ``mode``: one of ``MODES`` (jieba precise ``default`` or ``search``).
+    ``user_dict``: a jieba user dictionary file (``word [frequency] [tag]`` per line).
+    """
+
+    def __init__(
+        self,
+        language: str = "auto",
+        *,
+        stem: bool | None = None,
+        stopwords: str | Path | Iterable[str] | None = "default",
+        mode: str = "default",
+        user_dict: str | Path | None = None,
+    ) -> None:
+        spec = _language_spec(language)
+        user_text = None
+        if user_dict is not None:
+            user_text = _read_text(user_dict, "user dictionary")
+            _parse_user_dict(user_text, str(user_dict))
+        words = {_normalise_stopword(word, spec.lowercase) for word in _resolve_stopwords(spec, stopwords)}
+        self._setup(language, _resolve_stem(language, spec, stem), words - {""}, mode, user_text)
+
+    def _setup(self, language: str, stem: bool, stopwords: Iterable[str], mode: str, user_dict: str | None) -> None:
+        """Set every field from already-normalised values (shared by ``__init__``, ``from_config``, unpickling)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
+        self._language = language
+        self._spec = LANGUAGES[language]
+        self._stem = stem
+        self._stopwords = tuple(sorted(set(stopwords)))
+        self._stopset = frozenset(self._stopwords)
+        self._mode = mode
+        self._user_dict = user_dict
+
+    # -- public API ----------------------------------------------------------------------------
+
+    @property
+    def language(self) -> str:
+        return self._language
+
+    @property
+    def stem(self) -> bool:
+        return self._stem
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def stopwords(self) -> frozenset[str]:
+        return self._stopset
+
+    def tokenize(self, text: str) -> list[str]:
+        """The terms of ``text``, in text order (duplicates kept)."""
+        return self._spec.analyse(self, unicodedata.normalize("NFKC", text))
+
+    def tokenize_many(self, texts: Iterable[str], workers: int | None = None, chunksize: int = 256) -> Iterator[list[str]]:
+        """Tokenize a stream of texts, in order, on ``workers`` processes (``None`` = all usable cores).
+
+        Output equals ``[self.tokenize(t) for t in texts]``. Input is read lazily and at most a few
+        chunks per worker are in flight, so memory stays bounded on any corpus size. Inputs of fewer
+        than ``2 * workers * chunksize`` texts, and ``workers=1``, run in this process.
+        """
+        if chunksize < 1:
+            raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+        count = _resolve_workers(workers)
+        iterator = iter(texts)
+        if count == 1:
+            yield from map(self.tokenize, iterator)
+            return
+        head = list(islice(iterator, 2 * count * chunksize))
+        if len(head) < 2 * count * chunksize:
+            yield from map(self.tokenize, head)
+            return
+        yield from self._tokenize_pool(head, iterator, count, chunksize)
+
+    def config(self) -> dict[str, Any]:
+        """Self-contained, JSON-serialisable description of the analysis chain."""
+        uses_jieba = self._language in ("auto", "zh")
+        return {
+            "analysis_version": ANALYSIS_VERSION,
+            "language": self._language,
+            "mode": self._mode,
+            "stem": self._stem,
+            "stopwords": list(self._stopwords),
+            "user_dict": self._user_dict,
+            "normalization": "NFKC",
+            "jieba": _jieba_version() if uses_jieba else None,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "Tokenizer":
+        """Rebuild the tokenizer described by ``config``; a bad description raises ``IndexFormatError``."""
+        _check_config(config)
+        tokenizer = cls.__new__(cls)
+        try:
+            tokenizer._setup(config["language"], config["stem"], config["stopwords"], config["mode"], config["user_dict"])
+            _parse_user_dict(config["user_dict"] or "")
+        except (ValueError, InputError) as exc:
+            raise IndexFormatError(f"bad tokenizer configuration: {exc}") from None
+        return tokenizer
+
+    # -- dunder --------------------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._language, self._mode, self._stem, self._stopwords, self._user_dict)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tokenizer) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        parts = [f"language={self._language!r}", f"stem={self._stem}", f"stopwords=<{len(self._stopwords)} words>"]
+        if self._mode != "default":
+            parts.append(f"mode={self._mode!r}")
+        if self._user_dict is not None:
+            parts.append(f"user_dict=<{len(_parse_user_dict(self._user_dict))} entries>")
+        return f"Tokenizer({', '.join(parts)})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"language": self._language, "stem": self._stem, "stopwords": self._stopwords,
+                "mode": self._mode, "user_dict": self._user_dict}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["language"], state["stem"], state["stopwords"], state["mode"], state["user_dict"])
+
+    # -- worker pool ---------------------------------------------------------------------------
+
+    def _warm(self, sample: list[str]) -> None:
+        """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice."""
+        if any(self._spec.needs_jieba(text) for text in sample):
+            _jieba_tokenizer(self._user_dict)
+        if self._stem:
+            _stemmer("english")
+            _word_pattern()
+        elif self._spec.stemmable:
+            _word_pattern()
+
+    def _tokenize_pool(self, head: list[str], rest: Iterator[str], workers: int, chunksize: int) -> Iterator[list[str]]:
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._warm(head)
+        chunks = _chunks(head, rest, chunksize)
+        in_flight: deque[Any] = deque()
+        executor = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_init_worker, initargs=(self,))
+        try:
+            for chunk in chunks:
+                in_flight.append(executor.submit(_tokenize_chunk, chunk))
+                if len(in_flight) >= 3 * workers:
+                    yield from in_flight.popleft().result()
+            while in_flight:
+                yield from in_flight.popleft().result()
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _language_spec(language: str) -> _Language:
+    spec = LANGUAGES.get(language) if isinstance(language, str) else None
+    if spec is None:
+        raise ValueError(f"unknown tokenizer language {language!r}; valid languages: {', '.join(LANGUAGES)}")
+    return spec
+
+
+def _resolve_stem(language: str, spec: _Language, stem: bool | None) -> bool:
+    if stem is None:
+        return DEFAULT_STEM if spec.stemmable else False
+    if stem and not spec.stemmable:
+        stemmable = ", ".join(name for name, lang in LANGUAGES.items() if lang.stemmable)
+        raise ValueError(f"stemming does not apply to language {language!r}; it applies to: {stemmable}")
+    return bool(stem)
+
+
+def _resolve_stopwords(spec: _Language, stopwords: str | Path | Iterable[str] | None) -> list[str]:
+    if stopwords is None or (isinstance(stopwords, str) and stopwords == "none"):
+        return []
+    if isinstance(stopwords, str) and stopwords == "default":
+        return [word for name in spec.stopword_lists for word in _builtin_stopwords(name)]
+    if isinstance(stopwords, (str, Path)):
+        return _word_list(_read_text(stopwords, "stopword file"))
+    words = list(stopwords)
+    if not all(isinstance(word, str) for word in words):
+        raise TypeError("stopwords must be 'default', 'none', None, a path, or an iterable of strings")
+    return words
+
+
+def _check_config(config: Any) -> None:
+    if not isinstance(config, dict):
+        raise IndexFormatError(f"bad tokenizer configuration: expected an object, got {type(config).__name__}")
+    missing = _CONFIG_KEYS - config.keys()
+    if missing:
+        raise IndexFormatError(f"bad tokenizer configuration: missing {', '.join(sorted(missing))}")
+    version = config["analysis_version"]
+    if version != ANALYSIS_VERSION:
+        raise IndexFormatError(
+            f"tokenizer analysis version {version!r} is not supported (this bm25lab reads {ANALYSIS_VERSION}); "
+            "rebuild the index with this version"
+        )
+    checks = {
+        "language": lambda v: v in LANGUAGES,
+        "mode": lambda v: v in MODES,
+        "stem": lambda v: isinstance(v, bool),
+        "stopwords": lambda v: isinstance(v, list) and all(isinstance(w, str) for w in v),
+        "user_dict": lambda v: v is None or isinstance(v, str),
+        "normalization": lambda v: v == "NFKC",
+    }
+    for key, valid in checks.items():
+        if not valid(config[key]):
+            raise IndexFormatError(f"bad tokenizer configuration: invalid {key} {config[key]!r}")
+    if config["stem"] and not LANGUAGES[config["language"]].stemmable:
+        raise IndexFormatError(f"bad tokenizer configuration: stemming with language {config['language']!r}")
+
+
+@lru_cache(maxsize=1)
+def _jieba_version() -> str:
+    """jieba's version without importing it (recorded in the config; the dictionary comes with it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jieba")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _resolve_workers(workers: int | None) -> int:
+    if workers is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return os.cpu_count() or 1
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    return workers
+
+
+def _chunks(head: list[str], rest: Iterator[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(head), size):
+        yield head[start:start + size]
+    while chunk := list(islice(rest, size)):
+        yield chunk
+
+
+def _mp_context() -> Any:
+    """``fork`` on Linux (workers inherit the loaded jieba dictionary), the platform default elsewhere."""
+    import multiprocessing
+
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+
+
+_WORKER: list[Tokenizer] = []
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    _WORKER[:] = [tokenizer]
+
+
+def _tokenize_chunk(texts: list[str]) -> list[list[str]]:
+    tokenize = _WORKER[0].tokenize
+    return [tokenize(text) for text in texts]
