@@ -24,8 +24,9 @@ Definitions (``v[i, j, q]`` = the measure of query q at ``k1_grid[i]``, ``b_grid
 - **Search depth** (:func:`search_depth`): a measure with a cutoff n whose family depends only on the
   top n documents (P, R, F1, RR, AP, Success, CG, DCG, nDCG, DCG_exp, nDCG_exp, under any alias:
   ``nDCG@10``, ``ndcg_cut_10``, ``MAP@100``) needs only ``min(n, k)`` results per query; every other
-  measure (AP, RR, bpref, Rprec, AUC, iprec, 11pt-AP, num_ret, ...) gets the full ``k``. The tie rule of the engine and of the evaluation is the same (score descending,
-  document id descending), so the top n of a deeper run are exactly the n results searched.
+  measure (AP, RR, bpref, Rprec, AUC, iprec, 11pt-AP, num_ret, ...) gets the full ``k``. The engine
+  and the evaluation share one tie rule (score descending, then document id descending), so the top
+  n of a deeper run are exactly the n results searched.
 
 Grids on the command line (:func:`parse_grid`): ``"start:stop:step"`` includes ``stop`` when it falls
 on the grid and rounds every value to 10 decimals (no 0.30000000000000004), or a comma list

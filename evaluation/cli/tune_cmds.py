@@ -55,15 +55,18 @@ def _print_tables(result: "TuneResult") -> None:
     """A summary table and a table of the folds' choices, for people."""
     from rich.table import Table
 
+    from engine.scoring import DEFAULT_B, DEFAULT_K1
+
     m = result.measure
     summary = Table(title=f"tune {m} ({result.variant}, {result.num_queries} queries, "
-                          f"{len(result.k1_grid)} x {len(result.b_grid)} grid)", show_header=False)
-    summary.add_column("what", style="bold")
-    summary.add_column("value", justify="right")
-    summary.add_row("best on all queries", f"k1={result.best['k1']:g} b={result.best['b']:g}  {m} {result.best_mean:.4f}")
-    summary.add_row("default (k1=0.9 b=0.4)", f"{m} {result.default_mean:.4f}")
-    summary.add_row(f"{len(result.folds)}-fold CV, train mean", f"{result.train_mean:.4f}")
-    summary.add_row(f"{len(result.folds)}-fold CV, held-out mean", f"{result.test_mean:.4f}")
+                          f"{len(result.k1_grid)} x {len(result.b_grid)} grid)")
+    for name, justify in (("", "left"), ("k1", "right"), ("b", "right"), (m, "right")):
+        summary.add_column(name, justify=justify)
+    cv = f"{len(result.folds)}-fold CV"
+    summary.add_row("best on all queries", f"{result.best['k1']:g}", f"{result.best['b']:g}", f"{result.best_mean:.4f}")
+    summary.add_row("default", f"{DEFAULT_K1:g}", f"{DEFAULT_B:g}", f"{result.default_mean:.4f}")
+    summary.add_row(f"{cv}, train mean", "per fold", "per fold", f"{result.train_mean:.4f}")
+    summary.add_row(f"{cv}, held-out mean", "per fold", "per fold", f"{result.test_mean:.4f}")
     console().print(summary)
     folds = Table(title="parameters chosen in each fold")
     for name in ("fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}"):
