@@ -102,6 +102,12 @@ def _word_pattern() -> re.Pattern[str]:
     return re.compile(rf"[^\W_](?:[^\W_]|[{''.join(marks)}{joiners}]|'(?=[^\W_]))*")
 
 
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*")
+"""``_word_pattern()`` restricted to ASCII text, where it finds exactly the same words (no marks exist there).
+
+English queries are nearly always ASCII, so a cold search never pays for building the full pattern."""
+
+
 def _char_range(first: int, last: int) -> str:
     return re.escape(chr(first)) if first == last else f"{re.escape(chr(first))}-{re.escape(chr(last))}"
 
@@ -141,12 +147,27 @@ def cache_dir() -> Path:
 
 
 def _import_jieba() -> Any:
-    """Import jieba quietly: its module source triggers invalid-escape and pkg_resources warnings."""
+    """Import jieba quietly and without ``pkg_resources``.
+
+    jieba's module source triggers invalid-escape and ``pkg_resources`` deprecation warnings, which
+    are silenced for the import only. jieba uses ``pkg_resources`` just to open its data files and
+    falls back to plain ``open`` when the import fails; blocking it for the duration of the import
+    saves ``pkg_resources``' import time (most of jieba's). Nothing changes if it is already loaded.
+    """
+    if "jieba" in sys.modules:
+        return sys.modules["jieba"]
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import jieba
+    blocked = "pkg_resources" not in sys.modules
+    if blocked:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # makes its import raise ImportError
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import jieba
+    finally:
+        if blocked and sys.modules.get("pkg_resources", 0) is None:
+            del sys.modules["pkg_resources"]
     return jieba
 
 
@@ -233,7 +254,7 @@ def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
     tokenizer = jieba_module.Tokenizer()
     tokenizer.tmp_dir = str(cache_dir())  # only used if jieba ever initialises itself
     tokenizer.cache_file = f"jieba-{jieba_module.__version__}.marshal.cache"
-    tokenizer.FREQ = dict(freq)  # add_word mutates FREQ: never share the base dictionary
+    tokenizer.FREQ = dict(freq) if user_dict else freq  # add_word mutates FREQ: copy before adding words
     tokenizer.total = total
     tokenizer.initialized = True
     for word, count, tag in _parse_user_dict(user_dict or ""):
@@ -302,7 +323,8 @@ def _builtin_stopwords(name: str) -> tuple[str, ...]:
 
 def _english_words(text: str) -> list[str]:
     """Unicode word splitting, lowercasing and possessive removal (``en`` path, step 2)."""
-    words = _word_pattern().findall(text.translate(_APOSTROPHES).lower())
+    text = text.translate(_APOSTROPHES).lower()
+    words = (_ASCII_WORD if text.isascii() else _word_pattern()).findall(text)
     return [word[:-2] if word.endswith("'s") else word for word in words]
 
 
@@ -530,11 +552,10 @@ class Tokenizer:
         """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice."""
         if any(self._spec.needs_jieba(text) for text in sample):
             _jieba_tokenizer(self._user_dict)
+        if self._spec.stemmable and not all(text.isascii() for text in sample):
+            _word_pattern()
         if self._stem:
             _stemmer("english")
-            _word_pattern()
-        elif self._spec.stemmable:
-            _word_pattern()
 
     def _tokenize_pool(self, head: list[str], rest: Iterator[str], workers: int, chunksize: int) -> Iterator[list[str]]:
         from concurrent.futures import ProcessPoolExecutor

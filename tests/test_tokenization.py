@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import IndexFormatError, InputError
-from engine.tokenization import ANALYSIS_VERSION, LANGUAGES, Tokenizer
+from engine.tokenization import _ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _word_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
@@ -54,6 +54,12 @@ def test_every_term_has_a_letter_or_digit_and_no_whitespace(text: str) -> None:
     for language in LANGUAGES:
         for term in Tokenizer(language, stopwords=None).tokenize(text):
             assert term and any(ch.isalnum() for ch in term) and not any(ch.isspace() for ch in term)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_fast_path_finds_the_same_words_as_the_unicode_pattern(text: str) -> None:
+    assert _ASCII_WORD.findall(text) == _word_pattern().findall(text)
 
 
 # --- English ---------------------------------------------------------------------------------
