@@ -133,9 +133,10 @@ class Index:
             return Change(documents=self.num_docs, segments=len(self._parts))
         workdir = tempfile.TemporaryDirectory(prefix="bm25lab-merge-")
         self._workdirs.append(workdir)
+        merged = len(self._parts)
         parts = [segments.merged_part(self._parts, Path(workdir.name))] if self.num_docs else []
         self._attach(parts)
-        return Change(purged=purged, documents=self.num_docs, segments=len(parts))
+        return Change(merged=merged, purged=purged, documents=self.num_docs, segments=len(parts))
 
     def _reload(self) -> None:
         assert self.path is not None

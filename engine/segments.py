@@ -55,7 +55,8 @@ class Change:
     added: int = 0       # documents written by an add (new ones and replacements)
     replaced: int = 0    # of those, how many replaced a live document with the same id
     deleted: int = 0     # documents deleted by id
-    purged: int = 0      # deleted documents physically removed by a merge
+    merged: int = 0      # segments merged into one by an optimize
+    purged: int = 0      # deleted documents physically removed by an optimize
     documents: int = 0   # live documents after the change
     segments: int = 0    # segments after the change
 
@@ -403,7 +404,10 @@ def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, verify: b
     storage.read_manifest(directory)
     wanted = list(doc_ids)
     with _transaction(directory, verify) as (manifest, parts):
-        updated, deleted = with_deleted(parts, wanted)
+        try:
+            updated, deleted = with_deleted(parts, wanted)
+        except InputError as exc:
+            raise InputError(exc.reason, directory) from None
         if deleted:
             _commit(directory, manifest, updated, move_stores=False)
     return Change(deleted=deleted, documents=sum(p.num_live for p in updated), segments=len(updated))
@@ -422,7 +426,7 @@ def optimize(directory: str | Path, *, verify: bool = True) -> Change:
         with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
             merged = [merged_part(parts, Path(tmp))] if documents else []
             _commit(directory, manifest, merged, move_stores=True)
-    return Change(purged=purged, documents=documents, segments=len(merged))
+    return Change(merged=len(parts), purged=purged, documents=documents, segments=len(merged))
 
 
 def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[str, Any],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from . import corpora_cmds, engine_cmds, evaluate_cmds, tune_cmds
+from . import corpora_cmds, engine_cmds, evaluate_cmds, growth_cmds, tune_cmds
 from .common import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -30,6 +30,9 @@ app.command("tune", **_EPILOG)(tune_cmds.tune)
 app.command("corpora", **_EPILOG)(corpora_cmds.corpora_list)
 app.command("experiment", **_EPILOG)(corpora_cmds.experiment)
 app.command("info", **_EPILOG)(engine_cmds.info)
+app.command("add", **_EPILOG)(growth_cmds.add)
+app.command("delete", **_EPILOG)(growth_cmds.delete)
+app.command("optimize", **_EPILOG)(growth_cmds.optimize)
 
 
 def main() -> None:
