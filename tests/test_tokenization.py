@@ -259,8 +259,27 @@ def test_tokenize_many_with_workers_equals_tokenize_in_order() -> None:
     expected = [tok.tokenize(text) for text in texts]
     assert list(tok.tokenize_many(texts, workers=2, chunksize=128)) == expected
     assert list(tok.tokenize_many(iter(texts), workers=1)) == expected
-    assert list(tok.tokenize_many(texts[:10], workers=2)) == expected[:10]  # small input: no pool
     assert list(tok.tokenize_many([], workers=2)) == []
+
+
+def test_small_inputs_skip_the_pool_but_short_heavy_ones_use_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    pools: list[int] = []
+    original = Tokenizer._tokenize_pool
+
+    def spy(self, head, rest, workers, chunksize):
+        pools.append(chunksize)
+        return original(self, head, rest, workers, chunksize)
+
+    monkeypatch.setattr(Tokenizer, "_tokenize_pool", spy)
+    tok = Tokenizer()
+    small = ["iPhone 15 价格", "the running foxes"] * 5
+    assert list(tok.tokenize_many(small, workers=2)) == [tok.tokenize(text) for text in small]
+    assert pools == []
+    paragraphs = [json.loads(line)["text"] for line in
+                  (SHARED / "cmrc2018" / "derived_corpus.jsonl").open(encoding="utf-8")][:120]
+    assert sum(map(len, paragraphs)) > 40_000
+    assert list(tok.tokenize_many(paragraphs, workers=2)) == [tok.tokenize(text) for text in paragraphs]
+    assert pools == [15]  # 120 texts cut into 4 chunks per worker
 
 
 def test_tokenize_many_streams_its_input() -> None:
