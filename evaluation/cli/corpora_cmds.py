@@ -42,7 +42,8 @@ def corpora_list(
     from rich.table import Table
 
     table = Table(title="bundled collections")
-    for col in ("name", "language", "documents", "queries (judged)", "judgments", "grades", "size", "licence"):
+    table.add_column("name", no_wrap=True)
+    for col in ("language", "documents", "queries (judged)", "judgments", "grades", "size", "licence"):
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
@@ -157,9 +158,8 @@ def experiment(
     measures = measure or DEFAULT_MEASURES
     result = evaluate(read_qrels(collection.qrels_path), run, measures)
     elapsed = time.perf_counter() - started
-    name = f"{collection.name} {variant.value} k1={k1:g} b={b:g}"
-    render_results([(name, result)], format.value, per_query=False)
+    render_results([(collection.name, result)], format.value, per_query=False)
     if format is TableFormat.table:
         console(stderr=True).print(
             f"{collection.name}: {idx.num_docs:,} documents ({'cached index' if cached else 'indexed'}), "
-            f"{len(queries):,} judged queries, k={k}, {elapsed:.1f} s")
+            f"{len(queries):,} judged queries, {variant.value} k1={k1:g} b={b:g}, k={k}, {elapsed:.1f} s")

@@ -113,7 +113,7 @@ def compare_cmd(
     test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName.t,
     trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.", min=0.0, max=1.0, min_open=True, max_open=True)] = 0.05,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
     format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write per-query differences and PR curves to this PNG.")] = None,

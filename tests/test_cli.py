@@ -1,0 +1,187 @@
+"""The `bm25lab` command line through typer's CliRunner, plus the installed entry point once."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evaluation.cli import app
+
+runner = CliRunner()
+
+DOCS = [
+    {"id": "d1", "title": "Boundary layers", "text": "The boundary layer on a flat plate in supersonic flow."},
+    {"id": "d2", "title": "Heat transfer", "text": "Heat transfer in laminar boundary layers with suction."},
+    {"id": "d3", "title": "清华大学", "text": "清华大学位于北京，是一所著名的大学。"},
+    {"id": "d4", "title": "Flutter", "text": "Panel flutter of thin plates at high speed."},
+]
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def one_error_line(result) -> str:
+    """The single stderr line of a failed command (no traceback)."""
+    err = result.stderr.strip().splitlines()
+    assert len(err) == 1, result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    assert err[0].startswith("bm25lab: error: ")
+    return err[0]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    (root / "docs.jsonl").write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in DOCS) + "\n", encoding="utf-8")
+    (root / "queries.tsv").write_text("q1\tboundary layer\nq2\t清华大学\nq3\tflutter panels\n", encoding="utf-8")
+    (root / "qrels.trec").write_text("q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 1\nq3 0 d4 1\nq3 0 d1 0\n", encoding="utf-8")
+    result = invoke("index", str(root / "docs.jsonl"), "--out", str(root / "idx"))
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def test_help_lists_every_command() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in ("index", "search", "run", "evaluate", "compare", "tune", "corpora", "experiment", "info"):
+        assert command in result.output
+
+
+@pytest.mark.parametrize("command", ["index", "search", "run", "evaluate", "compare", "tune", "corpora", "experiment", "info"])
+def test_each_command_has_help_with_an_example(command: str) -> None:
+    result = invoke(command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output
+    assert "Exit codes" in result.output
+
+
+def test_index_summary_and_overwrite(workdir: Path) -> None:
+    out = workdir / "idx2"
+    result = invoke("index", str(workdir / "docs.jsonl"), "--out", str(out), "--language", "auto", "--no-stem")
+    assert result.exit_code == 0, result.output
+    assert "indexed 4 documents" in result.stdout and "postings" in result.stdout and "on disk" in result.stdout
+    again = invoke("index", str(workdir / "docs.jsonl"), "--out", str(out))
+    assert again.exit_code == 1
+    assert "--overwrite" in one_error_line(again)
+    assert invoke("index", str(workdir / "docs.jsonl"), "--out", str(out), "--overwrite").exit_code == 0
+
+
+def test_index_gz_and_bundled_corpus_name(tmp_path: Path, workdir: Path) -> None:
+    gz = tmp_path / "docs.jsonl.gz"
+    gz.write_bytes(gzip.compress((workdir / "docs.jsonl").read_bytes()))
+    assert invoke("index", str(gz), "--out", str(tmp_path / "a")).exit_code == 0
+    result = invoke("index", "cisi", "--out", str(tmp_path / "b"), "--language", "en")
+    assert result.exit_code == 0, result.output
+    assert "indexed 1,460 documents" in result.stdout
+
+
+def test_search_table_json_trec(workdir: Path) -> None:
+    table = invoke("search", str(workdir / "idx"), "boundary layer", "-k", "2")
+    assert table.exit_code == 0, table.output
+    assert "d1" in table.stdout and "Boundary layers" in table.stdout
+    rows = json.loads(invoke("search", str(workdir / "idx"), "清华大学", "--format", "json").stdout)
+    assert rows[0]["doc_id"] == "d3" and rows[0]["rank"] == 1 and set(rows[0]) == {"rank", "doc_id", "score", "title"}
+    trec = invoke("search", str(workdir / "idx"), "flutter", "--format", "trec").stdout.split()
+    assert trec[:4] == ["query", "Q0", "d4", "1"]
+
+
+def test_search_variants_and_parameters(workdir: Path) -> None:
+    a = json.loads(invoke("search", str(workdir / "idx"), "boundary", "--format", "json").stdout)
+    b = json.loads(invoke("search", str(workdir / "idx"), "boundary", "--format", "json", "--variant", "okapi",
+                          "--k1", "1.5", "--b", "0.75").stdout)
+    assert {r["doc_id"] for r in a} == {r["doc_id"] for r in b}
+    assert {r["doc_id"]: r["score"] for r in a} != {r["doc_id"]: r["score"] for r in b}
+
+
+def test_run_writes_trec_run(workdir: Path) -> None:
+    out = workdir / "bm25.run"
+    result = invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(out), "-k", "3", "--tag", "mine")
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert {line[0] for line in lines} == {"q1", "q2", "q3"}
+    assert all(len(line) == 6 and line[1] == "Q0" and line[5] == "mine" for line in lines)
+    assert [line[2] for line in lines if line[0] == "q2"][0] == "d3"
+
+
+def test_info(workdir: Path) -> None:
+    result = invoke("info", str(workdir / "idx"), "--format", "json")
+    facts = json.loads(result.stdout)
+    assert facts["documents"] == 4 and facts["format_version"] == 1 and facts["tokenizer"]["language"] == "auto"
+    assert invoke("info", str(workdir / "idx")).exit_code == 0
+
+
+def test_corpora_lists_bundled_collections() -> None:
+    rows = json.loads(invoke("corpora", "--format", "json").stdout)
+    assert {r["name"] for r in rows} == {"cranfield", "cisi", "cmrc2018", "lecard-10q"}
+    assert all(r["licence"] and r["language"] in ("en", "zh") for r in rows)
+    table = invoke("corpora")
+    assert table.exit_code == 0 and "cranfield" in table.stdout
+
+
+# ---------------------------------------------------------------------- error paths
+def test_missing_source_file(tmp_path: Path) -> None:
+    result = invoke("index", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "i"))
+    assert result.exit_code == 1
+    assert "nope.jsonl" in one_error_line(result)
+    assert not (tmp_path / "i").exists()
+
+
+def test_malformed_jsonl_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": \n', encoding="utf-8")
+    result = invoke("index", str(bad), "--out", str(tmp_path / "i"))
+    assert result.exit_code == 1
+    assert "bad.jsonl:2" in one_error_line(result)
+    assert not (tmp_path / "i" / "index.json").exists()
+
+
+def test_duplicate_document_id(tmp_path: Path) -> None:
+    dup = tmp_path / "dup.tsv"
+    dup.write_text("a\tx\nb\ty\na\tz\n", encoding="utf-8")
+    result = invoke("index", str(dup), "--out", str(tmp_path / "i"))
+    assert result.exit_code == 1
+    assert "duplicate document id 'a'" in one_error_line(result)
+
+
+def test_search_errors(tmp_path: Path, workdir: Path) -> None:
+    not_index = invoke("search", str(tmp_path), "x")
+    assert not_index.exit_code == 1 and "not a bm25lab index" in one_error_line(not_index)
+    assert invoke("search", str(workdir / "idx"), "x", "-k", "0").exit_code == 2
+    assert invoke("search", str(workdir / "idx"), "x", "--variant", "bm26").exit_code == 2
+    assert invoke("search", str(workdir / "idx"), "x", "--b", "2").exit_code == 2
+
+
+def test_newer_format_version(tmp_path: Path, workdir: Path) -> None:
+    copy = tmp_path / "idx"
+    shutil.copytree(workdir / "idx", copy)
+    manifest = json.loads((copy / "index.json").read_text())
+    manifest["format_version"] = 7
+    (copy / "index.json").write_text(json.dumps(manifest))
+    result = invoke("info", str(copy))
+    assert result.exit_code == 1 and "upgrade bm25lab" in one_error_line(result)
+
+
+def test_unknown_corpus() -> None:
+    result = invoke("experiment", "no-such-corpus")
+    assert result.exit_code == 1
+    assert "no-such-corpus" in one_error_line(result)
+
+
+def test_installed_entry_point(tmp_path: Path, workdir: Path) -> None:
+    exe = shutil.which("bm25lab") or str(Path(sys.executable).parent / "bm25lab")
+    env = dict(os.environ, COLUMNS="200")
+    result = subprocess.run([exe, "search", str(workdir / "idx"), "flutter", "--format", "json"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["doc_id"] == "d4"
+    bad = subprocess.run([exe, "info", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().startswith("bm25lab: error:") and "Traceback" not in bad.stderr
