@@ -8,13 +8,14 @@ Modules follow the data: ``readers`` (files in and out), ``ranking`` (columnar q
 rule, the judged ranking), ``measures`` (registry of measures), ``evaluate`` (which queries count,
 means), ``report`` (table, trec_eval text, JSON, CSV).
 """
-from evaluation.errors import InputError, MeasureError
+from evaluation.errors import EvaluationError, InputError, MeasureError
 from evaluation.evaluate import EvaluationResult, evaluate
 from evaluation.measures import MEASURES, parse_measure
 from evaluation.ranking import Qrels, Run
 from evaluation.readers import read_qrels, read_run, write_run
 
 __all__ = [
+    "EvaluationError",
     "EvaluationResult",
     "InputError",
     "MEASURES",

@@ -39,9 +39,15 @@ __all__ = ["EvaluationResult", "QuerySelection", "evaluate", "select_queries"]
 class EvaluationResult:
     """Per-query values and means of one run.
 
-    ``per_query[qid][measure]`` and ``mean[measure]`` use the measure names exactly as passed to
-    :func:`evaluate`. ``num_queries`` is the number of averaged queries. ``mean`` is NaN for a measure
-    no query could be averaged for.
+    - ``per_query[qid][measure]`` and ``mean[measure]`` use the measure names exactly as passed to
+      :func:`evaluate`; ``per_query`` lists the averaged queries in natural order. ``mean`` is NaN for
+      a measure no query could be averaged for.
+    - ``num_queries``: the number of averaged queries.
+    - ``undefined``: measure -> queries where it has no value (left out of ``per_query`` and the mean).
+    - ``missing_from_run``: judged queries absent from the run (scored 0 when ``complete``).
+    - ``not_judged``: the run's queries without judgments, ignored.
+    - ``rel``, ``complete``, ``judged_only``: the options used; ``run_name``: the run's tag.
+    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``).
     """
 
     measures: tuple[str, ...]

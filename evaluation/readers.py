@@ -200,7 +200,8 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
     import pyarrow.csv as pcsv
 
     names = [f"f{i}" for i in range(len(layout.fields))]
-    wanted = {layout.query: pa.string(), layout.doc: pa.string(), layout.value: pa.float64()}
+    types = {name: pa.binary() for name in names}  # unused fields: only checked to be non-empty
+    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: pa.float64()})
     try:
         table = pcsv.read_csv(
             pa.BufferReader(data),
@@ -209,21 +210,21 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pcsv.ConvertOptions(
-                column_types={names[i]: kind for i, kind in wanted.items()},
-                include_columns=[names[i] for i in sorted(wanted)],
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
+                column_types=types, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
+        return None
+    if table.num_rows and any(  # an empty field: two delimiters in a row, or one at a line's end
+        pc.min(pc.binary_length(table.column(name))).as_py() == 0
+        for i, name in enumerate(names)
+        if i != layout.value
+    ):
         return None
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
     value = table.column(names[layout.value]).to_numpy()
     if qid.null_count or doc.null_count or np.isnan(value).any():
-        return None
-    if len(qid) and pc.any(pc.equal(pc.utf8_length(qid), 0)).as_py():
         return None
     if layout.kind == "label":
         if not (np.isfinite(value).all() and (value == np.round(value)).all() and (np.abs(value) <= _LARGEST_LABEL).all()):

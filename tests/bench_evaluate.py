@@ -69,27 +69,27 @@ def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Pat
     return run_path, qrels_path
 
 
-def time_bm25lab(run_path: Path, qrels_path: Path) -> tuple[float, dict]:
+def time_bm25lab(run_path: Path, qrels_path: Path) -> tuple[float, float, dict]:
     from evaluation import evaluate, read_qrels, read_run
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = evaluate(read_qrels(qrels_path), read_run(run_path), MEASURES)
-    return time.perf_counter() - start, result.per_query
+    return time.perf_counter() - start, time.process_time() - cpu, result.per_query
 
 
-def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, dict]:
+def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, float, dict]:
     import pytrec_eval
 
     from evaluation.measures import parse_measure
 
     names = {parse_measure(m).trec_eval_name for m in MEASURES}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with open(qrels_path) as f:
         qrels = pytrec_eval.parse_qrel(f)
     with open(run_path) as f:
         run = pytrec_eval.parse_run(f)
     values = pytrec_eval.RelevanceEvaluator(qrels, names).evaluate(run)
-    return time.perf_counter() - start, values
+    return time.perf_counter() - start, time.process_time() - cpu, values
 
 
 def time_trec_eval(binary: str, run_path: Path, qrels_path: Path) -> float:
@@ -123,16 +123,19 @@ def main() -> None:
         ours, theirs, c_times = [], [], []
         binary = shutil.which("trec_eval")
         for _ in range(args.repeats):
-            seconds, ours_values = time_bm25lab(run_path, qrels_path)
+            *seconds, ours_values = time_bm25lab(run_path, qrels_path)
             ours.append(seconds)
-            seconds, their_values = time_pytrec_eval(run_path, qrels_path)
+            *seconds, their_values = time_pytrec_eval(run_path, qrels_path)
             theirs.append(seconds)
             if binary:
                 c_times.append(time_trec_eval(binary, run_path, qrels_path))
-        a, b = statistics.median(ours), statistics.median(theirs)
-        print(f"bm25lab read + evaluate:       median {a:6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in ours)})")
-        print(f"pytrec_eval parse + evaluate:  median {b:6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in theirs)})")
-        print(f"ratio bm25lab / pytrec_eval:   {a / b:.3f}")
+        for label, times in (("bm25lab read + evaluate", ours), ("pytrec_eval parse + evaluate", theirs)):
+            walls = ", ".join(f"{w:.2f}" for w, _ in times)
+            print(f"{label:30s} wall median {statistics.median(w for w, _ in times):6.2f} s (runs {walls}); "
+                  f"CPU median {statistics.median(c for _, c in times):6.2f} s")
+        a, b = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
+        ca, cb = statistics.median(c for _, c in ours), statistics.median(c for _, c in theirs)
+        print(f"ratio bm25lab / pytrec_eval:   wall {a / b:.3f}, CPU {ca / cb:.3f}")
         if c_times:
             c = statistics.median(c_times)
             print(f"trec_eval (C) -q:              median {c:6.2f} s; ratio bm25lab / trec_eval {a / c:.3f}")

@@ -117,6 +117,11 @@ def test_scores_and_labels_accept_numeric_forms(tmp_path):
         ("q Q0 d 1 1.0 t\nq Q0 e 2 0.5 t\n\nq Q0 d 3 0.2 t\n", 4, "duplicate document 'd' for query 'q'"),
         ("q Q0 d 1 1.0 t\nq Q0 d 1 1.0 t\n", 2, "duplicate document"),
         ("# header\nq\tQ0\td\t1\t1.0\tt\nr\tQ0\td\t1\t1.0\tt\nq\tQ0\td\t1\t2.0\tt\n", 4, "duplicate document"),
+        # one delimiter character per field would see 6 fields with an empty one in each of these
+        ("q Q0 d 1 1.0 t\nq  e 2 1.0 t\n", 2, "expected 6 fields .*found 5"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0  \n", 2, "found 5"),
+        ("q\tQ0\td\t1\t1.0\tt\nq\tQ0\t\t2\t1.0\tt\n", 2, "found 5"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2  t\n", 2, "found 5"),
     ],
 )
 def test_malformed_runs_name_file_and_line(tmp_path, text, line, message):
