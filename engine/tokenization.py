@@ -29,7 +29,9 @@ jieba is imported lazily. Its prefix dictionary is built once per user and cache
 ``cache_dir()`` (``$BM25LAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``)
 in a plain binary format that loads about four times faster than jieba's own marshal cache. jieba's
 ``initialize()`` is never called, so its "Building prefix dict" log lines are never emitted, and the
-global ``jieba.dt`` tokenizer is never touched.
+global ``jieba.dt`` tokenizer is never touched. jieba's precise cut is re-implemented here
+(``_cut_precise``) with output identical to ``jieba.Tokenizer.lcut`` (tested against it on real
+and random text) at about twice its speed; other jieba versions fall back to jieba's own ``cut``.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
+from math import log
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -264,6 +267,116 @@ def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
 
 
 # ---------------------------------------------------------------------------------------------
+# jieba segmentation: jieba 0.42.1's precise cut, re-implemented for speed with identical output
+# ---------------------------------------------------------------------------------------------
+
+_FAST_CUT_JIEBA_VERSIONS = frozenset({"0.42.1"})
+"""jieba versions whose ``Tokenizer.cut(HMM=True)`` ``_cut_precise`` reproduces exactly (tested on real text)."""
+
+
+def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
+    """jieba's precise mode with HMM: ``jt.lcut(text)``, about twice as fast.
+
+    Same steps as jieba 0.42.1 ``Tokenizer.cut``: the text is split into blocks by jieba's
+    ``re_han_default``; a block of other characters yields its whitespace runs and single characters;
+    a Han block is segmented on the word graph of the prefix dictionary, choosing from the end the
+    route of maximal log-probability
+
+        route(i) = max over words w = s[i..x] of (log f(w) - log total + route(x + 1), x)
+
+    (ties to the larger ``x``, as jieba's tuple ``max``), then runs of single characters that are not a
+    dictionary word go through jieba's HMM (``finalseg.cut``). The speed comes from building the
+    route in one backward pass over flat lists instead of jieba's DAG dict and generator ``max``.
+    """
+    jieba_module = sys.modules["jieba"]
+    if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS:
+        return jt.lcut(text)
+    re_han, re_skip = jieba_module.re_han_default, jieba_module.re_skip_default
+    words: list[str] = []
+    for block in re_han.split(text):
+        if not block:
+            continue
+        if re_han.match(block):
+            _cut_han_block(jt, block, words)
+        else:
+            for piece in re_skip.split(block):
+                if re_skip.match(piece):
+                    words.append(piece)
+                else:
+                    words.extend(piece)
+    return words
+
+
+def _best_route(freq: dict[str, int], total: int, sentence: str) -> list[int]:
+    """``end[i]``: the last index of the word starting at ``i`` on the most probable route."""
+    size = len(sentence)
+    log_total = log(total)
+    value = [0.0] * (size + 1)
+    end = [0] * (size + 1)
+    for start in range(size - 1, -1, -1):
+        best_value, best_end, found = 0.0, start, False
+        stop = start
+        fragment = sentence[start]
+        while fragment in freq:
+            count = freq[fragment]
+            if count:
+                candidate = log(count) - log_total + value[stop + 1]
+                if not found or candidate > best_value or (candidate == best_value and stop > best_end):
+                    best_value, best_end, found = candidate, stop, True
+            stop += 1
+            if stop >= size:
+                break
+            fragment = sentence[start:stop + 1]
+        if not found:
+            best_value = log(freq.get(sentence[start]) or 1) - log_total + value[start + 1]
+        value[start], end[start] = best_value, best_end
+    return end
+
+
+def _cut_han_block(jt: "jieba.Tokenizer", sentence: str, words: list[str]) -> None:
+    """jieba's ``__cut_DAG`` on one block: route words, with single-character runs sent to the HMM."""
+    freq = jt.FREQ
+    end = _best_route(freq, jt.total, sentence)
+    hmm_cut = sys.modules["jieba.finalseg"].cut
+    position, pending = 0, ""
+    while position < len(sentence):
+        after = end[position] + 1
+        if after - position == 1:
+            pending += sentence[position]
+        else:
+            if pending:
+                _flush_singles(freq, hmm_cut, pending, words)
+                pending = ""
+            words.append(sentence[position:after])
+        position = after
+    if pending:
+        _flush_singles(freq, hmm_cut, pending, words)
+
+
+def _flush_singles(freq: dict[str, int], hmm_cut: Callable[[str], Iterable[str]], run: str, words: list[str]) -> None:
+    if len(run) == 1:
+        words.append(run)
+    elif not freq.get(run):
+        words.extend(hmm_cut(run))
+    else:
+        words.extend(run)
+
+
+def _cut_search(jt: "jieba.Tokenizer", text: str) -> list[str]:
+    """jieba's ``cut_for_search``: before each precise word longer than 2 (3) characters, its 2-grams
+    (3-grams) that are dictionary words, in order."""
+    freq = jt.FREQ
+    words: list[str] = []
+    for word in _cut_precise(jt, text):
+        if len(word) > 2:
+            words.extend(gram for i in range(len(word) - 1) if freq.get(gram := word[i:i + 2]))
+        if len(word) > 3:
+            words.extend(gram for i in range(len(word) - 2) if freq.get(gram := word[i:i + 3]))
+        words.append(word)
+    return words
+
+
+# ---------------------------------------------------------------------------------------------
 # Word lists and user dictionaries
 # ---------------------------------------------------------------------------------------------
 
@@ -336,10 +449,9 @@ def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
 
 
 def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
-    cut = getattr(_jieba_tokenizer(tok._user_dict), MODES[tok._mode])
     stop = tok._stopset
     terms = []
-    for word in cut(text):
+    for word in MODES[tok._mode](_jieba_tokenizer(tok._user_dict), text):
         if _is_word(word):
             word = word.lower()
             if word not in stop:
@@ -395,8 +507,8 @@ LANGUAGES: dict[str, _Language] = {
 }
 """Registry of language values accepted by ``Tokenizer(language=...)``."""
 
-MODES: dict[str, str] = {"default": "cut", "search": "cut_for_search"}
-"""jieba segmentation modes: precise (``cut``) or finer, overlapping search mode (``cut_for_search``)."""
+MODES: dict[str, Callable[["jieba.Tokenizer", str], list[str]]] = {"default": _cut_precise, "search": _cut_search}
+"""jieba segmentation modes: precise (jieba's ``cut``) or finer, overlapping search mode (``cut_for_search``)."""
 
 
 def _normalise_stopword(word: str, lowercase: bool) -> str:

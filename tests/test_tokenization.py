@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import IndexFormatError, InputError
-from engine.tokenization import _ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _word_pattern
+from engine.tokenization import (_ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _cut_precise, _cut_search,
+                                 _jieba_tokenizer, _word_pattern)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
@@ -159,6 +160,45 @@ def test_query_finds_document_containing_it_first() -> None:
     ours.index([tok.tokenize(doc) for doc in docs], show_progress=False)
     scores = ours.get_scores(tok.tokenize("清华大学"))
     assert scores.argmax() == 1 and scores[1] > 0 and sorted(scores)[-2] == 0.0
+
+
+# --- our re-implementation of jieba's cut against jieba itself --------------------------------
+
+
+def real_chinese_texts() -> list[str]:
+    """CMRC 2018 paragraphs and questions, and LeCaRD case facts (long legal text with numbers)."""
+    import gzip
+
+    cmrc = [json.loads(line) for line in (SHARED / "cmrc2018" / "derived_corpus.jsonl").open(encoding="utf-8")]
+    questions = [json.loads(line)["text"] for line in
+                 (SHARED / "cmrc2018" / "derived_queries.jsonl").open(encoding="utf-8")]
+    with gzip.open(SHARED / "lecard-10q" / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        lecard = [json.loads(line)["ajjbqk"] for _, line in zip(range(5), handle)]
+    return [d["title"] + " " + d["text"] for d in cmrc[:80]] + questions[:300] + lecard
+
+
+def test_fast_cut_equals_jiebas_own_cut_on_real_text(tmp_path: Path) -> None:
+    user_dict = tmp_path / "userdict.txt"
+    user_dict.write_text("创新办 3 i\n云计算 5\n战国无双 0\n被告人应国平 9\n", encoding="utf-8")
+    texts = real_chinese_texts()
+    for dictionary in (None, user_dict.read_text(encoding="utf-8")):
+        jt = _jieba_tokenizer(dictionary)
+        for text in texts:
+            assert _cut_precise(jt, text) == jt.lcut(text)
+            assert _cut_search(jt, text) == jt.lcut_for_search(text)
+
+
+MIXED = st.text(alphabet=st.sampled_from(list("的是了我不人在他有这个上们来到时大地为子中你说生国年着就那和要她出也得里后"
+                                              "清华大学北京研究生命起源计算云创新办主任专家") + list("aZ09 .,-_%&+#\n，。！")),
+                max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(MIXED)
+def test_fast_cut_equals_jiebas_own_cut_on_random_text(text: str) -> None:
+    jt = _jieba_tokenizer(None)
+    assert _cut_precise(jt, text) == jt.lcut(text)
+    assert _cut_search(jt, text) == jt.lcut_for_search(text)
 
 
 # --- configuration ---------------------------------------------------------------------------
