@@ -27,7 +27,7 @@ from evaluation.ranking import JudgedRanking
 __all__ = ["MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure", "parse_measures"]
 
 Param = int | float | None
-ParamKind = Literal["none", "cutoff", "optional cutoff", "recall"]
+ParamKind = Literal["none", "cutoff", "optional cutoff", "fraction"]
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -182,6 +182,37 @@ def ndcg_exp(r: JudgedRanking, k: int | None) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
+# Whole-list and user-model measures
+
+
+def set_precision(r: JudgedRanking, _: None) -> np.ndarray:
+    """set_P = relevant retrieved / retrieved, over the whole list; 0 when nothing is retrieved (``set_P``)."""
+    return _ratio(r.num_rel_ret.astype(np.float64), r.num_ret.astype(np.float64))
+
+
+def set_recall(r: JudgedRanking, _: None) -> np.ndarray:
+    """set_R = relevant retrieved / R, over the whole list; 0 when R = 0 (``set_recall``)."""
+    return _ratio(r.num_rel_ret.astype(np.float64), r.num_rel.astype(np.float64))
+
+
+def set_f1(r: JudgedRanking, _: None) -> np.ndarray:
+    """set_F1 = 2 set_P set_R / (set_P + set_R); 0 when both are 0 (``set_F``, beta = 1)."""
+    p, q = set_precision(r, None), set_recall(r, None)
+    return _ratio(2.0 * p * q, p + q)
+
+
+def judged(r: JudgedRanking, k: int) -> np.ndarray:
+    """Judged@k = judged documents (any label >= 0) in the top k / k: how complete the qrels are."""
+    return r.count(r.top(k)) / float(k)
+
+
+def rank_biased_precision(r: JudgedRanking, persistence: float) -> np.ndarray:
+    """RBP@p = (1 - p) * sum over ranks i of rel_i p^(i-1), binary rel_i (Moffat and Zobel 2008)."""
+    hits = _rows(r.is_rel)
+    return (1.0 - persistence) * r.total(hits, np.power(persistence, r.rank[hits] - 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
 # ROC and counts
 
 
@@ -239,6 +270,7 @@ class MeasureDef:
     trec_eval: str | None = None
     bounded: bool = True
     total: bool = False
+    symbol: str = "k"
 
     def forms(self) -> str:
         """How the name is written: ``P@k``, ``RR, RR@k``, ``iprec@r``, ``bpref``."""
@@ -246,7 +278,7 @@ class MeasureDef:
             "none": self.name,
             "cutoff": f"{self.name}@k",
             "optional cutoff": f"{self.name}, {self.name}@k",
-            "recall": f"{self.name}@r",
+            "fraction": f"{self.name}@{self.symbol}",
         }[self.param]
 
 
@@ -259,8 +291,8 @@ _DEFS = (
     MeasureDef("Rprec", r_precision, "none", "precision at rank R", ("R-prec",), "Rprec"),
     MeasureDef("bpref", bpref, "none", "binary preference", (), "bpref"),
     MeasureDef("Success", success, "cutoff", "any relevant in the top k", ("Hits",), "success_{k}"),
-    MeasureDef("iprec", interpolated_precision, "recall", "interpolated precision at recall r",
-               ("iprec_at_recall",), "iprec_at_recall_{r}"),
+    MeasureDef("iprec", interpolated_precision, "fraction", "interpolated precision at recall r",
+               ("iprec_at_recall",), "iprec_at_recall_{r}", symbol="r"),
     MeasureDef("11pt-AP", eleven_point_ap, "none", "11-point interpolated average precision",
                ("11pt_avg", "11pt"), "11pt_avg"),
     MeasureDef("CG", cumulative_gain, "optional cutoff", "cumulative gain", bounded=False),
@@ -270,6 +302,11 @@ _DEFS = (
     MeasureDef("DCG_exp", dcg_exp, "optional cutoff", "DCG with gain 2^label - 1", bounded=False),
     MeasureDef("nDCG_exp", ndcg_exp, "optional cutoff", "nDCG with gain 2^label - 1"),
     MeasureDef("AUC", auc, "none", "ROC area over the judged documents"),
+    MeasureDef("set_P", set_precision, "none", "precision of the whole retrieved list", (), "set_P"),
+    MeasureDef("set_R", set_recall, "none", "recall of the whole retrieved list", ("set_recall",), "set_recall"),
+    MeasureDef("set_F1", set_f1, "none", "F1 of the whole retrieved list", ("set_F",), "set_F"),
+    MeasureDef("Judged", judged, "cutoff", "share of the top k that is judged"),
+    MeasureDef("RBP", rank_biased_precision, "fraction", "rank-biased precision with persistence p", symbol="p"),
     MeasureDef("num_ret", num_ret, "none", "documents retrieved", (), "num_ret", bounded=False, total=True),
     MeasureDef("num_rel", num_rel, "none", "relevant documents judged", (), "num_rel", bounded=False, total=True),
     MeasureDef("num_rel_ret", num_rel_ret, "none", "relevant documents retrieved", (), "num_rel_ret",
@@ -315,7 +352,7 @@ class Measure:
         with_param, _, without = pattern.partition("|")
         if self.param is None:
             return without or with_param
-        if self.definition.param == "recall":
+        if self.definition.param == "fraction":
             return with_param.format(r=f"{self.param:.2f}")
         return with_param.format(k=self.param)
 
@@ -332,15 +369,15 @@ def parse_measure(name: str) -> Measure:
 def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
     kind = definition.param
     if text is None:
-        if kind in ("cutoff", "recall"):
+        if kind in ("cutoff", "fraction"):
             raise MeasureError(f"measure {name!r} needs a parameter: {definition.forms()}")
         return None
     if kind == "none":
         raise MeasureError(f"measure {name!r} takes no parameter: write {definition.name}")
-    if kind == "recall":
+    if kind == "fraction":
         level = float(text)
         if not 0.0 <= level <= 1.0:
-            raise MeasureError(f"measure {name!r}: the recall level must be between 0 and 1")
+            raise MeasureError(f"measure {name!r}: {definition.symbol} must be between 0 and 1")
         return level
     if not text.isdigit() or int(text) < 1:
         raise MeasureError(f"measure {name!r}: the cutoff must be a positive integer")

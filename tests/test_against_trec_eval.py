@@ -27,7 +27,7 @@ SHARED = (
     + [f"nDCG@{k}" for k in CUTOFFS]
     + [f"Success@{k}" for k in (1, 5, 10)]
     + [f"iprec@{r / 10:.1f}" for r in range(11)]
-    + ["RR", "AP", "Rprec", "bpref", "11pt-AP", "nDCG", "num_ret", "num_rel", "num_rel_ret"]
+    + ["RR", "AP", "Rprec", "bpref", "11pt-AP", "nDCG", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_R", "set_F1"]
 )
 TOLERANCE = 1e-9
 

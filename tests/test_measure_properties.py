@@ -11,6 +11,7 @@ from evaluation import MEASURES, evaluate
 BOUNDED = [
     "P@1", "P@3", "P@10", "R@3", "R@10", "F1@3", "RR", "RR@3", "AP", "AP@3", "Rprec", "bpref", "Success@3",
     "iprec@0.0", "iprec@0.3", "iprec@1.0", "11pt-AP", "nDCG", "nDCG@3", "nDCG@10", "nDCG_exp", "nDCG_exp@3", "AUC",
+    "set_P", "set_R", "set_F1", "Judged@3", "RBP@0.8",
 ]
 
 doc_ids = st.text(alphabet="abcAB01é", min_size=1, max_size=3)
@@ -32,7 +33,7 @@ def collections(draw) -> tuple[dict, dict]:
     return qrels, run
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(collections(), st.integers(1, 3), st.booleans(), st.booleans())
 def test_bounded_measures_stay_in_unit_interval(data, rel, complete, judged_only):
     qrels, run = data

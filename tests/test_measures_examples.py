@@ -175,7 +175,19 @@ def test_measure_names_aliases_and_errors():
         parse_measure("P@0")
     with pytest.raises(MeasureError, match="takes no parameter"):
         parse_measure("bpref@5")
-    with pytest.raises(MeasureError, match="between 0 and 1"):
+    with pytest.raises(MeasureError, match="r must be between 0 and 1"):
         parse_measure("iprec@1.5")
     assert parse_measure("iprec_at_recall_0.50").param == 0.5
     assert parse_measure("11pt_avg").definition.name == "11pt-AP"
+
+
+def test_additions_beyond_trec_eval_judged_rbp():
+    # ranks 1..4: relevant, unjudged, judged non-relevant, relevant; one more relevant never retrieved
+    qrels = {"q": {"d1": 1, "d3": 0, "d4": 2, "gone": 1}}
+    run = {"q": {"d1": 4.0, "d2": 3.0, "d3": 2.0, "d4": 1.0}}
+    got = values(qrels, run, ["Judged@2", "Judged@4", "Judged@10", "RBP@0.5", "RBP@0.8", "set_P", "set_R", "set_F1"])
+    assert got["Judged@2"] == 0.5 and got["Judged@4"] == 0.75 and got["Judged@10"] == pytest.approx(0.3)
+    assert got["RBP@0.5"] == pytest.approx(0.5 * (1 + 0.5**3), abs=EXACT)
+    assert got["RBP@0.8"] == pytest.approx(0.2 * (1 + 0.8**3), abs=EXACT)
+    assert (got["set_P"], got["set_R"]) == (0.5, pytest.approx(2 / 3))
+    assert got["set_F1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3), abs=EXACT)
