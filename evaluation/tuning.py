@@ -64,7 +64,7 @@ __all__ = [
 _DECIMALS = 10
 _MAX_GRID_VALUES = 1000
 
-Progress = Callable[[int, int], None]
+ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each grid point."""
 
 
@@ -309,7 +309,7 @@ def _scorer(prepared: "PreparedBatch", qrels: Any, qids: Sequence[str], measure:
 def tune(index: "Index", queries: Mapping[str, str], qrels: Any, measure: str = "nDCG@10",
          variant: str = DEFAULT_VARIANT, k1_grid: Sequence[float] = DEFAULT_K1_GRID,
          b_grid: Sequence[float] = DEFAULT_B_GRID, folds: int = 5, k: int = 1000, seed: int = 0,
-         progress: Progress | None = None) -> TuneResult:
+         progress: ProgressCallback | None = None) -> TuneResult:
     """Grid search of (k1, b) on ``index`` for ``measure``, with ``folds``-fold cross-validation.
 
     ``queries`` is ``{qid: text}``; ``qrels`` is ``{qid: {docid: grade}}`` or a ``Qrels``. Every grid
