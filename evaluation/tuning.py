@@ -22,9 +22,9 @@ Definitions (``v[i, j, q]`` = the measure of query q at ``k1_grid[i]``, ``b_grid
 - **default_mean** = the measure at the engine's defaults (k1 = 0.9, b = 0.4), computed directly,
   whether or not that point is on the grid.
 - **Search depth** (:func:`search_depth`): a measure with a cutoff n whose family depends only on the
-  top n documents (P, R, F1, RR, AP, Success, CG, DCG, nDCG, DCG_exp, nDCG_exp, under any alias:
+  top n documents (P, R, F1, RR, AP, Success, CG, DCG, nDCG, DCG_exp, nDCG_exp, Judged; any alias:
   ``nDCG@10``, ``ndcg_cut_10``, ``MAP@100``) needs only ``min(n, k)`` results per query; every other
-  measure (AP, RR, bpref, Rprec, AUC, iprec, 11pt-AP, num_ret, ...) gets the full ``k``. The engine
+  measure (AP, RR, bpref, Rprec, AUC, iprec, RBP, set_P, num_ret, ...) gets the full ``k``. The engine
   and the evaluation share one tie rule (score descending, then document id descending), so the top
   n of a deeper run are exactly the n results searched.
 
@@ -119,7 +119,8 @@ def parse_grid(text: str, name: str = "grid") -> tuple[float, ...]:
 
 # --------------------------------------------------------------------------- search depth
 
-_TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp"})
+_TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp",
+                             "Judged"})
 """Measure families (canonical names of :data:`evaluation.MEASURES`) whose value with cutoff n depends
 only on the top n documents of each query (their denominators, such as R or the ideal DCG, come from
 the qrels)."""
