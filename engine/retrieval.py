@@ -180,11 +180,12 @@ class QueryBatch:
     def top(self, params: Params, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, the best ``k`` (document numbers, scores) by the tie rule of :mod:`selection`."""
         scores = self.scores(params)
-        order = np.lexsort((-self.scorer.id_rank[self.doc_of].astype(np.int64), -scores, self.query_of))
-        q_sorted = self.query_of[order]
-        bounds = np.searchsorted(q_sorted, np.arange(self.num_queries + 1))
+        # pairs are sorted by (query, document): each query owns one contiguous segment
+        bounds = np.searchsorted(self.query_of, np.arange(self.num_queries + 1))
         out = []
         for qi in range(self.num_queries):
-            sel = order[bounds[qi]:min(bounds[qi + 1], bounds[qi] + k)]
-            out.append((self.doc_of[sel], scores[sel]))
+            docs = self.doc_of[bounds[qi]:bounds[qi + 1]]
+            seg = scores[bounds[qi]:bounds[qi + 1]]
+            best = top_k(docs, seg, self.scorer.id_rank, k)
+            out.append((docs[best], seg[best]))
         return out
