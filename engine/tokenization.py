@@ -520,7 +520,8 @@ def _normalise_stopword(word: str, lowercase: bool) -> str:
 # The tokenizer
 # ---------------------------------------------------------------------------------------------
 
-_CONFIG_KEYS = {"analysis_version", "language", "mode", "stem", "stopwords", "user_dict", "normalization", "jieba"}
+_CONFIG_KEYS = {"analysis_version", "language", "mode", "stem", "stopwords", "user_dict", "normalization"}
+"""Keys ``from_config`` requires; ``jieba`` and ``unicode`` (versions that shape the terms) are informational."""
 
 
 class Tokenizer:
@@ -622,6 +623,7 @@ class Tokenizer:
             "user_dict": self._user_dict,
             "normalization": "NFKC",
             "jieba": _jieba_version() if uses_jieba else None,
+            "unicode": unicodedata.unidata_version,
         }
 
     @classmethod
@@ -743,8 +745,8 @@ def _check_config(config: Any) -> None:
             "rebuild the index with this version"
         )
     checks = {
-        "language": lambda v: v in LANGUAGES,
-        "mode": lambda v: v in MODES,
+        "language": lambda v: isinstance(v, str) and v in LANGUAGES,
+        "mode": lambda v: isinstance(v, str) and v in MODES,
         "stem": lambda v: isinstance(v, bool),
         "stopwords": lambda v: isinstance(v, list) and all(isinstance(w, str) for w in v),
         "user_dict": lambda v: v is None or isinstance(v, str),

@@ -259,6 +259,7 @@ def test_config_round_trip_gives_identical_tokens(tmp_path: Path) -> None:
 @pytest.mark.parametrize("damage", [
     lambda c: c.update(analysis_version=ANALYSIS_VERSION + 1),
     lambda c: c.update(language="klingon"),
+    lambda c: c.update(language=["en"]),
     lambda c: c.update(mode="full"),
     lambda c: c.update(stem="yes"),
     lambda c: c.update(stopwords="the"),
@@ -358,9 +359,14 @@ def test_jieba_cache_goes_to_user_cache_dir_and_nothing_is_printed(tmp_path: Pat
     for _ in range(2):  # first run builds the cache, second loads it
         done = run_python(code, env)
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    files = [path.name for path in cache.iterdir()]
-    assert len(files) == 1 and files[0].startswith("jieba-") and files[0].endswith(".prefix-dict")
+    files = list(cache.iterdir())
+    assert len(files) == 1 and files[0].name.startswith("jieba-") and files[0].name.endswith(".prefix-dict")
     assert list(tmp.iterdir()) == []
+    size = files[0].stat().st_size
+    files[0].write_bytes(files[0].read_bytes()[: size // 2])  # a damaged cache is rebuilt, silently
+    done = run_python(code, env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert [path.name for path in cache.iterdir()] == [files[0].name] and files[0].stat().st_size == size
     after = shared_cache.stat().st_mtime_ns if shared_cache.exists() else None
     assert after == before
 
