@@ -1,7 +1,7 @@
 """Every measure of ``METRICS.md``: one small function each over the judged ranking, and a registry.
 
 A measure function takes a :class:`~evaluation.ranking.JudgedRanking` and its parameter (a cutoff
-``k``, a recall level ``r`` or None) and returns one float64 per query, NaN where the measure is
+``k``, a fraction such as a recall level ``r``, or None) and returns one float64 per query, NaN where the measure is
 undefined for that query (only ``AUC`` has such queries). The judged ranking already ranked the
 documents (score descending, ties by document id descending), attached the labels and counted R
 (relevant judged documents, label ``>= rel``) and N (judged non-relevant, ``0 <= label < rel``) per
@@ -257,8 +257,8 @@ def num_rel_ret(r: JudgedRanking, _: None) -> np.ndarray:
 class MeasureDef:
     """One measure family: its canonical name, function, parameter kind and names elsewhere.
 
-    ``trec_eval`` is pytrec_eval's name for it (``{k}`` / ``{r}`` for the parameter; a second form
-    after ``|`` for the form without parameter). ``bounded`` measures lie in [0, 1]; ``total`` ones
+    ``trec_eval`` is pytrec_eval's name for it (``{k}`` / ``{r}`` marking the parameter); for a measure
+    whose parameter is optional, the form with it, ``|``, and the form without it (either may be empty). ``bounded`` measures lie in [0, 1]; ``total`` ones
     are counts that trec_eval sums over queries instead of averaging.
     """
 
@@ -286,7 +286,7 @@ _DEFS = (
     MeasureDef("P", precision, "cutoff", "precision at k", ("precision",), "P_{k}"),
     MeasureDef("R", recall, "cutoff", "recall at k", ("recall",), "recall_{k}"),
     MeasureDef("F1", f1, "cutoff", "harmonic mean of P@k and R@k"),
-    MeasureDef("RR", reciprocal_rank, "optional cutoff", "reciprocal rank", ("MRR", "recip_rank"), "recip_rank|"),
+    MeasureDef("RR", reciprocal_rank, "optional cutoff", "reciprocal rank", ("MRR", "recip_rank"), "|recip_rank"),
     MeasureDef("AP", average_precision, "optional cutoff", "average precision", ("MAP", "map_cut"), "map_cut_{k}|map"),
     MeasureDef("Rprec", r_precision, "none", "precision at rank R", ("R-prec",), "Rprec"),
     MeasureDef("bpref", bpref, "none", "binary preference", (), "bpref"),
@@ -345,13 +345,18 @@ class Measure:
 
     @property
     def trec_eval_name(self) -> str | None:
-        """pytrec_eval's key for this measure (``P_10``, ``ndcg``, ``iprec_at_recall_0.50``), if any."""
+        """pytrec_eval's key for this measure (``P_10``, ``ndcg``, ``iprec_at_recall_0.50``), if it has one."""
         pattern = self.definition.trec_eval
         if pattern is None:
             return None
-        with_param, _, without = pattern.partition("|")
+        if "|" in pattern:
+            with_param, without = pattern.split("|")
+        else:
+            with_param, without = ("", pattern) if self.definition.param == "none" else (pattern, "")
         if self.param is None:
-            return without or with_param
+            return without or None
+        if not with_param:
+            return None
         if self.definition.param == "fraction":
             return with_param.format(r=f"{self.param:.2f}")
         return with_param.format(k=self.param)

@@ -179,6 +179,8 @@ def test_measure_names_aliases_and_errors():
         parse_measure("iprec@1.5")
     assert parse_measure("iprec_at_recall_0.50").param == 0.5
     assert parse_measure("11pt_avg").definition.name == "11pt-AP"
+    names = {m: parse_measure(m).trec_eval_name for m in ("RR", "RR@10", "AP@5", "bpref", "nDCG", "F1@3")}
+    assert names == {"RR": "recip_rank", "RR@10": None, "AP@5": "map_cut_5", "bpref": "bpref", "nDCG": "ndcg", "F1@3": None}
 
 
 def test_additions_beyond_trec_eval_judged_rbp():
