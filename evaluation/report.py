@@ -120,8 +120,9 @@ def to_csv(results: Results, *, per_query: bool = True) -> str:
 # Tables and notes
 
 
-def _options(result: EvaluationResult) -> str:
-    parts = [f"{result.num_queries} queries"]
+def _options(result: EvaluationResult, unit: str = " queries") -> str:
+    """``225 queries, complete, relevant >= 2, judged only``: the query count and the options used."""
+    parts = [f"{result.num_queries}{unit}"]
     if result.complete:
         parts.append("complete")
     if result.rel != 1:
@@ -144,7 +145,7 @@ def to_table(results: Results) -> Table:
         table.add_column(measure, justify="right")
     for name, result in named:
         cells = [_number(result.mean[m], False) if m in result.mean else "" for m in measures]
-        table.add_row(name, _options(result), *cells)
+        table.add_row(name, _options(result, unit=""), *cells)
     return table
 
 

@@ -66,11 +66,13 @@ def test_tables_are_rich_tables(result):
     table = to_table({"bm25": result})
     assert isinstance(table, Table)
     text = rendered(table)
-    assert "bm25" in text and "0.7500" in text and "2 queries" in text
+    assert "bm25" in text and "0.7500" in text and "       2 │" in text
     tables = to_tables([("bm25", result)], per_query=True)
     assert len(tables) == 2 and all(isinstance(t, Table) for t in tables)
     per_query = rendered(tables[0])
-    assert "0.5000" in per_query and "all" in per_query
+    assert "0.5000" in per_query and "all" in per_query and "2 queries" in per_query
+    complete = rendered(to_table(evaluate(QRELS, RUN, MEASURES, complete=True, rel=2)))
+    assert "3, complete, relevant >= 2" in complete
 
 
 def test_notes_say_what_was_left_out(result):
