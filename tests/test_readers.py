@@ -265,3 +265,12 @@ def test_read_then_evaluate_equals_dicts(tmp_path):
     qrels = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 0, "d8": -1}}
     run = {"q1": {"d1": 3.5, "d2": 2.25, "d3": 2.25}, "q2": {"d9": -1e-3}}
     assert result_files.per_query == evaluate(qrels, run, ["AP", "nDCG"]).per_query
+
+
+def test_ties_are_broken_by_document_id_descending_in_code_point_order():
+    ids = ["a", "B", "é", "中", "Z", "aa", "a1", "A", "", "😀", "ab"]
+    run = Run.from_dict({"q": {doc: 1.0 for doc in ids} | {"top": 2.0, "bottom": 0.0}})
+    ranked = [doc for doc, _ in run.ranked("q")]
+    assert ranked == ["top", *sorted(ids, reverse=True), "bottom"]
+    # UTF-8 byte order is code point order: "😀" (U+1F600) > "中" (U+4E2D) > "é" (U+00E9) > "a"
+    assert ranked[1:5] == ["😀", "中", "é", "ab"]
