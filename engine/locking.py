@@ -1,7 +1,7 @@
 """The writer's lock of an index directory.
 
-One writer at a time: a change (``add``, ``delete``, ``optimize``, ``save`` over an existing index)
-holds an exclusive ``flock`` on ``<index>/.writer.lock`` for its whole commit, with its process id
+One writer at a time: a change (``add``, ``delete``, ``optimize``, ``save``, ``index --overwrite``)
+holds an exclusive ``flock`` on ``<index>/.writer.lock`` while it commits, with its process id
 written inside so that a second writer can say who holds it. Readers take no lock: they read the
 manifest, which is replaced atomically (:mod:`engine.storage`).
 
@@ -21,13 +21,33 @@ from .errors import IndexLockedError
 LOCK_FILE = ".writer.lock"
 
 
-def _holder(fd: int) -> str:
-    """The process id written in the lock file, or "another process" when it cannot be read yet."""
+def _locked(directory: Path, fd: int) -> IndexLockedError:
+    """The error for a lock held by someone else, naming the process id written in the lock file."""
     try:
         text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
     except OSError:
         text = ""
-    return f"process {text}" if text.isdigit() else "another process"
+    holder = f"process {text}" if text.isdigit() else "another process"
+    return IndexLockedError(f"{directory}: index is locked by {holder} (another change is being written); "
+                            f"try again when it has finished")
+
+
+def check_unlocked(directory: Path) -> None:
+    """Raise IndexLockedError if a writer holds ``directory``'s lock now; changes nothing on disk
+    (a writer checks this before its long work, and takes the lock only to commit)."""
+    import fcntl
+
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: nobody has ever held the lock
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except BlockingIOError:
+        raise _locked(directory, fd) from None
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -44,8 +64,7 @@ def write_lock(directory: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise IndexLockedError(f"{directory}: index is locked by {_holder(fd)} (another change is being "
-                                   f"written); try again when it has finished") from None
+            raise _locked(directory, fd) from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)

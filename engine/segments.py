@@ -35,8 +35,8 @@ import numpy as np
 
 from . import storage
 from .docstore import DocStore, DocStoreWriter
-from .errors import IndexFormatError, IndexLockedError, InputError
-from .locking import LOCK_FILE, write_lock
+from .errors import IndexFormatError, InputError
+from .locking import check_unlocked, write_lock
 from .postings import Postings, PostingsBuilder
 from .records import Document
 from .selection import id_ranks
@@ -350,28 +350,6 @@ def _transaction(directory: Path, verify: bool,
             raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer while "
                                    f"the documents were being analysed; run the command again")
         yield manifest, load_parts(directory, manifest, verify=verify)
-
-
-def check_unlocked(directory: Path) -> None:
-    """Raise IndexLockedError when a writer holds ``directory``'s lock now (without changing anything)."""
-    import fcntl
-    import os
-
-    path = directory / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    except BlockingIOError:
-        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-        who = f"process {text}" if text.isdigit() else "another process"
-        raise IndexLockedError(f"{directory}: index is locked by {who} (another change is being written); "
-                               f"try again when it has finished") from None
-    finally:
-        os.close(fd)
 
 
 def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: int | None = None,
