@@ -169,6 +169,8 @@ class Index:
             manifest = storage.parse_manifest(directory, raw)
             try:
                 tokenizer = Tokenizer.from_config(manifest["tokenizer"])
+            except IndexFormatError as exc:
+                raise IndexFormatError(f"{directory / storage.MANIFEST}: {exc}") from None
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexFormatError(f"{directory / storage.MANIFEST}: bad manifest ({exc}); "
                                        f"rebuild the index") from None
