@@ -1,10 +1,9 @@
 """Paired significance tests against scipy on real per-query values, plus closed-form checks.
 
-Real data: per-query AP of BM25 runs on Cranfield 1400 (../shared/corpora/cranfield) under three
+Real data: per-query AP of BM25 runs on the bundled Cranfield 1400 (``corpora.get("cranfield")``) under three
 (k1, b) settings. Documents are scored with rank-bm25's BM25Okapi statistics (its idf with the epsilon
 floor, document lengths, average length) over a crude lowercase \\w+ tokenisation, vectorised over the
-query terms; AP comes from pytrec_eval ('map') against cranqrel with gain = 5 - grade for grades 1..4
-and the -1 lines dropped. scipy and pytrec_eval are test-only oracles.
+query terms; AP comes from pytrec_eval ('map') against the bundled graded qrels. scipy and pytrec_eval are test-only oracles.
 """
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ from evaluation.significance import (
     student_t_sf,
 )
 
-CRANFIELD = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "cranfield"
 SETTINGS = {"k1=1.2,b=0.75": (1.2, 0.75), "k1=0.5,b=0.3": (0.5, 0.3), "k1=2.0,b=0.9": (2.0, 0.9)}
 RELATIVE = 1e-9
 
@@ -42,32 +40,15 @@ RELATIVE = 1e-9
 # --------------------------------------------------------------------------- Cranfield fixture
 
 
-def _smart_records(path: Path) -> list[dict[str, str]]:
-    """SMART records (.I id, then .T/.A/.B/.W fields): id, title and text."""
-    records: list[dict[str, str]] = []
-    field = None
-    for line in path.read_text().splitlines():
-        if line.startswith(".I "):
-            records.append({"id": line[3:].strip(), "T": "", "W": ""})
-            field = None
-        elif re.fullmatch(r"\.[TABW]\s*", line):
-            field = line[1]
-        elif field in ("T", "W"):
-            records[-1][field] += line + " "
-    return records
-
-
 def _tokens(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def _cranfield_qrels() -> dict[str, dict[str, int]]:
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    for line in (CRANFIELD / "cranqrel").read_text().splitlines():
-        if line.strip():
-            qid, docid, grade = line.split()
-            if int(grade) != -1:
-                qrels.setdefault(qid, {})[docid] = 5 - int(grade)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        qid, _, docid, grade = line.split()
+        qrels.setdefault(qid, {})[docid] = int(grade)
     return qrels
 
 
@@ -77,10 +58,14 @@ def cranfield_ap() -> dict[str, dict[str, float]]:
     import pytrec_eval
     from rank_bm25 import BM25Okapi
 
-    docs = _smart_records(CRANFIELD / "cran.all.1400")
-    queries = [_tokens(q["W"]) for q in _smart_records(CRANFIELD / "cran.qry")]
-    doc_ids = [d["id"] for d in docs]
-    bm25 = BM25Okapi([_tokens(d["T"] + " " + d["W"]) for d in docs])
+    import corpora
+
+    cranfield = corpora.get("cranfield")
+    docs = list(cranfield.documents())
+    judged = cranfield.judged_queries()
+    queries = [_tokens(text) for text in judged.values()]
+    doc_ids = [d.id for d in docs]
+    bm25 = BM25Okapi([_tokens(d.title + " " + d.text) for d in docs])
     vocabulary = sorted({t for q in queries for t in q})
     tf = {t: np.array([freqs.get(t, 0) for freqs in bm25.doc_freqs], dtype=np.float64) for t in vocabulary}
     length_ratio = np.asarray(bm25.doc_len, dtype=np.float64) / bm25.avgdl
@@ -97,14 +82,14 @@ def cranfield_ap() -> dict[str, dict[str, float]]:
         bm25.k1, bm25.b = k1, b
         np.testing.assert_allclose(scores(queries[0], k1, b), bm25.get_scores(queries[0]), rtol=1e-12)
 
-    evaluator = pytrec_eval.RelevanceEvaluator(_cranfield_qrels(), {"map"})
+    evaluator = pytrec_eval.RelevanceEvaluator(_qrels(cranfield.qrels_path), {"map"})
     result = {}
     for name, (k1, b) in SETTINGS.items():
         run = {}
-        for number, query in enumerate(queries, start=1):  # qrels query N is the N-th query of cran.qry
+        for qid, query in zip(judged, queries):
             s = scores(query, k1, b)
             top = np.argsort(-s, kind="stable")[:100]
-            run[str(number)] = {doc_ids[j]: float(s[j]) for j in top}
+            run[qid] = {doc_ids[j]: float(s[j]) for j in top}
         result[name] = {qid: values["map"] for qid, values in evaluator.evaluate(run).items()}
     return result
 
