@@ -192,7 +192,7 @@ def _read_freq_cache(path: Path, stamp: dict[str, Any]) -> tuple[dict[str, int],
         if handle.readline() != _FREQ_MAGIC:
             raise ValueError("not a prefix-dict cache")
         header = json.loads(handle.readline())
-        if header.get("source") != stamp:
+        if not isinstance(header, dict) or header.get("source") != stamp:
             raise ValueError("stale prefix-dict cache")
         freqs = array.array("q")
         freqs.frombytes(handle.read(8 * header["count"]))
@@ -317,8 +317,7 @@ def _best_route(freq: dict[str, int], total: int, sentence: str) -> list[int]:
         best_value, best_end, found = 0.0, start, False
         stop = start
         fragment = sentence[start]
-        while fragment in freq:
-            count = freq[fragment]
+        while (count := freq.get(fragment)) is not None:
             if count:
                 candidate = log(count) - log_total + value[stop + 1]
                 if not found or candidate > best_value or (candidate == best_value and stop > best_end):
@@ -452,7 +451,7 @@ def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
     stop = tok._stopset
     terms = []
     for word in MODES[tok._mode](_jieba_tokenizer(tok._user_dict), text):
-        if _is_word(word):
+        if word.isalnum() or _is_word(word):  # isalnum: the common, cheap case
             word = word.lower()
             if word not in stop:
                 terms.append(word)
@@ -489,6 +488,7 @@ class _Language:
     analyse: Callable[["Tokenizer", str], list[str]]
     stopword_lists: tuple[str, ...]  # built-in lists that make up stopwords="default"
     stemmable: bool  # whether stem=True is meaningful (the en path is used)
+    jieba_options: bool  # whether mode and user_dict are meaningful (jieba may be used)
     lowercase: bool
     needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
     description: str
@@ -496,13 +496,15 @@ class _Language:
 
 LANGUAGES: dict[str, _Language] = {
     "auto": _Language(
-        _analyse_auto, ("en", "zh"), True, True, lambda text: _HAS_HAN.search(text) is not None,
+        _analyse_auto, ("en", "zh"), True, True, True, lambda text: _HAS_HAN.search(text) is not None,
         "Han runs through jieba, everything else through the English path",
     ),
-    "zh": _Language(_analyse_zh, ("zh",), False, True, lambda text: True, "jieba over the whole text"),
-    "en": _Language(_analyse_en, ("en",), True, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"),
+    "zh": _Language(_analyse_zh, ("zh",), False, True, True, lambda text: True, "jieba over the whole text"),
+    "en": _Language(
+        _analyse_en, ("en",), True, False, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"
+    ),
     "whitespace": _Language(
-        _analyse_whitespace, (), False, False, lambda text: False, "already segmented: split on whitespace only"
+        _analyse_whitespace, (), False, False, False, lambda text: False, "already segmented: split on whitespace only"
     ),
 }
 """Registry of language values accepted by ``Tokenizer(language=...)``."""
@@ -546,6 +548,7 @@ class Tokenizer:
         user_dict: str | Path | None = None,
     ) -> None:
         spec = _language_spec(language)
+        _check_jieba_options(language, spec, mode, user_dict)
         user_text = None
         if user_dict is not None:
             user_text = _read_text(user_dict, "user dictionary")
@@ -710,6 +713,15 @@ def _language_spec(language: str) -> _Language:
     return spec
 
 
+def _check_jieba_options(language: str, spec: _Language, mode: str, user_dict: object) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
+    if spec.jieba_options or (mode == "default" and user_dict is None):
+        return
+    applies = ", ".join(name for name, lang in LANGUAGES.items() if lang.jieba_options)
+    raise ValueError(f"mode and user_dict do not apply to language {language!r}; they apply to: {applies}")
+
+
 def _resolve_stem(language: str, spec: _Language, stem: bool | None) -> bool:
     if stem is None:
         return DEFAULT_STEM if spec.stemmable else False
@@ -755,8 +767,13 @@ def _check_config(config: Any) -> None:
     for key, valid in checks.items():
         if not valid(config[key]):
             raise IndexFormatError(f"bad tokenizer configuration: invalid {key} {config[key]!r}")
-    if config["stem"] and not LANGUAGES[config["language"]].stemmable:
+    spec = LANGUAGES[config["language"]]
+    if config["stem"] and not spec.stemmable:
         raise IndexFormatError(f"bad tokenizer configuration: stemming with language {config['language']!r}")
+    try:
+        _check_jieba_options(config["language"], spec, config["mode"], config["user_dict"])
+    except ValueError as exc:
+        raise IndexFormatError(f"bad tokenizer configuration: {exc}") from None
 
 
 @lru_cache(maxsize=1)

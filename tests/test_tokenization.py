@@ -211,6 +211,10 @@ def test_unknown_language_and_mode_list_valid_values() -> None:
         Tokenizer("zh", mode="full")
     with pytest.raises(ValueError, match="stemming"):
         Tokenizer("zh", stem=True)
+    with pytest.raises(ValueError, match="apply to: auto, zh"):
+        Tokenizer("en", mode="search")
+    with pytest.raises(ValueError, match="valid modes"):
+        Tokenizer("zh", mode="full", user_dict="/nonexistent/dict.txt")  # checked before any file is read
 
 
 def test_missing_files_raise_input_error(tmp_path: Path) -> None:
@@ -267,6 +271,7 @@ def test_config_round_trip_gives_identical_tokens(tmp_path: Path) -> None:
     lambda c: c.update(user_dict="云 计算 5\n"),
     lambda c: c.pop("stopwords"),
     lambda c: c.update(language="zh", stem=True),
+    lambda c: c.update(language="en", stem=True, user_dict="云计算\n"),
 ])
 def test_bad_config_raises_index_format_error(damage) -> None:
     config = Tokenizer().config()
