@@ -178,49 +178,90 @@ def _build(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, p
 def merge(parts: Sequence[Part]) -> storage.Segment:
     """One searchable view of the live documents of ``parts``, numbered in segment order.
 
-    A single part without deletions is returned as it is. Otherwise (all vectorised):
-    ``term(posting) = global id of its segment term``, ``doc(posting) = number among the live
-    documents``; deleted postings dropped; a stable sort by term keeps documents ascending within
-    each term (segments come in document order); terms left with df = 0 dropped. The view has no
-    store file (``store_path`` None): documents are read through the parts' stores.
+    A single part without deletions is returned as it is. Otherwise (vectorised, in blocks of about
+    ``_BLOCK`` postings): the vocabularies are united in code point order and terms left without
+    live postings dropped; ``df(t)`` is the sum of the parts' live document frequencies, which gives
+    the merged ``offsets``; then each part, in order, scatters its live postings of term ``t`` to the
+    next free places of ``t`` with its documents renumbered among the live ones. Parts come in
+    document order and postings are document-ascending within a term in each part, so they are in
+    the merged view too: the arrays are exactly those a fresh build of the live documents makes.
+    The view has no store file (``store_path`` None): documents are read through the parts' stores.
     """
     if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
         return parts[0].segment
     vocabulary = sorted(set().union(*(p.segment.postings.terms for p in parts)))
     lookup = dict(zip(vocabulary, range(len(vocabulary))))
-    term_parts, doc_parts, tf_parts, length_parts, doc_ids = [], [], [], [], []
-    base = 0
+    global_ids, live_masks, live_dfs = [], [], []
+    df = np.zeros(len(vocabulary), dtype=np.int64)
     for part in parts:
         p = part.segment.postings
-        live = part.live_mask()
-        new_num = np.cumsum(live, dtype=np.int64) - 1 + base
         global_id = np.fromiter(map(lookup.__getitem__, p.terms), dtype=np.int64, count=p.num_terms)
-        terms = np.repeat(global_id, np.diff(np.asarray(p.offsets)))
-        docs = np.asarray(p.doc_nums)
-        tfs = np.asarray(p.tfs)
-        if part.deleted.shape[0]:
-            keep = live[docs]
-            terms, docs, tfs = terms[keep], docs[keep], tfs[keep]
-        term_parts.append(terms)
-        doc_parts.append(new_num[docs])
-        tf_parts.append(tfs)
-        length_parts.append(np.asarray(p.doc_lengths)[live])
-        doc_ids.extend(compress(part.segment.doc_ids, live.tolist()))
-        base += int(live.sum())
-    terms = _concat(term_parts, np.int64)
-    by_term = np.argsort(terms, kind="stable")
-    df = np.bincount(terms, minlength=len(vocabulary))
+        live = part.live_mask()
+        live_df = _live_df(p, live) if part.deleted.shape[0] else np.diff(np.asarray(p.offsets))
+        df[global_id] += live_df
+        global_ids.append(global_id)
+        live_masks.append(live)
+        live_dfs.append(live_df)
     used = np.flatnonzero(df)
+    new_term = np.full(len(vocabulary), -1, dtype=np.int64)
+    new_term[used] = np.arange(used.shape[0])
     offsets = np.zeros(used.shape[0] + 1, dtype=np.int64)
     np.cumsum(df[used], out=offsets[1:])
-    postings = Postings(
-        terms=[vocabulary[i] for i in used.tolist()],
-        offsets=offsets,
-        doc_nums=_concat(doc_parts, np.int32)[by_term],
-        tfs=_concat(tf_parts, np.int32)[by_term],
-        doc_lengths=_concat(length_parts, np.int32),
-    )
+    doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
+    tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+    free = offsets[:-1].copy()  # next free place of every merged term
+    base = 0
+    for part, global_id, live, live_df in zip(parts, global_ids, live_masks, live_dfs):
+        p = part.segment.postings
+        new_num = (np.cumsum(live, dtype=np.int64) - 1 + base).astype(np.int32)
+        target = new_term[global_id]
+        part_offsets = np.asarray(p.offsets)
+        for lo, hi in _term_blocks(part_offsets):
+            docs = np.asarray(p.doc_nums[part_offsets[lo]:part_offsets[hi]])
+            tf = np.asarray(p.tfs[part_offsets[lo]:part_offsets[hi]])
+            if part.deleted.shape[0]:
+                keep = live[docs]
+                docs, tf = docs[keep], tf[keep]
+            counts = live_df[lo:hi]
+            first = np.cumsum(counts) - counts  # where each term's live postings start in this block
+            places = np.repeat(free[target[lo:hi]] - first, counts) + np.arange(docs.shape[0])
+            doc_nums[places] = new_num[docs]
+            tfs[places] = tf
+            present = counts > 0  # a part's terms are distinct, so plain fancy indexing adds correctly
+            free[target[lo:hi][present]] += counts[present]
+        base += int(live.sum())
+    doc_ids: list[str] = []
+    for part, live in zip(parts, live_masks):
+        doc_ids.extend(compress(part.segment.doc_ids, live.tolist()))
+    lengths = [np.asarray(part.segment.postings.doc_lengths)[live] for part, live in zip(parts, live_masks)]
+    postings = Postings(terms=[vocabulary[i] for i in used.tolist()], offsets=offsets, doc_nums=doc_nums, tfs=tfs,
+                        doc_lengths=_concat(lengths, np.int32))
     return storage.Segment(postings, doc_ids, id_ranks(doc_ids), None)
+
+
+_BLOCK = 1 << 22  # postings handled at once while merging: bounds the temporary arrays
+
+
+def _term_blocks(offsets: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Ranges ``[lo, hi)`` of term ids covering about ``_BLOCK`` postings each (one term at least)."""
+    num_terms = offsets.shape[0] - 1
+    lo = 0
+    while lo < num_terms:
+        hi = int(np.searchsorted(offsets, offsets[lo] + _BLOCK, side="right")) - 1
+        hi = min(max(hi, lo + 1), num_terms)
+        yield lo, hi
+        lo = hi
+
+
+def _live_df(postings: Postings, live: np.ndarray) -> np.ndarray:
+    """The number of live postings of every term of ``postings`` (int64)."""
+    offsets = np.asarray(postings.offsets)
+    live_df = np.zeros(postings.num_terms, dtype=np.int64)
+    for lo, hi in _term_blocks(offsets):
+        keep = live[np.asarray(postings.doc_nums[offsets[lo]:offsets[hi]])]
+        term_of = np.repeat(np.arange(hi - lo, dtype=np.int32), np.diff(offsets[lo:hi + 1]))
+        live_df[lo:hi] = np.bincount(term_of[keep], minlength=hi - lo)
+    return live_df
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -240,10 +281,8 @@ def live_counts(parts: Sequence[Part]) -> dict[str, int]:
             postings += p.num_postings
             terms.update(p.terms)
             continue
-        keep = live[np.asarray(p.doc_nums)]
-        postings += int(keep.sum())
-        term_of = np.repeat(np.arange(p.num_terms), np.diff(np.asarray(p.offsets)))
-        live_df = np.bincount(term_of[keep], minlength=p.num_terms)
+        live_df = _live_df(p, live)
+        postings += int(live_df.sum())
         terms.update(compress(p.terms, (live_df > 0).tolist()))
     return {"documents": documents, "terms": len(terms), "postings": postings, "total_length": total}
 

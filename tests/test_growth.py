@@ -122,6 +122,28 @@ def test_merged_view_on_the_compiled_path(monkeypatch, cranfield) -> None:
                {q: [(h.doc_id, h.score) for h in v] for q, v in b.items()}
 
 
+def test_merged_arrays_equal_a_fresh_build(monkeypatch) -> None:
+    # with the documents in the same order, the merged view's arrays are a fresh build's, bit for bit
+    # (small merge blocks, so that terms and blocks cross in every way)
+    monkeypatch.setattr(segments, "_BLOCK", 3)
+    rng = np.random.default_rng(5)
+    docs = [(f"d{i:03d}", " ".join(rng.choice(list("abcdefghijklmnopqrst"), size=rng.integers(0, 12))))
+            for i in range(200)]
+    grown = Index.build(docs[:80], tokenizer=WS)
+    grown.add(docs[80:150])
+    grown.add(docs[150:])
+    gone = {f"d{i:03d}" for i in rng.choice(200, size=60, replace=False)}
+    grown.delete(sorted(gone))
+    fresh = Index.build([d for d in docs if d[0] not in gone], tokenizer=WS)
+    a, b = grown._segment, fresh._segment
+    assert list(a.postings.terms) == list(b.postings.terms) and a.doc_ids == b.doc_ids
+    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+        x, y = getattr(a.postings, name), getattr(b.postings, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert np.array_equal(a.id_rank, b.id_rank)
+    assert segments.live_counts(grown._parts) == fresh.counts()
+
+
 def test_in_memory_index_grows_in_memory() -> None:
     index = Index.build([("a", "x y"), ("b", "y z"), ("c", "z z w")], tokenizer=WS)
     assert index.path is None
