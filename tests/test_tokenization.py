@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import corpora
 from engine.errors import IndexFormatError, InputError
 from engine.tokenization import (_ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _cut_precise, _cut_search,
                                  _jieba_tokenizer, _word_pattern)
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "corpora"
 
 
 def run_python(code: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -167,14 +167,11 @@ def test_query_finds_document_containing_it_first() -> None:
 
 def real_chinese_texts() -> list[str]:
     """CMRC 2018 paragraphs and questions, and LeCaRD case facts (long legal text with numbers)."""
-    import gzip
-
-    cmrc = [json.loads(line) for line in (SHARED / "cmrc2018" / "derived_corpus.jsonl").open(encoding="utf-8")]
-    questions = [json.loads(line)["text"] for line in
-                 (SHARED / "cmrc2018" / "derived_queries.jsonl").open(encoding="utf-8")]
-    with gzip.open(SHARED / "lecard-10q" / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        lecard = [json.loads(line)["ajjbqk"] for _, line in zip(range(5), handle)]
-    return [d["title"] + " " + d["text"] for d in cmrc[:80]] + questions[:300] + lecard
+    cmrc = corpora.get("cmrc2018")
+    paragraphs = [d.title + " " + d.text for _, d in zip(range(80), cmrc.documents())]
+    questions = list(cmrc.queries().values())[:300]
+    lecard = [d.text for _, d in zip(range(5), corpora.get("lecard-10q").documents())]
+    return paragraphs + questions + lecard
 
 
 def test_fast_cut_equals_jiebas_own_cut_on_real_text(tmp_path: Path) -> None:
@@ -290,11 +287,9 @@ def test_config_that_is_not_an_object_raises_index_format_error() -> None:
 
 def sample_texts() -> list[str]:
     """A few thousand short real texts: CMRC 2018 sentences and Cranfield lines, interleaved."""
-    paragraphs = [json.loads(line)["text"] for line in
-                  (SHARED / "cmrc2018" / "derived_corpus.jsonl").open(encoding="utf-8")][:200]
+    paragraphs = [d.text for _, d in zip(range(200), corpora.get("cmrc2018").documents())]
     chinese = [s for p in paragraphs for s in p.split("。") if s][:2500]
-    english = [line.strip() for line in (SHARED / "cranfield" / "cran.all.1400").open(encoding="latin-1")
-               if line.strip() and not line.startswith(".")][:2500]
+    english = [s.strip() for d in corpora.get("cranfield").documents() for s in d.text.split(" . ") if s.strip()][:2500]
     return [text for pair in zip(chinese, english) for text in pair] + ["", "。。", "  "]
 
 
@@ -321,8 +316,7 @@ def test_small_inputs_skip_the_pool_but_short_heavy_ones_use_it(monkeypatch: pyt
     small = ["iPhone 15 价格", "the running foxes"] * 5
     assert list(tok.tokenize_many(small, workers=2)) == [tok.tokenize(text) for text in small]
     assert pools == []
-    paragraphs = [json.loads(line)["text"] for line in
-                  (SHARED / "cmrc2018" / "derived_corpus.jsonl").open(encoding="utf-8")][:120]
+    paragraphs = [d.text for _, d in zip(range(120), corpora.get("cmrc2018").documents())]
     assert sum(map(len, paragraphs)) > 40_000
     assert list(tok.tokenize_many(paragraphs, workers=2)) == [tok.tokenize(text) for text in paragraphs]
     assert pools == [15]  # 120 texts cut into 4 chunks per worker
