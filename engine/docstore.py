@@ -24,6 +24,7 @@ from .records import Document
 _SCHEMA = "CREATE TABLE docs (num INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT, text TEXT, meta TEXT)"
 _BATCH = 500  # ids per IN (...) query: below SQLite's variable limit
 _PAGE = 2048  # rows per page when iterating
+_WRITE_ROWS, _WRITE_CHARS = 2048, 1 << 23  # a writer inserts when either many rows or much text is pending
 
 
 class DocStoreWriter:
@@ -36,6 +37,7 @@ class DocStoreWriter:
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute(_SCHEMA)
         self._rows: list[tuple[int, str, str, str, str]] = []
+        self._pending_chars = 0
 
     def add(self, num: int, doc: Document) -> None:
         meta = json.dumps(dict(doc.metadata), ensure_ascii=False) if doc.metadata else ""
@@ -44,12 +46,14 @@ class DocStoreWriter:
     def add_row(self, row: tuple[int, str, str, str, str]) -> None:
         """Add one raw row ``(num, id, title, text, meta JSON)``, as :meth:`DocStore.rows` yields them."""
         self._rows.append(row)
-        if len(self._rows) >= 2048:
+        self._pending_chars += len(row[3]) + len(row[2])
+        if len(self._rows) >= _WRITE_ROWS or self._pending_chars >= _WRITE_CHARS:
             self._write()
 
     def _write(self) -> None:
         self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", self._rows)
         self._rows = []
+        self._pending_chars = 0
 
     def close(self) -> None:
         self._write()
