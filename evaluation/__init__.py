@@ -8,23 +8,43 @@ Modules follow the data: ``readers`` (files in and out), ``ranking`` (columnar q
 rule, the judged ranking), ``measures`` (registry of measures), ``evaluate`` (which queries count,
 means), ``report`` (table, trec_eval text, JSON, CSV).
 """
-from evaluation.errors import EvaluationError, InputError, MeasureError
-from evaluation.evaluate import EvaluationResult, evaluate
-from evaluation.measures import MEASURES, parse_measure
-from evaluation.ranking import Qrels, Run
-from evaluation.readers import read_qrels, read_run, write_run
+from __future__ import annotations
 
-__all__ = [
-    "EvaluationError",
-    "EvaluationResult",
-    "InputError",
-    "MEASURES",
-    "MeasureError",
-    "Qrels",
-    "Run",
-    "evaluate",
-    "parse_measure",
-    "read_qrels",
-    "read_run",
-    "write_run",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> module; loaded on first use so that `bm25lab search` never pays for the evaluation code
+_EXPORTS = {
+    "EvaluationError": "evaluation.errors",
+    "InputError": "evaluation.errors",
+    "MeasureError": "evaluation.errors",
+    "EvaluationResult": "evaluation.evaluate",
+    "evaluate": "evaluation.evaluate",
+    "MEASURES": "evaluation.measures",
+    "parse_measure": "evaluation.measures",
+    "Qrels": "evaluation.ranking",
+    "Run": "evaluation.ranking",
+    "read_qrels": "evaluation.readers",
+    "read_run": "evaluation.readers",
+    "write_run": "evaluation.readers",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from evaluation.errors import EvaluationError, InputError, MeasureError
+    from evaluation.evaluate import EvaluationResult, evaluate
+    from evaluation.measures import MEASURES, parse_measure
+    from evaluation.ranking import Qrels, Run
+    from evaluation.readers import read_qrels, read_run, write_run
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'evaluation' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
