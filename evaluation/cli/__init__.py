@@ -1,4 +1,5 @@
-"""The `bm25lab` command: index, search, run, evaluate, compare, tune, corpora, experiment, info.
+"""The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, tune, corpora,
+experiment, info.
 
 Each area lives in its own module; this one only assembles the app. Errors in bad input are one
 line on stderr and exit code 1; bad usage is exit code 2 (typer's own).

@@ -50,7 +50,7 @@ def documents_from(source: str) -> Iterator["Document"]:
 
 
 def build_with_progress(docs: Iterator["Document"], tokenizer: "Tokenizer", workers: Optional[int],
-                        label: str) -> "Index":
+                        label: str, source: Optional[str] = None) -> "Index":
     """Index.build with a live progress bar (documents and documents per second) on stderr."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -66,7 +66,7 @@ def build_with_progress(docs: Iterator["Document"], tokenizer: "Tokenizer", work
             rate = done / max(time.perf_counter() - started, 1e-9)
             bar.update(task, completed=done, rate=f"{rate:,.0f} docs/s")
 
-        return Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance)
+        return Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source)
 
 
 @handles_errors
@@ -88,7 +88,7 @@ def index(
         raise ValueError(f"{out}: an index exists already; add --overwrite to replace it")
     started = time.perf_counter()
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
-    built = build_with_progress(documents_from(source), tokenizer, workers, f"indexing {source}")
+    built = build_with_progress(documents_from(source), tokenizer, workers, f"indexing {source}", source)
     built.save(out, overwrite=overwrite)
     elapsed = time.perf_counter() - started
     counts = built.counts()
