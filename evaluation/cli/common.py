@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
+from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import typer
 
@@ -100,3 +102,21 @@ def dir_size(path: Any) -> int:
     from pathlib import Path
 
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+@contextmanager
+def document_progress(label: str) -> Iterator[Callable[[int], None]]:
+    """A live "documents, documents per second" bar on stderr; yields the callback that feeds it."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    started = time.perf_counter()
+    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed:,} docs"),
+               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None, rate="")
+
+        def advance(done: int) -> None:
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            bar.update(task, completed=done, rate=f"{rate:,.0f} docs/s")
+
+        yield advance

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 
-from .common import EXIT_CODES_HELP, Language, VariantName, console, dir_size, handles_errors, human_bytes
+from .common import (EXIT_CODES_HELP, Language, VariantName, console, dir_size, document_progress, handles_errors,
+                     human_bytes)
 
 if TYPE_CHECKING:
     from engine import Index, Tokenizer
@@ -52,20 +53,9 @@ def documents_from(source: str) -> Iterator["Document"]:
 def build_with_progress(docs: Iterator["Document"], tokenizer: "Tokenizer", workers: Optional[int],
                         label: str, source: Optional[str] = None) -> "Index":
     """Index.build with a live progress bar (documents and documents per second) on stderr."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from engine import Index
 
-    started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed:,} docs"),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=None, rate="")
-
-        def advance(done: int) -> None:
-            rate = done / max(time.perf_counter() - started, 1e-9)
-            bar.update(task, completed=done, rate=f"{rate:,.0f} docs/s")
-
+    with document_progress(label) as advance:
         return Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source)
 
 

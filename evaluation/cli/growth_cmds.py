@@ -7,37 +7,18 @@ bad input stops the command before anything is written.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import console, handles_errors
+from .common import document_progress, handles_errors
 from .engine_cmds import documents_from
 
 if TYPE_CHECKING:
     from engine.segments import Change
 
 DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`).")
-
-
-@contextmanager
-def _progress(label: str) -> Iterator[Callable[[int], None]]:
-    """A live "documents, documents per second" bar on stderr; yields the callback to feed it."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed:,} docs"),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=None, rate="")
-
-        def advance(done: int) -> None:
-            rate = done / max(time.perf_counter() - started, 1e-9)
-            bar.update(task, completed=done, rate=f"{rate:,.0f} docs/s")
-
-        yield advance
 
 
 def _after(change: "Change", directory: Path) -> str:
@@ -61,7 +42,7 @@ def add(
 
     started = time.perf_counter()
     docs = documents_from(source)
-    with _progress(f"adding {source}") as advance:
+    with document_progress(f"adding {source}") as advance:
         change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
     replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""
     typer.echo(f"added {change.added:,} documents{replaced} in {time.perf_counter() - started:.1f} s -> "
