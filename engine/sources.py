@@ -420,35 +420,46 @@ def _trec_record(body: str, path: Path, line: int) -> Document:
     return Document(id=doc_id, text=_clean_markup(rest), title=title)
 
 
-def _trec_documents_in_file(path: Path) -> Iterator[Document]:
-    """Scan ``<DOC>``/``</DOC>`` tags anywhere in the lines; text outside records is an error."""
-    open_line = 0  # line of the open <DOC>, 0 when outside a record
+def _tagged_blocks(path: Path, tag_pattern: re.Pattern[str], name: str) -> Iterator[tuple[int, str]]:
+    """(line of the opening tag, inside) of every ``<name> ... </name>`` block of the file.
+
+    Tags may stand anywhere in the lines; text outside blocks, nested or unclosed blocks and stray
+    closing tags are errors naming the line.
+    """
+    open_line = 0  # line of the open tag, 0 when outside a block
     parts: list[str] = []
     for lineno, line in _lines(path):
         pos = 0
-        for tag in _DOC_TAG.finditer(line):
+        for tag in tag_pattern.finditer(line):
             segment = line[pos : tag.start()]
             closing = tag.group(1) == "/"
             if open_line:
                 parts.append(segment)
                 if not closing:
-                    raise InputError(f"<DOC> inside the <DOC> opened at line {open_line} (missing </DOC>?)", path, lineno)
-                yield _trec_record("".join(parts), path, open_line)
+                    raise InputError(f"<{name}> inside the <{name}> opened at line {open_line} (missing </{name}>?)",
+                                     path, lineno)
+                yield open_line, "".join(parts)
                 open_line, parts = 0, []
             else:
                 if segment.strip():
-                    raise InputError("text outside <DOC> ... </DOC>", path, lineno)
+                    raise InputError(f"text outside <{name}> ... </{name}>", path, lineno)
                 if closing:
-                    raise InputError("</DOC> without an open <DOC>", path, lineno)
+                    raise InputError(f"</{name}> without an open <{name}>", path, lineno)
                 open_line = lineno
             pos = tag.end()
         tail = line[pos:]
         if open_line:
             parts.append(tail)
         elif tail.strip():
-            raise InputError("text outside <DOC> ... </DOC>", path, lineno)
+            raise InputError(f"text outside <{name}> ... </{name}>", path, lineno)
     if open_line:
-        raise InputError("<DOC> never closed with </DOC>", path, open_line)
+        raise InputError(f"<{name}> never closed with </{name}>", path, open_line)
+
+
+def _trec_documents_in_file(path: Path) -> Iterator[Document]:
+    """Every ``<DOC>`` record of one TREC file."""
+    for line, body in _tagged_blocks(path, _DOC_TAG, "DOC"):
+        yield _trec_record(body, path, line)
 
 
 def _read_trec_documents(source: Path) -> Iterator[Document]:
@@ -608,33 +619,8 @@ def _topic_query(body: str, wanted: list[str], path: Path, line: int) -> tuple[s
 
 def _read_trec_topics(path: Path, topic_field: str = "title") -> QueryLines:
     wanted = _topic_field_list(topic_field, path)
-    open_line = 0
-    parts: list[str] = []
-    for lineno, line in _lines(path):
-        pos = 0
-        for tag in _TOP_TAG.finditer(line):
-            segment = line[pos : tag.start()]
-            closing = tag.group(1) == "/"
-            if open_line:
-                parts.append(segment)
-                if not closing:
-                    raise InputError(f"<top> inside the <top> opened at line {open_line} (missing </top>?)", path, lineno)
-                yield (open_line, *_topic_query("".join(parts), wanted, path, open_line))
-                open_line, parts = 0, []
-            else:
-                if segment.strip():
-                    raise InputError("text outside <top> ... </top>", path, lineno)
-                if closing:
-                    raise InputError("</top> without an open <top>", path, lineno)
-                open_line = lineno
-            pos = tag.end()
-        tail = line[pos:]
-        if open_line:
-            parts.append(tail)
-        elif tail.strip():
-            raise InputError("text outside <top> ... </top>", path, lineno)
-    if open_line:
-        raise InputError("<top> never closed with </top>", path, open_line)
+    for line, body in _tagged_blocks(path, _TOP_TAG, "top"):
+        yield (line, *_topic_query(body, wanted, path, line))
 
 
 def _topic_field_list(topic_field: str, path: Path) -> list[str]:
