@@ -14,26 +14,36 @@ _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-def highlight_spans(text: str, terms: set[str], tokenizer: Any) -> list[tuple[int, int]]:
-    """Character spans of ``text`` that analyse to a query term."""
-    spans = []
+def highlight_spans(text: str, terms: set[str], tokenizer: Any, stop: int | None = None) -> list[tuple[int, int]]:
+    """Character spans of ``text`` that analyse to a query term, in order. With ``stop``, scanning
+    ends at the first span's start + ``stop`` characters (the rest cannot reach the snippet)."""
+    spans: list[tuple[int, int]] = [
+        (m.start(), m.end()) for term in terms if _CJK.search(term) for m in re.finditer(re.escape(term), text)]
+    limit = min((s for s, _ in spans), default=None)
+    known: dict[str, bool] = {}
     for match in _WORD.finditer(text):
+        if stop is not None and limit is not None and match.start() > limit + stop:
+            break
         word = match.group()
         if _CJK.search(word):
             continue
-        if terms.intersection(tokenizer.tokenize(word)):
+        key = word.lower()
+        if key not in known:
+            known[key] = bool(terms.intersection(tokenizer.tokenize(word)))
+        if known[key]:
             spans.append(match.span())
-    for term in terms:
-        if _CJK.search(term):
-            spans.extend((m.start(), m.end()) for m in re.finditer(re.escape(term), text))
+            limit = match.start() if limit is None else min(limit, match.start())
     return sorted(spans)
 
 
 def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Text:
     """About ``width`` characters of ``text`` around the first highlighted term."""
     flat = " ".join(text.split())
-    spans = highlight_spans(flat, terms, tokenizer) if terms else []
+    spans = highlight_spans(flat, terms, tokenizer, stop=width) if terms else []
     start = max(0, spans[0][0] - width // 4) if spans else 0
+    if start:  # begin at a word boundary, not inside a word
+        space = flat.find(" ", start, spans[0][0])
+        start = space + 1 if space >= 0 else spans[0][0]
     end = min(len(flat), start + width)
     out = Text("…" if start else "")
     cursor = start
