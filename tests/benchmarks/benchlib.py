@@ -178,6 +178,18 @@ def _version(module: str) -> str:
         return "not installed"
 
 
+def source_version() -> str:
+    """The measured bm25lab tree: short commit, plus ``+local changes`` if engine/ or evaluation/ differ from it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + (" + local changes" if git("status", "--porcelain", "--", "engine", "evaluation") else "")
+
+
 def machine_info() -> dict[str, str]:
     """Facts to print beside the figures: cores, CPU, memory, versions, date."""
     try:
@@ -191,7 +203,8 @@ def machine_info() -> dict[str, str]:
     except OSError:
         pass
     return {
-        "date": _dt.date.today().isoformat(),
+        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "bm25lab": source_version(),
         "loadavg": f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "unknown",
         "nproc": str(cores),
         "cpu": _cpu_model(),
@@ -207,7 +220,7 @@ def machine_info() -> dict[str, str]:
 
 
 def machine_line(info: dict[str, str]) -> str:
-    return (f"{info['date']}, {info['cpu']}, {info['nproc']} cores, {info['memory']} RAM, {info['os']}; "
+    return (f"{info['date']}, bm25lab {info.get('bm25lab', 'unknown')}; {info['cpu']}, {info['nproc']} cores, {info['memory']} RAM, {info['os']}; "
             f"Python {info['python']}, numpy {info['numpy']}, bm25s {info['bm25s']}, numba {info['numba']}, "
             f"rank-bm25 {info['rank-bm25']}, jieba {info['jieba']}; 1-min load average at start {info['loadavg']}")
 

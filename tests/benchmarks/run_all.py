@@ -72,7 +72,9 @@ def summary(loaded: dict[str, dict[str, Any]], evaluate: str | None) -> str:
             met = {True: "yes", False: "**no**", None: "-"}[row["met"]]
             rows.append((row["case"], row["bm25lab"], row["peer"],
                          "-" if ratio is None or math.isnan(ratio) else f"{ratio:.2f}", row["target"], met))
-    parts = ["## Benchmark summary", "", f"Machine: {bl.machine_line(machine)}.", "",
+    runs = [f"- {name}: {r['machine']['date']}, bm25lab {r['machine'].get('bm25lab', 'unknown')}, "
+            f"1-min load average at start {r['machine']['loadavg']}" for name, r in loaded.items()]
+    parts = ["## Benchmark summary", "", f"Machine: {bl.machine_line(machine)}.", "", "Runs:", *runs, "",
              bl.markdown_table(["case", "bm25lab", "peer", "ratio bm25lab/peer", "target", "met"], rows)]
     if "search" in loaded:
         parts += ["", f"Synthetic corpus: {loaded['search']['config']}."]
