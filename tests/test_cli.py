@@ -185,3 +185,29 @@ def test_installed_entry_point(tmp_path: Path, workdir: Path) -> None:
     bad = subprocess.run([exe, "info", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1
     assert bad.stderr.strip().startswith("bm25lab: error:") and "Traceback" not in bad.stderr
+
+
+def test_experiment_cranfield_equals_pytrec_eval_on_its_own_run(tmp_path: Path, cranfield) -> None:
+    import pytrec_eval
+
+    run_file = tmp_path / "cranfield.run"
+    result = invoke("experiment", "cranfield", "--run-out", str(run_file), "--format", "json",
+                    "-m", "nDCG@10", "-m", "AP", "-m", "P@10", "-m", "R@100", "-m", "RR", "-m", "bpref")
+    assert result.exit_code == 0, result.output
+    (printed,) = json.loads(result.stdout) if result.stdout.lstrip().startswith("[") else [json.loads(result.stdout)]
+    run: dict[str, dict[str, float]] = {}
+    for line in run_file.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in cranfield.qrels_path.read_text().splitlines():
+        qid, _, doc, grade = line.split()
+        qrels.setdefault(qid, {})[doc] = int(grade)
+    names = {"nDCG@10": "ndcg_cut_10", "AP": "map", "P@10": "P_10", "R@100": "recall_100", "RR": "recip_rank",
+             "bpref": "bpref"}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "P.10", "recall.100", "recip_rank", "bpref"})
+    per_query = evaluator.evaluate(run)
+    assert printed["queries"] == len(per_query) == 225
+    for ours, theirs in names.items():
+        expected = sum(values[theirs] for values in per_query.values()) / len(per_query)
+        assert abs(printed["mean"][ours] - expected) < 1e-9, ours
