@@ -48,8 +48,9 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms], k: int, params: P
     """Top-k of every query with the prepared weights, in ``threads`` threads; None when numba is
     missing or the batch is too small to pay for loading it (:func:`worth_compiling`)."""
     p = scorer.postings
-    df = np.diff(np.asarray(p.offsets))
-    if not worth_compiling(int(sum(float(df[q.term_ids].sum()) for q in queries))):
+    offsets = np.asarray(p.offsets)
+    touched = sum(int((offsets[q.term_ids + 1] - offsets[q.term_ids]).sum()) for q in queries)
+    if not worth_compiling(touched):
         return None
     module = kernels()
     if module is None:
@@ -62,7 +63,6 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms], k: int, params: P
     np.cumsum(sizes, out=q_ptr[1:])
     terms = np.concatenate([q.term_ids for q in queries]) if len(queries) else np.zeros(0, np.int64)
     mult = np.concatenate([q.counts for q in queries]) if len(queries) else np.zeros(0)
-    offsets = np.asarray(p.offsets)
     const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if zero and not q.empty else 0.0
                       for q in queries])
     k_eff = max(1, min(k, scorer.n_docs))

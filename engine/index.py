@@ -233,7 +233,10 @@ class Index:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        docs, scores = self._scorer.top(self._scorer.query_terms(tokens), k, params)
+        query = self._scorer.query_terms(tokens)
+        warm = self._scorer.warm_for(params)
+        compiled = accel.batch_top_k(self._scorer, [query], k, params, threads=1) if warm else None
+        docs, scores = compiled[0] if compiled else self._scorer.top(query, k, params, use_prepared=warm)
         return self._hits(docs, scores)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,

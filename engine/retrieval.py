@@ -23,6 +23,9 @@ from .selection import top_k
 # denser queries use one dense array of N scores. Both add in the same order: same float results.
 _SPARSE_RATIO = 8
 
+# Single searches with the same parameters that run before all postings' weights are prepared.
+WARM_AFTER = 8
+
 
 @dataclass(frozen=True)
 class QueryTerms:
@@ -47,6 +50,7 @@ class Scorer:
         self.avgdl = total / self.n_docs if self.n_docs else 0.0
         self._idf: dict[str, np.ndarray] = {}
         self._weights: tuple[Params, np.ndarray] | None = None
+        self._single_searches: dict[Params, int] = {}
 
     # ------------------------------------------------------------------ statistics
     def idf(self, variant: str) -> np.ndarray:
@@ -85,6 +89,16 @@ class Scorer:
         weights = idf * (tf_part - zero) if zero else idf * tf_part
         self._weights = (params, weights)
         return weights
+
+    def warm_for(self, params: Params) -> bool:
+        """Whether single searches with ``params`` should use the prepared weights of all postings:
+        yes once they exist, or from the ``WARM_AFTER``-th single search with the same parameters (a
+        warm process pays the one-off preparation; a one-shot command never does)."""
+        if self._weights is not None and self._weights[0] == params:
+            return True
+        count = self._single_searches.get(params, 0) + 1
+        self._single_searches[params] = count
+        return count >= WARM_AFTER
 
     # ------------------------------------------------------------------ scoring
     def score(self, query: QueryTerms, params: Params, use_prepared: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -34,3 +34,24 @@ def test_small_batches_stay_on_numpy(monkeypatch) -> None:
     assert not accel.worth_compiling(10**6)
     monkeypatch.setenv("BM25LAB_NUMBA", "0")
     assert not accel.worth_compiling(10**15)
+
+
+@pytest.mark.parametrize("numba", ["0", "1"])
+def test_warm_single_searches_equal_cold_ones(numba, cranfield, monkeypatch) -> None:
+    # from the WARM_AFTER-th search on, single searches use prepared weights (and the compiled
+    # kernel when it is loaded): the results must not change
+    from engine import Index, Tokenizer
+    from engine.retrieval import WARM_AFTER
+
+    monkeypatch.setenv("BM25LAB_NUMBA", numba)
+    index = Index.build(cranfield.documents(), tokenizer=Tokenizer("en"))
+    queries = list(cranfield.judged_queries().values())[: WARM_AFTER + 6]
+    cold = [[(h.doc_id, h.score) for h in index.search(q, k=50, variant="bm25l")] for q in queries[:1]] * 2
+    again = [[(h.doc_id, h.score) for h in index.search(queries[0], k=50, variant="bm25l")]
+             for _ in range(WARM_AFTER + 2)]
+    assert all(run == cold[0] for run in again)
+    assert index._scorer._weights is not None  # warm now
+    fresh = Index.build(cranfield.documents(), tokenizer=Tokenizer("en"))
+    for q in queries:
+        assert [(h.doc_id, h.score) for h in index.search(q, k=50, variant="bm25l")] == \
+               [(h.doc_id, h.score) for h in fresh.search(q, k=50, variant="bm25l")]
