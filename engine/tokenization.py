@@ -477,8 +477,11 @@ def _analyse_auto(tok: "Tokenizer", text: str) -> list[str]:
 
 
 def _analyse_whitespace(tok: "Tokenizer", text: str) -> list[str]:
+    # word.isalnum() is an exact fast accept: [^\W_] matches precisely the characters c.isalnum()
     stop = tok._stopset
-    return [word for word in text.split() if _is_word(word) and word not in stop]
+    if not stop:
+        return [word for word in text.split() if word.isalnum() or _is_word(word)]
+    return [word for word in text.split() if (word.isalnum() or _is_word(word)) and word not in stop]
 
 
 @dataclass(frozen=True)
