@@ -211,3 +211,49 @@ def test_experiment_cranfield_equals_pytrec_eval_on_its_own_run(tmp_path: Path, 
     for ours, theirs in names.items():
         expected = sum(values[theirs] for values in per_query.values()) / len(per_query)
         assert abs(printed["mean"][ours] - expected) < 1e-9, ours
+
+
+@pytest.fixture(scope="module")
+def two_runs(workdir: Path) -> tuple[Path, Path, Path]:
+    base, other = workdir / "base.run", workdir / "other.run"
+    assert invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(base)).exit_code == 0
+    assert invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(other),
+                  "--variant", "okapi", "--k1", "1.5", "--b", "0.75").exit_code == 0
+    return workdir / "qrels.trec", base, other
+
+
+def test_evaluate_every_format(two_runs, tmp_path: Path) -> None:
+    qrels, base, other = two_runs
+    as_json = json.loads(invoke("evaluate", str(qrels), str(base), "-m", "P@1", "-m", "nDCG@10", "--format", "json").stdout)
+    assert as_json["run"] == "base" and as_json["queries"] == 3 and set(as_json["mean"]) == {"P@1", "nDCG@10"}
+    assert set(as_json["per_query"]) == {"q1", "q2", "q3"}
+    several = json.loads(invoke("evaluate", str(qrels), str(base), str(other), "--format", "json").stdout)
+    assert [r["run"] for r in several] == ["base", "other"]
+    trec = invoke("evaluate", str(qrels), str(base), "-m", "P@1", "--format", "trec", "--per-query").stdout
+    assert any(line.split() == ["P@1", "q2", "1.0000"] for line in trec.splitlines())
+    csv = invoke("evaluate", str(qrels), str(base), "-m", "AP", "--format", "csv").stdout
+    assert csv.splitlines()[:2][0] == "run,query,measure,value"
+    assert csv.splitlines()[1].startswith("base,all,AP,")
+    table = invoke("evaluate", str(qrels), str(base), "--per-query")
+    assert table.exit_code == 0 and "nDCG@10" in table.stdout
+    plot = tmp_path / "pr.png"
+    assert invoke("evaluate", str(qrels), str(base), "--plot", str(plot)).exit_code == 0
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_compare_formats_and_plot(two_runs, tmp_path: Path) -> None:
+    qrels, base, other = two_runs
+    rows = json.loads(invoke("compare", str(qrels), str(base), str(other), "-m", "AP", "--format", "json").stdout)
+    assert len(rows) == 1
+    assert set(rows[0]) == {"run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_holm", "ci_low",
+                            "ci_high", "wins", "ties", "losses"}
+    assert rows[0]["run"] == "other" and rows[0]["wins"] + rows[0]["ties"] + rows[0]["losses"] == 3
+    markdown = invoke("compare", str(qrels), str(base), str(other), "--format", "markdown").stdout
+    assert markdown.lstrip().startswith("|")
+    latex = invoke("compare", str(qrels), str(base), str(other), "--format", "latex", "--test", "randomization",
+                   "--trials", "500").stdout
+    assert "\\begin{tabular}" in latex and "\\toprule" in latex
+    plot = tmp_path / "cmp.png"
+    result = invoke("compare", str(qrels), str(base), str(other), "--plot", str(plot))
+    assert result.exit_code == 0, result.output
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

@@ -53,8 +53,8 @@ def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str,
                 console(stderr=True).print(f"{name}: {line}")
     elif format == "trec":
         typer.echo(report.to_trec(named, per_query=per_query), nl=False)
-    elif format == "json":
-        typer.echo(report.to_json(named, per_query=per_query))
+    elif format == "json":  # the documented shape always carries per_query
+        typer.echo(report.to_json(named, per_query=True))
     else:
         typer.echo(report.to_csv(named, per_query=per_query), nl=False)
 
