@@ -7,7 +7,6 @@ import gzip
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 
-from .common import (EXIT_CODES_HELP, Language, VariantName, console, dir_size, document_progress, handles_errors,
+from .common import (Language, VariantName, console, dir_size, document_progress, handles_errors,
                      human_bytes)
 
 if TYPE_CHECKING:
