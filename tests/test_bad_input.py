@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from fuzzing import mutated
 from typer.testing import CliRunner
 
 from engine import BM25LabError, Index, IndexFormatError, Tokenizer
@@ -246,27 +248,7 @@ VALID_EVAL_FILES = {
 }
 
 
-@st.composite
-def mutated(draw, samples: dict[str, bytes]) -> tuple[str, bytes]:
-    """A valid sample with a few bytes replaced, inserted or deleted, optionally gzipped."""
-    kind = draw(st.sampled_from(sorted(samples)))
-    data = bytearray(samples[kind])
-    for _ in range(draw(st.integers(1, 6))):
-        pos = draw(st.integers(0, len(data)))
-        byte = draw(st.sampled_from(b"\x00\t\n\r #.-e0129QdqN\xc3\xff\xef\xbb\xbf\x1f\x8b"))
-        action = draw(st.sampled_from(["replace", "insert", "delete"]))
-        if action == "insert" or pos == len(data):
-            data.insert(pos, byte)
-        elif action == "replace":
-            data[pos] = byte
-        else:
-            del data[pos]
-    blob = bytes(data)
-    if draw(st.booleans()):
-        blob = gzip.compress(blob, mtime=0)
-        if draw(st.booleans()):
-            blob = blob[: draw(st.integers(0, len(blob)))]
-    return kind, blob
+EVAL_BYTES = b"\x00\t\n\r #.-e0129QdqN\xc3\xff\xef\xbb\xbf\x1f\x8b"  # bytes the mutations draw from
 
 
 def read_eval_file(path: Path, kind: str) -> None:
@@ -290,7 +272,7 @@ def test_fuzz_random_bytes_eval_readers(tmp_path: Path, kind: str, blob: bytes) 
 
 
 @FUZZ
-@given(case=mutated(VALID_EVAL_FILES))
+@given(case=mutated(VALID_EVAL_FILES, EVAL_BYTES))
 def test_fuzz_mutated_eval_files(tmp_path: Path, case: tuple[str, bytes]) -> None:
     kind, blob = case
     path = tmp_path / "fuzz"

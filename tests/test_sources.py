@@ -8,6 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuzzing import mutated
+
 from engine.errors import InputError
 from engine.records import Document
 from engine.sources import DOCUMENT_READERS, QUERY_READERS, read_documents, read_queries
@@ -356,27 +358,7 @@ def consume_queries(path: Path, fmt: str) -> None:
         assert str(path) in str(exc)
 
 
-@st.composite
-def mutated(draw, samples: dict[str, bytes]) -> tuple[str, bytes]:
-    """A valid sample with a few bytes replaced, inserted or deleted, optionally gzipped."""
-    fmt = draw(st.sampled_from(sorted(samples)))
-    data = bytearray(samples[fmt])
-    for _ in range(draw(st.integers(1, 6))):
-        pos = draw(st.integers(0, len(data)))
-        byte = draw(st.sampled_from([0x00, 0x09, 0x0A, 0x0D, 0x22, 0x2C, 0x3C, 0x3E, 0x5B, 0x7B, 0x7D, 0xC3, 0xFF, 0x41]))
-        action = draw(st.sampled_from(["replace", "insert", "delete"]))
-        if action == "insert" or pos == len(data):
-            data.insert(pos, byte)
-        elif action == "replace":
-            data[pos] = byte
-        else:
-            del data[pos]
-    blob = bytes(data)
-    if draw(st.booleans()):
-        blob = gzip.compress(blob, mtime=0)
-        if draw(st.booleans()):
-            blob = blob[: draw(st.integers(0, len(blob)))]
-    return fmt, blob
+DOCUMENT_BYTES = bytes([0x00, 0x09, 0x0A, 0x0D, 0x22, 0x2C, 0x3C, 0x3E, 0x5B, 0x7B, 0x7D, 0xC3, 0xFF, 0x41])  # bytes the mutations draw from
 
 
 @FUZZ
@@ -388,7 +370,7 @@ def test_fuzz_random_bytes_documents(tmp_path, fmt, blob):
 
 
 @FUZZ
-@given(case=mutated(VALID_DOCUMENT_FILES))
+@given(case=mutated(VALID_DOCUMENT_FILES, DOCUMENT_BYTES))
 def test_fuzz_mutated_documents(tmp_path, case):
     fmt, blob = case
     path = tmp_path / f"fuzz.{fmt}"
@@ -405,7 +387,7 @@ def test_fuzz_random_bytes_queries(tmp_path, fmt, blob):
 
 
 @FUZZ
-@given(case=mutated(VALID_QUERY_FILES))
+@given(case=mutated(VALID_QUERY_FILES, DOCUMENT_BYTES))
 def test_fuzz_mutated_queries(tmp_path, case):
     fmt, blob = case
     path = tmp_path / f"fuzz.{fmt}"
