@@ -1,9 +1,10 @@
-"""numba kernels for batch search (imported only through :mod:`engine.accel`).
+"""numba kernels for search (imported only through :mod:`engine.accel`).
 
 The arithmetic is exactly that of :meth:`engine.retrieval.Scorer.score`: float64 weights, a repeated
-query term multiplies its weight, each document's weights are added in query-term order starting
-from 0.0, then the per-query constant is added. Selection is exact top-k with bm25lab's tie rule
-(score descending, then document id descending via ``id_rank``).
+query term multiplies its weight, each document's weights are added from 0.0 in the query's
+canonical term order (:func:`engine.retrieval.term_order`: largest weight first), then the
+per-query constant is added. Selection is exact top-k with bm25lab's tie rule (score descending,
+then document id descending via ``id_rank``).
 """
 from __future__ import annotations
 
@@ -35,18 +36,72 @@ def _sift_down(hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, n: int, i: int) -
         i = child
 
 
+_BUCKETS = 4096
+
+
+@njit(cache=True, nogil=True)
+def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> float:
+    """A lower bound of the k-th best score of ``cand[:nc]`` (``nc > k``), close to it.
+
+    A histogram of the scores in ``[lo, hi)``: its buckets are summed from the top down, after the
+    documents at or above ``hi``, until they hold ``k`` documents; that bucket's lower edge (less a
+    margin for rounding in the bucket arithmetic) is a bound, and when the bucket is crowded (many
+    near-equal scores) it is histogrammed again, a few times at most.
+    """
+    lo = np.inf
+    hi = -np.inf
+    for i in range(nc):
+        s = acc[cand[i]] + const
+        lo = min(lo, s)
+        hi = max(hi, s)
+    floor = lo
+    hi = np.nextafter(hi, np.inf)
+    counts = np.zeros(_BUCKETS, np.int64)
+    for _ in range(3):
+        if not hi > lo:
+            break
+        counts[:] = 0
+        above = 0
+        scale = _BUCKETS / (hi - lo)
+        for i in range(nc):
+            s = acc[cand[i]] + const
+            if s >= hi:
+                above += 1
+            elif s >= lo:
+                counts[min(int((s - lo) * scale), _BUCKETS - 1)] += 1
+        total = above
+        b = _BUCKETS - 1
+        while b >= 0:
+            total += counts[b]
+            if total >= k:
+                break
+            b -= 1
+        if b < 0:  # rounding left documents out of this range: keep the last bound
+            break
+        edge = lo + b / scale
+        floor = max(floor, edge - _MARGIN * (abs(edge) + abs(lo) + abs(hi)))
+        if counts[b] <= max(k // 4, 64):
+            break
+        lo, hi = edge, lo + (b + 1) / scale
+    return floor
+
+
 @njit(cache=True, nogil=True)
 def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int,
             hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """Write the best ``k`` of ``cand[:nc]`` into the output rows, best first; returns how many.
 
     A bounded min-heap keyed by (score, id rank) keeps the best k seen so far; the heap is then
-    emptied worst-first into the output from the back.
+    emptied worst-first into the output from the back. With many candidates, those below a
+    histogram floor of the k-th score (:func:`_floor_of_top_k`) are passed over at once.
     """
+    floor = _floor_of_top_k(cand, nc, acc, const, k) if nc > 8 * k else -np.inf
     n = 0
     for i in range(nc):
         d = cand[i]
         s = acc[d] + const
+        if s < floor or (n == k and s < hs[0]):  # below the worst kept: no need to look at its id
+            continue
         r = id_rank[d]
         if n < k:
             # sift up
@@ -80,36 +135,230 @@ def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: n
     return count
 
 
+# Pruning keeps a document or a term only when its bound clears the threshold by this relative
+# margin: far above float64 rounding (about 1e-16 per addition), so exactness never depends on it.
+_MARGIN = 1e-9
+
+
+@njit(cache=True, nogil=True)
+def _kth_largest(acc: np.ndarray, docs: np.ndarray, n: int, k: int, buf: np.ndarray) -> float:
+    """The ``k``-th largest of ``acc[docs[:n]]`` (``n >= k``). Called on the first few candidates
+    only: a subset's k-th largest is never above the whole set's, so it is a cheap lower bound."""
+    for i in range(n):
+        buf[i] = acc[docs[i]]
+    return np.partition(buf[:n], n - k)[n - k]
+
+
+@njit(cache=True, nogil=True)
+def _first_seen(seen: np.ndarray, out: np.ndarray, limit: int) -> int:
+    """Write the first (lowest) ``limit`` documents with a non-zero ``seen`` into ``out``; how many."""
+    n = 0
+    for d in range(seen.shape[0]):
+        if seen[d] != 0:
+            out[n] = d
+            n += 1
+            if n == limit:
+                break
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gallop(doc_nums: np.ndarray, pos: int, hi: int, d: int) -> int:
+    """The first position in ``pos:hi`` whose document is >= ``d`` (``hi`` if none): an exponential
+    then a binary search from ``pos``, cheap when successive targets are close."""
+    step = 1
+    while pos + step < hi and doc_nums[pos + step] < d:
+        step *= 2
+    lo = pos + step // 2 if step > 1 else pos
+    top = min(pos + step + 1, hi)
+    while lo < top:
+        mid = (lo + top) // 2
+        if doc_nums[mid] < d:
+            lo = mid + 1
+        else:
+            top = mid
+    return lo
+
+
+# seen[d] states during a search
+_UNSEEN, _SEEN, _KEPT = 0, 1, 2
+# a search stops listing its candidates once they could exceed n_docs / _DENSE
+_DENSE = 16
+
+
+@njit(cache=True, nogil=True)
+def _add_term_to_kept(docs: np.ndarray, n: int, seen: np.ndarray, acc: np.ndarray, doc_nums: np.ndarray,
+                      weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
+    """Add a term's weights (postings ``lo:hi``) to the kept documents ``docs[:n]`` (ascending, marked
+    ``_KEPT`` in ``seen``) that have it: galloping from one kept document to the next when they are
+    few next to the postings, else one pass over the postings checking the marks."""
+    if n * 8 < hi - lo:
+        pos = lo
+        for i in range(n):
+            d = docs[i]
+            pos = _gallop(doc_nums, pos, hi, d)
+            if pos >= hi:
+                return
+            if doc_nums[pos] == d:
+                acc[d] += weights[pos] if mult == 1.0 else weights[pos] * mult
+    else:
+        for p in range(lo, hi):
+            d = doc_nums[p]
+            if seen[d] == _KEPT:
+                acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
+
+
+@njit(cache=True, nogil=True)
+def _term_order(upper: np.ndarray) -> np.ndarray:
+    """Positions of the query's terms by largest weight descending, ties in term-id order (a stable
+    insertion sort: queries have few terms); the same order as :func:`engine.retrieval.term_order`."""
+    m = upper.shape[0]
+    order = np.arange(m)
+    for i in range(1, m):
+        j = i
+        while j > 0 and upper[order[j]] > upper[order[j - 1]]:
+            order[j], order[j - 1] = order[j - 1], order[j]
+            j -= 1
+    return order
+
+
+@njit(cache=True, nogil=True)
+def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: np.ndarray, const: float,
+                doc_nums: np.ndarray, weights: np.ndarray, id_rank: np.ndarray, k: int, prune: bool,
+                acc: np.ndarray, seen: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
+                hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """Exact top-``k`` of one query (terms ``j`` = postings ``starts[j]:ends[j]``, multiplicity
+    ``mult[j]``, largest weight ``upper[j]``, already times ``mult[j]``); returns how many.
+
+    Terms are added in the canonical order (largest weight first). Without pruning (``prune``
+    False: some weight is negative) every posting is added. With pruning, a term-at-a-time MaxScore:
+    once at least ``k`` documents are scored, a lower bound ``theta`` of the k-th best partial score
+    is also one of the final k-th score (weights are >= 0); when the remaining terms' largest
+    weights add up to less than ``theta`` no unseen document can enter the top ``k``, so the
+    remaining terms only update the documents that still can (galloping through their postings),
+    and documents are dropped as their bound falls below ``theta``. Kept documents get every term,
+    in the same order: the same documents, scores and order as the plain path.
+
+    ``acc``/``seen`` (per document) are all zero on entry and are left so; ``cand``, ``keep``,
+    ``buf`` are per-document scratch.
+    """
+    m = starts.shape[0]
+    n_docs = acc.shape[0]
+    order = _term_order(upper)
+    rest = np.zeros(m + 1)
+    for i in range(m - 1, -1, -1):
+        rest[i] = rest[i + 1] + upper[order[i]]
+    nc = 0
+    # Candidates are listed in ``cand`` while they are few; past n_docs / _DENSE the per-document
+    # arrays are walked in order instead (and cleared whole), which beats random access then.
+    tracked = True
+    lookup_from = m
+    theta = 0.0
+    for i in range(m):
+        j = order[i]
+        lo, hi = starts[j], ends[j]
+        # theta <= the best partial score <= the processed terms' bound: only then can it prune
+        if prune and i > 0 and (nc >= k or not tracked) and rest[i] < rest[0] - rest[i]:
+            if tracked:
+                n_first = min(nc, max(4 * k, 1024))
+                first = cand
+            else:
+                n_first = _first_seen(seen, keep, max(4 * k, 1024))
+                first = keep
+            if n_first >= k:
+                theta = _kth_largest(acc, first, n_first, k, buf)
+                if rest[i] < theta - _MARGIN * (abs(theta) + rest[0]):
+                    lookup_from = i
+                    break
+        if tracked and (nc + hi - lo) * _DENSE > n_docs:
+            tracked = False
+        w_mult = mult[j]
+        if tracked:
+            for p in range(lo, hi):
+                d = doc_nums[p]
+                acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
+                if seen[d] == _UNSEEN:
+                    seen[d] = _SEEN
+                    cand[nc] = d
+                    nc += 1
+        elif w_mult == 1.0:
+            for p in range(lo, hi):
+                d = doc_nums[p]
+                acc[d] += weights[p]
+                seen[d] = _SEEN
+        else:
+            for p in range(lo, hi):
+                d = doc_nums[p]
+                acc[d] += weights[p] * w_mult
+                seen[d] = _SEEN
+    if lookup_from < m:
+        bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
+        ns = 0
+        if tracked:
+            for c in range(nc):
+                d = cand[c]
+                if acc[d] >= bound:
+                    seen[d] = _KEPT
+                    keep[ns] = d
+                    ns += 1
+            keep[:ns].sort()
+        else:
+            for d in range(n_docs):
+                if seen[d] != _UNSEEN and acc[d] >= bound:
+                    seen[d] = _KEPT
+                    keep[ns] = d
+                    ns += 1
+        for i in range(lookup_from, m):
+            j = order[i]
+            _add_term_to_kept(keep, ns, seen, acc, doc_nums, weights, starts[j], ends[j], mult[j])
+            if i + 1 < m and ns > k:
+                theta = _kth_largest(acc, keep, min(ns, max(4 * k, 1024)), k, buf)
+                bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[i + 1]
+                kept = 0
+                for c in range(ns):
+                    d = keep[c]
+                    if acc[d] >= bound:
+                        keep[kept] = d
+                        kept += 1
+                    else:
+                        seen[d] = _SEEN
+                ns = kept
+        count = _select(keep, ns, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+    elif tracked:
+        count = _select(cand, nc, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+    else:
+        ns = _first_seen(seen, keep, n_docs)
+        count = _select(keep, ns, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+    if tracked:
+        for c in range(nc):
+            d = cand[c]
+            acc[d] = 0.0
+            seen[d] = _UNSEEN
+    else:
+        acc[:] = 0.0
+        seen[:] = _UNSEEN
+    return count
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray, span_mult: np.ndarray,
-                q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray, id_rank: np.ndarray,
-                n_docs: int, k: int, n_chunks: int, out_docs: np.ndarray, out_scores: np.ndarray,
-                out_len: np.ndarray) -> None:
-    """Query ``qi`` owns spans ``q_ptr[qi]:q_ptr[qi+1]``; span ``j`` covers postings
-    ``span_start[j]:span_end[j]`` of ``doc_nums``/``weights`` with query multiplicity ``span_mult[j]``."""
+                span_upper: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray,
+                id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
+                out_scores: np.ndarray, out_len: np.ndarray) -> None:
+    """:func:`query_top_k` for every query, in ``n_chunks`` parallel chunks (queries ``c``,
+    ``c + n_chunks``, ...). Query ``qi`` owns spans ``q_ptr[qi]:q_ptr[qi+1]``."""
     nq = q_ptr.shape[0] - 1
     for c in prange(n_chunks):
         acc = np.zeros(n_docs, np.float64)
-        seen = np.zeros(n_docs, np.bool_)
+        seen = np.zeros(n_docs, np.uint8)
         cand = np.empty(n_docs, np.int64)
+        keep = np.empty(n_docs, np.int64)
+        buf = np.empty(n_docs, np.float64)
         hs = np.empty(k, np.float64)
         hr = np.empty(k, np.int64)
         hd = np.empty(k, np.int64)
         for qi in range(c, nq, n_chunks):
-            nc = 0
-            for j in range(q_ptr[qi], q_ptr[qi + 1]):
-                mult = span_mult[j]
-                for p in range(span_start[j], span_end[j]):
-                    d = doc_nums[p]
-                    if mult == 1.0:
-                        acc[d] += weights[p]
-                    else:
-                        acc[d] += weights[p] * mult
-                    if not seen[d]:
-                        seen[d] = True
-                        cand[nc] = d
-                        nc += 1
-            out_len[qi] = _select(cand, nc, acc, q_const[qi], id_rank, k, hs, hr, hd, out_docs[qi], out_scores[qi])
-            for i in range(nc):
-                acc[cand[i]] = 0.0
-                seen[cand[i]] = False
+            a, z = q_ptr[qi], q_ptr[qi + 1]
+            out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], span_mult[a:z], span_upper[a:z],
+                                      q_const[qi], doc_nums, weights, id_rank, k, prune, acc, seen, cand,
+                                      keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])

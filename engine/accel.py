@@ -1,14 +1,18 @@
-"""The compiled batch path: numba kernels when numba is installed, else None (callers use numpy).
+"""The compiled path: numba kernels when numba is installed, else None (callers use numpy).
 
-numba is imported the first time a batch needs it, never at ``import engine``. Compiled kernels are
-cached on disk by numba (``cache=True``), so later processes load them instead of compiling.
+numba is imported the first time a search needs it, never at ``import engine``. Compiled kernels
+are cached on disk by numba (``cache=True``), so later processes load them instead of compiling.
 Results are identical to the numpy path (:mod:`engine.retrieval`): same float64 sums in the same
-order, same tie rule; the tests compare the two.
+order, same tie rule; the tests compare the two. The kernels prune (:func:`engine._kernels.query_top_k`)
+but re-score exactly what they keep.
 """
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import weakref
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import ModuleType
 from typing import Sequence
@@ -33,6 +37,11 @@ def worth_compiling(total_postings: int) -> bool:
     return "engine._kernels" in sys.modules or total_postings >= COMPILED_MIN_POSTINGS
 
 
+def compiled_allowed() -> bool:
+    """Whether the compiled path may be used at all (not switched off with BM25LAB_NUMBA=0)."""
+    return os.environ.get("BM25LAB_NUMBA") != "0"
+
+
 @lru_cache(maxsize=1)
 def kernels() -> ModuleType | None:
     """The kernel module, or None when numba is missing."""
@@ -43,12 +52,39 @@ def kernels() -> ModuleType | None:
     return _kernels
 
 
+@dataclass(frozen=True)
+class _Spans:
+    """A batch's query terms as posting spans, with the per-query constant of ``bm25l``/``bm25+``."""
+
+    q_ptr: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    mult: np.ndarray
+    upper: np.ndarray
+    const: np.ndarray
+
+
+def _spans(scorer: Scorer, queries: Sequence[QueryTerms], params: Params, upper: np.ndarray) -> _Spans:
+    offsets = np.asarray(scorer.postings.offsets)
+    q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+    np.cumsum([q.term_ids.shape[0] for q in queries], out=q_ptr[1:])
+    terms = np.concatenate([q.term_ids for q in queries]) if queries else np.zeros(0, np.int64)
+    mult = np.concatenate([q.counts for q in queries]).astype(np.float64) if queries else np.zeros(0)
+    zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+    if zero:
+        idf = scorer.idf(params.variant)
+        const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
+                          for q in queries])
+    else:
+        const = np.zeros(len(queries))
+    return _Spans(q_ptr, offsets[terms], offsets[terms + 1], mult, upper[terms] * mult, const)
+
+
 def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms], k: int, params: Params,
                 threads: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Top-k of every query with the prepared weights, in ``threads`` threads; None when numba is
     missing or the batch is too small to pay for loading it (:func:`worth_compiling`)."""
-    p = scorer.postings
-    offsets = np.asarray(p.offsets)
+    offsets = np.asarray(scorer.postings.offsets)
     touched = sum(int((offsets[q.term_ids + 1] - offsets[q.term_ids]).sum()) for q in queries)
     if not worth_compiling(touched):
         return None
@@ -56,20 +92,61 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms], k: int, params: P
     if module is None:
         return None
     weights = scorer.prepare(params)
-    idf = scorer.idf(params.variant)
-    zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
-    sizes = np.array([q.term_ids.shape[0] for q in queries], dtype=np.int64)
-    q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=q_ptr[1:])
-    terms = np.concatenate([q.term_ids for q in queries]) if len(queries) else np.zeros(0, np.int64)
-    mult = np.concatenate([q.counts for q in queries]) if len(queries) else np.zeros(0)
-    const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if zero and not q.empty else 0.0
-                      for q in queries])
+    upper, prunable = scorer.bounds(params)
+    s = _spans(scorer, queries, params, upper)
     k_eff = max(1, min(k, scorer.n_docs))
     out_docs = np.full((len(queries), k_eff), -1, dtype=np.int64)
     out_scores = np.zeros((len(queries), k_eff), dtype=np.float64)
     out_len = np.zeros(len(queries), dtype=np.int64)
-    module.batch_top_k(q_ptr, offsets[terms], offsets[terms + 1], mult.astype(np.float64), const,
-                       p.doc_nums, weights, scorer.id_rank, scorer.n_docs, k_eff, max(1, threads),
+    module.batch_top_k(s.q_ptr, s.starts, s.ends, s.mult, s.upper, s.const, scorer.postings.doc_nums, weights,
+                       scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(threads, len(queries))),
                        out_docs, out_scores, out_len)
     return [(out_docs[i, :n], out_scores[i, :n]) for i, n in enumerate(out_len.tolist())]
+
+
+@dataclass
+class _Scratch:
+    """Per-document work arrays of single searches, kept between searches (all zero when idle)."""
+
+    n_docs: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.acc = np.zeros(self.n_docs, np.float64)
+        self.seen = np.zeros(self.n_docs, np.uint8)
+        self.cand = np.empty(self.n_docs, np.int64)
+        self.keep = np.empty(self.n_docs, np.int64)
+        self.buf = np.empty(self.n_docs, np.float64)
+
+
+_SCRATCH: "weakref.WeakKeyDictionary[Scorer, _Scratch]" = weakref.WeakKeyDictionary()
+
+
+def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tuple[np.ndarray, np.ndarray] | None:
+    """Top-k of one query with the prepared weights in the calling thread, reusing work arrays kept
+    for the scorer; None when numba is missing or switched off."""
+    if not compiled_allowed():
+        return None
+    module = kernels()
+    if module is None:
+        return None
+    weights = scorer.prepare(params)
+    upper, prunable = scorer.bounds(params)
+    s = _spans(scorer, [query], params, upper)
+    scratch = _SCRATCH.get(scorer)
+    if scratch is None:
+        scratch = _SCRATCH.setdefault(scorer, _Scratch(scorer.n_docs))
+    if not scratch.lock.acquire(blocking=False):  # another thread is searching: use fresh arrays
+        scratch = _Scratch(scorer.n_docs)
+        scratch.lock.acquire()
+    try:
+        k_eff = max(1, min(k, scorer.n_docs))
+        docs = np.empty(k_eff, dtype=np.int64)
+        scores = np.empty(k_eff, dtype=np.float64)
+        n = module.query_top_k(s.starts, s.ends, s.mult, s.upper, float(s.const[0]), scorer.postings.doc_nums,
+                               weights, scorer.id_rank, k_eff, prunable, scratch.acc, scratch.seen, scratch.cand,
+                               scratch.keep, scratch.buf, np.empty(k_eff, np.float64), np.empty(k_eff, np.int64),
+                               np.empty(k_eff, np.int64), docs, scores)
+    finally:
+        scratch.lock.release()
+    return docs[:n], scores[:n]

@@ -235,8 +235,8 @@ class Index:
         params = Params(variant, k1, b, delta).resolved()
         query = self._scorer.query_terms(tokens)
         warm = self._scorer.warm_for(params)
-        compiled = accel.batch_top_k(self._scorer, [query], k, params, threads=1) if warm else None
-        docs, scores = compiled[0] if compiled else self._scorer.top(query, k, params, use_prepared=warm)
+        compiled = accel.query_top_k(self._scorer, query, k, params) if warm else None
+        docs, scores = compiled if compiled is not None else self._scorer.top(query, k, params, use_prepared=warm)
         return self._hits(docs, scores)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,

@@ -1,8 +1,11 @@
 """Query-time scoring: BM25 weights over postings, vectorised accumulation, top-k.
 
 Per search, each posting of a query term gets the weight ``idf(t) * (tf_part(tf, dl) - tf_part(0))``
-and the weights of a document's postings are summed; ``sum_t idf(t) * tf_part(0)`` (non-zero only
-for ``bm25l`` and ``bm25+``) is then added to every matching document. All arithmetic is float64.
+and the weights of a document's postings are summed from 0.0 in the query's canonical term order
+(:func:`term_order`: the term with the largest weight first, the order in which dynamic pruning
+visits them, so that every path adds the same numbers in the same order); ``sum_t idf(t) *
+tf_part(0)`` (non-zero only for ``bm25l`` and ``bm25+``) is then added to every matching document.
+All arithmetic is float64.
 
 Single queries compute the weights of their own postings only. Batches compute the weights of all
 postings once per parameter set (:meth:`Scorer.prepare`) and then only gather and add.
@@ -25,6 +28,17 @@ _SPARSE_RATIO = 8
 
 # Single searches with the same parameters that run before all postings' weights are prepared.
 WARM_AFTER = 8
+
+
+def term_order(upper: np.ndarray) -> np.ndarray:
+    """The canonical order of a query's terms: by ``upper`` (the term's largest weight, at least 0,
+    times its multiplicity) descending, ties in term-id order. Scores are sums in this order."""
+    return np.argsort(-upper, kind="stable")
+
+
+def _upper(weights: np.ndarray, mult: float) -> float:
+    """A term's entry of ``upper`` (see :func:`term_order`) from the weights of all its postings."""
+    return max(float(weights.max()), 0.0) * mult if weights.shape[0] else 0.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,7 @@ class Scorer:
         self.avgdl = total / self.n_docs if self.n_docs else 0.0
         self._idf: dict[str, np.ndarray] = {}
         self._weights: tuple[Params, np.ndarray] | None = None
+        self._bounds: tuple[Params, np.ndarray, bool] | None = None
         self._single_searches: dict[Params, int] = {}
 
     # ------------------------------------------------------------------ statistics
@@ -90,6 +105,21 @@ class Scorer:
         self._weights = (params, weights)
         return weights
 
+    def bounds(self, params: Params) -> tuple[np.ndarray, bool]:
+        """The largest prepared weight of every term (at least 0: a document without the term gets 0
+        from it) and whether no weight is negative (what dynamic pruning needs); kept with the weights."""
+        weights = self.prepare(params)
+        if self._bounds is not None and self._bounds[0] == params:
+            return self._bounds[1], self._bounds[2]
+        offsets = np.asarray(self.postings.offsets)
+        upper = np.zeros(self.postings.num_terms, dtype=np.float64)
+        nonempty = np.flatnonzero(np.diff(offsets) > 0)
+        if nonempty.shape[0]:
+            upper[nonempty] = np.maximum(np.maximum.reduceat(weights, offsets[nonempty]), 0.0)
+        prunable = bool(weights.shape[0] == 0 or weights.min() >= 0)
+        self._bounds = (params, upper, prunable)
+        return upper, prunable
+
     def warm_for(self, params: Params) -> bool:
         """Whether single searches with ``params`` should use the prepared weights of all postings:
         yes once they exist, or from the ``WARM_AFTER``-th single search with the same parameters (a
@@ -110,11 +140,15 @@ class Scorer:
         zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
         prepared = self.prepare(params) if use_prepared else None
         spans = [p.span(int(t)) for t in query.term_ids]
-        doc_parts, weight_parts = [], []
+        doc_parts, weight_parts, upper = [], [], []
         for t, n, sl in zip(query.term_ids, query.counts, spans):
             w = prepared[sl] if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
+            upper.append(_upper(w, n))
             doc_parts.append(p.doc_nums[sl])
             weight_parts.append(w * n if n != 1 else w)
+        order = term_order(np.array(upper)).tolist()
+        doc_parts = [doc_parts[i] for i in order]
+        weight_parts = [weight_parts[i] for i in order]
         total = sum(len(d) for d in doc_parts)
         if total * _SPARSE_RATIO < self.n_docs:
             docs, inverse = np.unique(np.concatenate(doc_parts), return_inverse=True)
@@ -161,6 +195,10 @@ class QueryBatch:
                 mult.append(n)
         lengths_arr = np.asarray(lengths, dtype=np.int64)
         total = int(lengths_arr.sum())
+        self._span_query = np.asarray(query_of, dtype=np.int64)
+        self._span_mult = np.asarray(mult, dtype=np.float64)
+        self._span_begin = np.concatenate(([0], np.cumsum(lengths_arr)[:-1])).astype(np.int64)
+        self._span_length = lengths_arr
         # posting positions of every (query, term) span, concatenated
         span_start = np.repeat(np.asarray(starts, dtype=np.int64) - np.concatenate(([0], np.cumsum(lengths_arr)[:-1])),
                                lengths_arr) if total else np.zeros(0, dtype=np.int64)
@@ -183,13 +221,29 @@ class QueryBatch:
         tf_part = variant.tf_part(p.tfs[self._postings], p.doc_lengths[p.doc_nums[self._postings]],
                                   self.scorer.avgdl, params.k1, params.b, params.delta)
         w = idf[self._term] * (tf_part - zero) if zero else idf[self._term] * tf_part
+        perm = self._canonical_permutation(w)
         w = np.where(self._mult != 1, w * self._mult, w)
-        scores = np.bincount(self._group, weights=w, minlength=self.doc_of.shape[0])
+        scores = np.bincount(self._group[perm], weights=w[perm], minlength=self.doc_of.shape[0])
         if zero:
             const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
                               for q in self._query_terms])
             scores = scores + const[self.query_of]
         return scores
+
+    def _canonical_permutation(self, w: np.ndarray) -> np.ndarray:
+        """Positions of the postings with each query's spans in its canonical term order
+        (:func:`term_order`), so that ``bincount`` adds every document's weights in that order."""
+        n = self._span_length.shape[0]
+        nonempty = self._span_length > 0
+        upper = np.zeros(n)
+        if nonempty.any():
+            upper[nonempty] = np.maximum(np.maximum.reduceat(w, self._span_begin[nonempty]), 0.0)
+        upper *= self._span_mult
+        spans = np.lexsort((np.arange(n), -upper, self._span_query))
+        lengths = self._span_length[spans]
+        total = int(lengths.sum())
+        shift = np.repeat(self._span_begin[spans] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        return shift + np.arange(total, dtype=np.int64)
 
     def top(self, params: Params, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, the best ``k`` (document numbers, scores) by the tie rule of :mod:`selection`."""
