@@ -55,3 +55,62 @@ def test_warm_single_searches_equal_cold_ones(numba, cranfield, monkeypatch) -> 
     for q in queries:
         assert [(h.doc_id, h.score) for h in index.search(q, k=50, variant="bm25l")] == \
                [(h.doc_id, h.score) for h in fresh.search(q, k=50, variant="bm25l")]
+
+
+def _zipf_index(n_docs: int = 20_000, vocab: int = 30_000, seed: int = 3):
+    """A Zipf collection large enough for every path of the pruned kernel: listed and dense
+    candidates, pruning by galloping and by marks, the histogram floor, crowds of equal scores."""
+    from engine import Index, Tokenizer
+
+    rng = np.random.default_rng(seed)
+    probs = 1.0 / np.arange(1, vocab + 1)
+    probs /= probs.sum()
+    lengths = rng.integers(1, 80, n_docs)
+    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1)
+    present = np.unique(flat)
+    queries = [[f"w{t}" for t in rng.choice(present, size=int(m), p=probs[present] / probs[present].sum())]
+               for m in rng.integers(1, 8, 150)]
+    queries += [["w0", "w1"], ["w0", "w0", "w5"], [f"w{present[-1]}", "w0"]]  # common terms, repeats, rare + common
+    return index, queries
+
+
+@pytest.mark.parametrize("variant", ["lucene", "bm25+", "okapi"])
+def test_pruned_kernel_equals_numpy_on_a_zipf_collection(variant, monkeypatch) -> None:
+    monkeypatch.setenv("BM25LAB_NUMBA", "1")
+    index, queries = _zipf_index()
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in queries]
+    params = Params(variant, 0.9, 0.4).resolved()
+    assert scorer.bounds(params)[1]  # no negative weight: the kernel prunes
+    for k in (1, 10, 100, 1000, 30_000):
+        compiled = accel.batch_top_k(scorer, terms, k, params, threads=2)
+        assert compiled is not None
+        for q, (docs, scores) in zip(terms, compiled):
+            ref_docs, ref_scores = scorer.top(q, k, params)
+            assert np.array_equal(docs, ref_docs)
+            assert np.array_equal(scores, ref_scores)
+            single = accel.query_top_k(scorer, q, k, params)
+            assert single is not None
+            assert np.array_equal(single[0], ref_docs) and np.array_equal(single[1], ref_scores)
+
+
+def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
+    # a negative weight voids the MaxScore bound: the kernel must then add every posting
+    monkeypatch.setenv("BM25LAB_NUMBA", "1")
+    index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    scorer = index._scorer
+    params = Params("lucene", 0.9, 0.4).resolved()
+    weights = scorer.prepare(params)
+    weights[::7] *= -1.0  # in place: the prepared weights of these params
+    scorer._bounds = None
+    assert not scorer.bounds(params)[1]
+    terms = [scorer.query_terms(q) for q in queries]
+    for k in (1, 10, 500):
+        compiled = accel.batch_top_k(scorer, terms, k, params, threads=1)
+        for q, (docs, scores) in zip(terms, compiled):
+            ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=True)
+            assert np.array_equal(docs, ref_docs)
+            assert np.array_equal(scores, ref_scores)
