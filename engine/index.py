@@ -89,6 +89,27 @@ class Index:
         weakref.finalize(index, built.workdir.cleanup)
         return index
 
+    @classmethod
+    def build_tokens(cls, docs: Iterable[tuple[str, Sequence[str] | np.ndarray]], tokenizer: Tokenizer | None = None,
+                     *, vocabulary: Sequence[str] | None = None, progress: Progress | None = None) -> "Index":
+        """Index already analysed documents, ``(id, tokens)`` pairs, as they are (no analysis; each
+        document's stored text is its tokens joined by spaces). With ``vocabulary`` (distinct terms),
+        the tokens are arrays of indices into it instead, the fastest input, and no text is stored.
+        ``tokenizer`` analyses the queries and is saved with the index; by default
+        ``Tokenizer("whitespace", stopwords=None)``, which gives back such tokens from their joined text.
+        """
+        tokenizer = tokenizer or Tokenizer("whitespace", stopwords=None)
+        try:
+            built = segments.build_segment(docs, tokenizer, progress=progress, pretokenized=True,
+                                           vocabulary=vocabulary)
+        except InputError:
+            raise
+        except ValueError as exc:  # the builder's word on the vocabulary or the ids
+            raise InputError(str(exc)) from None
+        index = cls(built.segment, tokenizer, None, built.workdir)
+        weakref.finalize(index, built.workdir.cleanup)
+        return index
+
     # ------------------------------------------------------------------ growing
     def add(self, docs: Iterable[DocLike], *, workers: int | None = None, progress: Progress | None = None,
             source: str | Path | None = None) -> Change:

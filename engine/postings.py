@@ -7,13 +7,14 @@ A :class:`Postings` holds, for a sorted vocabulary of V terms and N documents,
 - ``tfs`` (int32, P): the term's frequency in that document;
 - ``doc_lengths`` (int32, N): exact document lengths in terms (after stopword removal).
 
-The builder keeps only integers: tokens become term ids as they arrive, and every chunk of about a
-million tokens is reduced to (term, doc, tf) triples with one vectorised ``np.unique``. Raw text
-never accumulates, so memory follows the postings.
+The builder holds at most a chunk of about a million tokens as strings: each chunk becomes term ids
+in one pass (new terms found with one set difference) and (term, doc, tf) triples with one
+vectorised ``np.unique``. Raw text never accumulates, so memory follows the postings.
 """
 from __future__ import annotations
 
 from array import array
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -62,10 +63,16 @@ class Postings:
 class PostingsBuilder:
     """Accumulates tokenized documents, one :meth:`add` per document, then :meth:`finish`."""
 
-    def __init__(self) -> None:
-        self._vocab: dict[str, int] = {}
+    def __init__(self, vocabulary: Sequence[str] | None = None) -> None:
+        """With ``vocabulary``, documents are added as arrays of indices into it (no string is looked
+        up); without, as sequences of token strings."""
+        self._given = vocabulary
+        self._vocab: dict[str, int] = {} if vocabulary is None else dict(zip(vocabulary, range(len(vocabulary))))
+        if vocabulary is not None and len(self._vocab) != len(vocabulary):
+            raise ValueError("the vocabulary has a repeated term")
         self._lengths = array("i")
-        self._pending_terms = array("i")
+        self._pending: list[Sequence[str]] = []
+        self._pending_tokens = 0
         self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
@@ -73,57 +80,82 @@ class PostingsBuilder:
     def num_docs(self) -> int:
         return len(self._lengths)
 
-    def add(self, tokens: Sequence[str]) -> int:
-        """Add one document's tokens; returns its document number."""
+    def add(self, tokens: Sequence[str] | np.ndarray) -> int:
+        """Add one document's tokens (indices into the vocabulary, if one was given); returns its
+        document number."""
         doc_num = len(self._lengths)
-        vocab = self._vocab
-        try:
-            ids = list(map(vocab.__getitem__, tokens))
-        except KeyError:  # a new term: assign ids in first-seen order
-            ids = [vocab.setdefault(t, len(vocab)) for t in tokens]
-        self._lengths.append(len(ids))
-        self._pending_terms.extend(ids)
-        if len(self._pending_terms) >= _CHUNK_TOKENS:
+        self._lengths.append(len(tokens))
+        self._pending.append(tokens)
+        self._pending_tokens += len(tokens)
+        if self._pending_tokens >= _CHUNK_TOKENS:
             self._flush()
         return doc_num
 
     def _flush(self) -> None:
-        """Reduce the pending tokens to sorted (term, doc, tf) triples."""
-        if not self._pending_terms:
+        """Map the pending documents' tokens to term ids (new terms get unused ids: :meth:`finish`
+        renumbers in code point order) and reduce them to sorted (term, doc, tf) triples."""
+        if not self._pending_tokens:
+            self._pending = []
             self._flushed_docs = len(self._lengths)
             return
-        terms = np.frombuffer(self._pending_terms, dtype=np.int32).astype(np.int64)
+        if self._given is None:
+            terms = self._term_ids(list(chain.from_iterable(self._pending)))
+        else:
+            terms = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending])
+            if terms.shape[0] and (terms.min() < 0 or terms.max() >= len(self._given)):
+                raise ValueError(f"a token id is outside the vocabulary of {len(self._given)} terms")
         lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:]
         docs = np.repeat(np.arange(self._flushed_docs, len(self._lengths), dtype=np.int64), lengths)
         keys, counts = np.unique((terms << 32) | docs, return_counts=True)
         self._chunks.append(((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32),
                              counts.astype(np.int32)))
-        self._pending_terms = array("i")
+        self._pending = []
+        self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
+    def _term_ids(self, flat: list[str]) -> np.ndarray:
+        """Term ids of ``flat`` (int64); new terms (found with one set difference) get unused ids."""
+        vocab = self._vocab
+        missing = set(flat).difference(vocab)
+        vocab.update(zip(missing, range(len(vocab), len(vocab) + len(missing))))
+        return np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+
     def finish(self) -> Postings:
-        """Sort the vocabulary (code point order) and lay the postings out by term."""
+        """Sort the vocabulary (code point order) and lay the postings out by term.
+
+        No global sort: within a chunk the triples are grouped by term with documents ascending, and
+        chunks come in document order, so each chunk's groups are scattered to the next free places
+        of their terms (a counting sort, linear in the postings).
+        """
         self._flush()
         first_seen = list(self._vocab)
         order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
-        new_id = np.empty(len(first_seen), dtype=np.int32)
-        new_id[np.asarray(order, dtype=np.int64)] = np.arange(len(first_seen), dtype=np.int32)
-        if self._chunks:
-            terms = new_id[np.concatenate([c[0] for c in self._chunks])]
-            docs = np.concatenate([c[1] for c in self._chunks])
-            tfs = np.concatenate([c[2] for c in self._chunks])
-        else:
-            terms = docs = tfs = np.zeros(0, dtype=np.int32)
-        # Chunks arrive in document order, so a stable sort by term keeps documents ascending.
-        by_term = np.argsort(terms, kind="stable")
-        df = np.bincount(terms, minlength=len(first_seen))
+        new_id = np.empty(len(first_seen), dtype=np.int64)
+        new_id[np.asarray(order, dtype=np.int64)] = np.arange(len(first_seen), dtype=np.int64)
+        df = np.zeros(len(first_seen), dtype=np.int64)
+        for chunk_terms, _, _ in self._chunks:
+            df += np.bincount(new_id[chunk_terms], minlength=len(first_seen))
         offsets = np.zeros(len(first_seen) + 1, dtype=np.int64)
         np.cumsum(df, out=offsets[1:])
+        doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
+        tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+        free = offsets[:-1].copy()
+        for chunk_terms, chunk_docs, chunk_tfs in self._chunks:
+            n = chunk_terms.shape[0]
+            starts = np.flatnonzero(np.concatenate(([True], chunk_terms[1:] != chunk_terms[:-1])))
+            sizes = np.diff(np.append(starts, n))
+            group_terms = new_id[chunk_terms[starts]]
+            within = np.arange(n, dtype=np.int64) - np.repeat(starts, sizes)
+            places = np.repeat(free[group_terms], sizes) + within
+            doc_nums[places] = chunk_docs
+            tfs[places] = chunk_tfs
+            free[group_terms] += sizes
+        self._chunks = []
         return Postings(
             terms=[first_seen[i] for i in order],
             offsets=offsets,
-            doc_nums=docs[by_term],
-            tfs=tfs[by_term],
+            doc_nums=doc_nums,
+            tfs=tfs,
             doc_lengths=np.frombuffer(self._lengths, dtype=np.int32).copy(),
         )
 

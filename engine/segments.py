@@ -128,39 +128,68 @@ class BuiltSegment:
 
 
 def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
-                  progress: Progress | None = None, source: str | Path | None = None) -> BuiltSegment:
+                  progress: Progress | None = None, source: str | Path | None = None,
+                  pretokenized: bool = False, vocabulary: Sequence[str] | None = None) -> BuiltSegment:
     """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
-    in memory). A duplicate id raises InputError naming it (and ``source``, when given)."""
+    in memory). A duplicate id raises InputError naming it (and ``source``, when given).
+
+    With ``pretokenized``, ``docs`` are ``(id, tokens)`` pairs indexed as they are (no analysis);
+    each stores its tokens joined by spaces as its text. With a ``vocabulary`` as well, the tokens
+    are arrays of indices into it, and no text is stored.
+    """
     workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
+    seen: dict[str, int] = {}
     try:
-        return BuiltSegment(_build(docs, tokenizer, workers, progress, source, Path(workdir.name)), workdir)
+        pairs = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
+                 else _analysed(docs, tokenizer, workers, seen, source))
+        builder = PostingsBuilder(vocabulary if pretokenized else None)
+        return BuiltSegment(_build(pairs, builder, seen, progress, Path(workdir.name)), workdir)
     except BaseException:
         workdir.cleanup()
         raise
 
 
-def _build(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, progress: Progress | None,
-           source: str | Path | None, folder: Path) -> storage.Segment:
-    store_path = folder / storage.STORE_FILE
-    writer = DocStoreWriter(store_path)
-    builder = PostingsBuilder()
-    seen: dict[str, int] = {}
+def _register(seen: dict[str, int], doc_id: str, source: str | Path | None) -> None:
+    """Number a new document; a duplicate id is an InputError naming both places."""
+    number = len(seen)
+    first = seen.setdefault(doc_id, number)
+    if first != number:
+        raise InputError(f"duplicate document id {doc_id!r} (documents {first + 1} and {number + 1} "
+                         f"of the input)", source)
+
+
+def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
+              source: str | Path | None) -> Iterator[tuple[Document, Sequence[str]]]:
     pending: deque[Document] = deque()
 
     def texts() -> Iterator[str]:
         for item in docs:
             doc = as_document(item)
-            number = len(seen)
-            first = seen.setdefault(doc.id, number)
-            if first != number:
-                raise InputError(f"duplicate document id {doc.id!r} (documents {first + 1} and {number + 1} "
-                                 f"of the input)", source)
+            _register(seen, doc.id, source)
             pending.append(doc)
             yield doc.full_text
 
+    for tokens in tokenizer.tokenize_many(texts(), workers=workers):
+        yield pending.popleft(), tokens
+
+
+def _given_tokens(docs: Iterable[tuple[str, Sequence[str]]], seen: dict[str, int], source: str | Path | None,
+                  with_text: bool) -> Iterator[tuple[Document, Sequence[str]]]:
+    for item in docs:
+        if not (isinstance(item, tuple) and len(item) == 2) or isinstance(item[1], str):
+            raise InputError(f"a pre-tokenized document must be (id, tokens), got {str(item)[:80]}", source)
+        doc_id, tokens = str(item[0]), item[1]
+        _register(seen, doc_id, source)
+        yield Document(doc_id, " ".join(tokens) if with_text else ""), tokens
+
+
+def _build(pairs: Iterable[tuple[Document, Sequence[str]]], builder: PostingsBuilder, seen: dict[str, int],
+           progress: Progress | None, folder: Path) -> storage.Segment:
+    store_path = folder / storage.STORE_FILE
+    writer = DocStoreWriter(store_path)
     try:
-        for tokens in tokenizer.tokenize_many(texts(), workers=workers):
-            writer.add(builder.add(tokens), pending.popleft())
+        for doc, tokens in pairs:
+            writer.add(builder.add(tokens), doc)
             if progress is not None and builder.num_docs % 1000 == 0:
                 progress(builder.num_docs)
     finally:

@@ -190,3 +190,43 @@ def test_prepared_batch_equals_search_many(cranfield_index, cranfield) -> None:
         expected = cranfield_index.search_many(queries, k=100, workers=1, **params)
         got = batch.search(k=100, **params)
         assert got == {q: [(h.doc_id, h.score) for h in hits] for q, hits in expected.items()}
+
+
+def test_build_tokens_equals_a_build_from_text(cranfield) -> None:
+    # pre-tokenized input (strings, or ids into a vocabulary) gives exactly the index a text build of
+    # the same tokens gives: arrays, scores, order
+    from engine import Index, Tokenizer
+
+    analyser = Tokenizer("en")
+    docs = list(cranfield.documents())[:400]
+    tokens = [(d.id, analyser.tokenize(d.full_text)) for d in docs]
+    whitespace = Tokenizer("whitespace", stopwords=None)
+    from_text = Index.build([(i, " ".join(t)) for i, t in tokens], tokenizer=whitespace, workers=1)
+    from_strings = Index.build_tokens(tokens)
+    vocabulary = sorted({t for _, ts in tokens for t in ts}, reverse=True)
+    position = {t: n for n, t in enumerate(vocabulary)}
+    from_ids = Index.build_tokens([(i, np.array([position[t] for t in ts])) for i, ts in tokens], vocabulary=vocabulary)
+    for built in (from_strings, from_ids):
+        a, b = built._segment.postings, from_text._segment.postings
+        assert list(a.terms) == list(b.terms)
+        for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+            assert np.array_equal(getattr(a, name), getattr(b, name))
+        for q in ("boundary layer", "heat transfer flow"):
+            assert [(h.doc_id, h.score) for h in built.search(q, k=20)] == \
+                   [(h.doc_id, h.score) for h in from_text.search(q, k=20)]
+    assert from_strings.document(tokens[0][0]).text == " ".join(tokens[0][1])
+    assert from_ids.document(tokens[0][0]).text == ""
+
+
+def test_build_tokens_bad_input() -> None:
+    from engine import Index
+    from engine.errors import InputError
+
+    with pytest.raises(InputError, match="duplicate document id 'a'"):
+        Index.build_tokens([("a", ["x"]), ("a", ["y"])])
+    with pytest.raises(InputError, match="outside the vocabulary"):
+        Index.build_tokens([("a", np.array([0, 5]))], vocabulary=["x", "y"])
+    with pytest.raises(InputError, match="repeated term"):
+        Index.build_tokens([("a", np.array([0]))], vocabulary=["x", "x"])
+    with pytest.raises(InputError, match="must be \\(id, tokens\\)"):
+        Index.build_tokens([("a", "not a token list")])
