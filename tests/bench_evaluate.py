@@ -7,9 +7,14 @@ retrieved documents) into a temporary folder, then times, three times each, in o
 
 - bm25lab: ``read_qrels`` + ``read_run`` + ``evaluate`` of the measures below;
 - pytrec_eval: its ``parse_qrel`` / ``parse_run`` + ``RelevanceEvaluator.evaluate`` of the same measures;
-- trec_eval (the C program), when a ``trec_eval`` binary is on PATH.
+- ``bm25lab evaluate QRELS RUN`` as a fresh process (the command a user runs: start-up, reading,
+  measuring, printing the means);
+- trec_eval (the C program) as a fresh process with the same measures, when a binary is given with
+  ``--trec-eval PATH`` or a ``trec_eval`` is on PATH (none can be installed from the package
+  registries; build it from its source).
 
-It prints the medians, the ratio, and checks that both agree on every per-query value.
+It prints the medians, the ratios, and checks that bm25lab and pytrec_eval agree on every
+per-query value.
 """
 from __future__ import annotations
 
@@ -92,12 +97,21 @@ def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, float, di
     return time.perf_counter() - start, time.process_time() - cpu, values
 
 
-def time_trec_eval(binary: str, run_path: Path, qrels_path: Path) -> float:
+def time_command(command: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run([binary, "-q", "-m", "P.10", "-m", "recall.100", "-m", "ndcg_cut.10", "-m", "ndcg", "-m", "map",
-                    "-m", "recip_rank", "-m", "bpref", "-m", "Rprec", str(qrels_path), str(run_path)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
+
+
+def trec_eval_command(binary: str, run_path: Path, qrels_path: Path) -> list[str]:
+    return [binary, "-m", "P.10", "-m", "recall.100", "-m", "ndcg_cut.10", "-m", "ndcg", "-m", "map",
+            "-m", "recip_rank", "-m", "bpref", "-m", "Rprec", str(qrels_path), str(run_path)]
+
+
+def bm25lab_command(run_path: Path, qrels_path: Path) -> list[str]:
+    measures = [arg for m in MEASURES for arg in ("-m", m)]
+    return [sys.executable, "-c", "from evaluation.cli import main; main()", "evaluate", str(qrels_path),
+            str(run_path), *measures, "--format", "trec"]
 
 
 def agree(ours: dict, theirs: dict) -> float:
@@ -115,20 +129,22 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--trec-eval", help="path of a trec_eval binary (default: trec_eval on PATH, if any)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_path, qrels_path = generate(Path(tmp), args.queries, args.depth)
         print(f"run: {args.queries} queries x {args.depth} documents, {run_path.stat().st_size / 1e6:.0f} MB; "
               f"qrels {qrels_path.stat().st_size / 1e6:.1f} MB; measures {', '.join(MEASURES)}")
-        ours, theirs, c_times = [], [], []
-        binary = shutil.which("trec_eval")
+        ours, theirs, c_times, cli_times = [], [], [], []
+        binary = args.trec_eval or shutil.which("trec_eval")
         for _ in range(args.repeats):
             *seconds, ours_values = time_bm25lab(run_path, qrels_path)
             ours.append(seconds)
             *seconds, their_values = time_pytrec_eval(run_path, qrels_path)
             theirs.append(seconds)
+            cli_times.append(time_command(bm25lab_command(run_path, qrels_path)))
             if binary:
-                c_times.append(time_trec_eval(binary, run_path, qrels_path))
+                c_times.append(time_command(trec_eval_command(binary, run_path, qrels_path)))
         for label, times in (("bm25lab read + evaluate", ours), ("pytrec_eval parse + evaluate", theirs)):
             walls = ", ".join(f"{w:.2f}" for w, _ in times)
             print(f"{label:30s} wall median {statistics.median(w for w, _ in times):6.2f} s (runs {walls}); "
@@ -136,11 +152,15 @@ def main() -> None:
         a, b = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
         ca, cb = statistics.median(c for _, c in ours), statistics.median(c for _, c in theirs)
         print(f"ratio bm25lab / pytrec_eval:   wall {a / b:.3f}, CPU {ca / cb:.3f}")
+        cli = statistics.median(cli_times)
+        print(f"bm25lab evaluate (command):    median {cli:6.2f} s; ratio to pytrec_eval parse + evaluate {cli / b:.3f}")
         if c_times:
             c = statistics.median(c_times)
-            print(f"trec_eval (C) -q:              median {c:6.2f} s; ratio bm25lab / trec_eval {a / c:.3f}")
+            version = subprocess.run([binary, "-v"], capture_output=True, text=True)
+            name = (version.stdout + version.stderr).strip() or binary
+            print(f"trec_eval (C, {name}):  median {c:6.2f} s; ratio bm25lab evaluate (command) / trec_eval {cli / c:.3f}")
         else:
-            print("trec_eval (C): no trec_eval binary on PATH, not timed")
+            print("trec_eval (C): no trec_eval binary given or on PATH, not timed")
         print(f"largest per-query difference from pytrec_eval: {agree(ours_values, their_values):.2e}")
 
 
