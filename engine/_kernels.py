@@ -56,21 +56,22 @@ def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k:
         hi = max(hi, s)
     floor = lo
     hi = np.nextafter(hi, np.inf)
-    counts = np.zeros(_BUCKETS, np.int64)
+    buckets = max(64, min(_BUCKETS, nc // 8))
+    counts = np.zeros(buckets, np.int64)
     for _ in range(3):
         if not hi > lo:
             break
         counts[:] = 0
         above = 0
-        scale = _BUCKETS / (hi - lo)
+        scale = buckets / (hi - lo)
         for i in range(nc):
             s = acc[cand[i]] + const
             if s >= hi:
                 above += 1
             elif s >= lo:
-                counts[min(int((s - lo) * scale), _BUCKETS - 1)] += 1
+                counts[min(int((s - lo) * scale), buckets - 1)] += 1
         total = above
-        b = _BUCKETS - 1
+        b = buckets - 1
         while b >= 0:
             total += counts[b]
             if total >= k:
@@ -95,7 +96,8 @@ def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: n
     emptied worst-first into the output from the back. With many candidates, those below a
     histogram floor of the k-th score (:func:`_floor_of_top_k`) are passed over at once.
     """
-    floor = _floor_of_top_k(cand, nc, acc, const, k) if nc > 8 * k else -np.inf
+    # a small k keeps the heap's root high from the start: the histogram pays off for a large k only
+    floor = _floor_of_top_k(cand, nc, acc, const, k) if k >= 64 and nc > 8 * k else -np.inf
     n = 0
     for i in range(nc):
         d = cand[i]
@@ -146,7 +148,46 @@ def _kth_largest(acc: np.ndarray, docs: np.ndarray, n: int, k: int, buf: np.ndar
     only: a subset's k-th largest is never above the whole set's, so it is a cheap lower bound."""
     for i in range(n):
         buf[i] = acc[docs[i]]
-    return np.partition(buf[:n], n - k)[n - k]
+    return _select_in_place(buf, n, n - k)
+
+
+@njit(cache=True, nogil=True)
+def _select_in_place(a: np.ndarray, n: int, kth: int) -> float:
+    """The value that would stand at ``kth`` if ``a[:n]`` were sorted ascending (quickselect with a
+    median-of-three pivot, in place: no allocation)."""
+    lo, hi = 0, n - 1
+    while hi > lo:
+        mid = (lo + hi) // 2
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            return a[kth]
+    return a[kth]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _subset(k: int) -> int:
+    """How many of the first candidates a threshold is taken from (its cost, and its strength)."""
+    return max(4 * k, 1024)
 
 
 @njit(cache=True, nogil=True)
@@ -257,13 +298,15 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     for i in range(m):
         j = order[i]
         lo, hi = starts[j], ends[j]
-        # theta <= the best partial score <= the processed terms' bound: only then can it prune
-        if prune and i > 0 and (nc >= k or not tracked) and rest[i] < rest[0] - rest[i]:
+        # theta <= the best partial score <= the processed terms' bound: only then can it prune;
+        # and a threshold costs O(_subset(k)): not worth it for a term with fewer postings than that
+        if (prune and i > 0 and (nc >= k or not tracked) and rest[i] < rest[0] - rest[i]
+                and hi - lo > _subset(k)):
             if tracked:
-                n_first = min(nc, max(4 * k, 1024))
+                n_first = min(nc, _subset(k))
                 first = cand
             else:
-                n_first = _first_seen(seen, keep, max(4 * k, 1024))
+                n_first = _first_seen(seen, keep, _subset(k))
                 first = keep
             if n_first >= k:
                 theta = _kth_largest(acc, first, n_first, k, buf)
@@ -312,7 +355,7 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             j = order[i]
             _add_term_to_kept(keep, ns, seen, acc, doc_nums, weights, starts[j], ends[j], mult[j])
             if i + 1 < m and ns > k:
-                theta = _kth_largest(acc, keep, min(ns, max(4 * k, 1024)), k, buf)
+                theta = _kth_largest(acc, keep, min(ns, _subset(k)), k, buf)
                 bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[i + 1]
                 kept = 0
                 for c in range(ns):

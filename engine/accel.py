@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .retrieval import QueryTerms, Scorer
+from .retrieval import QueryTerms, Scorer, TermBatch
 from .scoring import Params, get_variant
 
 
@@ -64,42 +64,39 @@ class _Spans:
     const: np.ndarray
 
 
-def _spans(scorer: Scorer, queries: Sequence[QueryTerms], params: Params, upper: np.ndarray) -> _Spans:
+def _spans(scorer: Scorer, batch: TermBatch, params: Params, upper: np.ndarray) -> _Spans:
     offsets = np.asarray(scorer.postings.offsets)
-    q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
-    np.cumsum([q.term_ids.shape[0] for q in queries], out=q_ptr[1:])
-    terms = np.concatenate([q.term_ids for q in queries]) if queries else np.zeros(0, np.int64)
-    mult = np.concatenate([q.counts for q in queries]).astype(np.float64) if queries else np.zeros(0)
+    terms = batch.term_ids
     zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
-    if zero:
+    if zero:  # as Scorer.score computes it, query by query
         idf = scorer.idf(params.variant)
         const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
-                          for q in queries])
+                          for q in map(batch.query, range(len(batch)))])
     else:
-        const = np.zeros(len(queries))
-    return _Spans(q_ptr, offsets[terms], offsets[terms + 1], mult, upper[terms] * mult, const)
+        const = np.zeros(len(batch))
+    return _Spans(batch.q_ptr, offsets[terms], offsets[terms + 1], batch.counts, upper[terms] * batch.counts, const)
 
 
-def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms], k: int, params: Params,
+def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: int, params: Params,
                 threads: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Top-k of every query with the prepared weights, in ``threads`` threads; None when numba is
     missing or the batch is too small to pay for loading it (:func:`worth_compiling`)."""
+    batch = queries if isinstance(queries, TermBatch) else TermBatch.of(queries)
     offsets = np.asarray(scorer.postings.offsets)
-    touched = sum(int((offsets[q.term_ids + 1] - offsets[q.term_ids]).sum()) for q in queries)
-    if not worth_compiling(touched):
+    if not worth_compiling(int((offsets[batch.term_ids + 1] - offsets[batch.term_ids]).sum())):
         return None
     module = kernels()
     if module is None:
         return None
     weights = scorer.prepare(params)
     upper, prunable = scorer.bounds(params)
-    s = _spans(scorer, queries, params, upper)
+    s = _spans(scorer, batch, params, upper)
     k_eff = max(1, min(k, scorer.n_docs))
-    out_docs = np.full((len(queries), k_eff), -1, dtype=np.int64)
-    out_scores = np.zeros((len(queries), k_eff), dtype=np.float64)
-    out_len = np.zeros(len(queries), dtype=np.int64)
+    out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
+    out_scores = np.zeros((len(batch), k_eff), dtype=np.float64)
+    out_len = np.zeros(len(batch), dtype=np.int64)
     module.batch_top_k(s.q_ptr, s.starts, s.ends, s.mult, s.upper, s.const, scorer.postings.doc_nums, weights,
-                       scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(threads, len(queries))),
+                       scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(threads, len(batch))),
                        out_docs, out_scores, out_len)
     return [(out_docs[i, :n], out_scores[i, :n]) for i, n in enumerate(out_len.tolist())]
 
@@ -132,7 +129,7 @@ def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tu
         return None
     weights = scorer.prepare(params)
     upper, prunable = scorer.bounds(params)
-    s = _spans(scorer, [query], params, upper)
+    s = _spans(scorer, TermBatch.of([query]), params, upper)
     scratch = _SCRATCH.get(scorer)
     if scratch is None:
         scratch = _SCRATCH.setdefault(scorer, _Scratch(scorer.n_docs))

@@ -275,12 +275,13 @@ class Index:
         """Batch search on analysed queries: per query, (document numbers, scores), best first."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        terms = [self._scorer.query_terms(q) for q in queries]
+        batch = self._scorer.query_batch(queries)
         self._scorer.prepare(params)
         workers = _worker_count(workers)
-        compiled = accel.batch_top_k(self._scorer, terms, k, params, workers)
+        compiled = accel.batch_top_k(self._scorer, batch, k, params, workers)
         if compiled is not None:
             return compiled
+        terms = [batch.query(i) for i in range(len(batch))]
         if workers <= 1 or len(terms) < _MIN_PARALLEL_QUERIES:
             return [self._scorer.top(q, k, params, use_prepared=True) for q in terms]
         return _parallel_top(self._scorer, terms, k, params, workers)

@@ -13,6 +13,7 @@ postings once per parameter set (:meth:`Scorer.prepare`) and then only gather an
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain, repeat
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -53,6 +54,32 @@ class QueryTerms:
         return self.term_ids.shape[0] == 0
 
 
+@dataclass(frozen=True)
+class TermBatch:
+    """Many queries' :class:`QueryTerms` as flat arrays: query ``i`` owns ``term_ids[q_ptr[i]:q_ptr[i+1]]``
+    (ascending) with multiplicities ``counts`` at the same places."""
+
+    q_ptr: np.ndarray
+    term_ids: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return self.q_ptr.shape[0] - 1
+
+    def query(self, i: int) -> QueryTerms:
+        a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
+        return QueryTerms(self.term_ids[a:z], self.counts[a:z])
+
+    @classmethod
+    def of(cls, queries: Sequence[QueryTerms]) -> "TermBatch":
+        q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum([q.term_ids.shape[0] for q in queries], out=q_ptr[1:])
+        if not queries:
+            return cls(q_ptr, np.zeros(0, np.int64), np.zeros(0))
+        return cls(q_ptr, np.concatenate([q.term_ids for q in queries]).astype(np.int64),
+                   np.concatenate([q.counts for q in queries]).astype(np.float64))
+
+
 class Scorer:
     """Scores queries against one :class:`Postings` with collection statistics taken from it."""
 
@@ -74,6 +101,19 @@ class Scorer:
             df = self.postings.document_frequencies()
             self._idf[variant] = get_variant(variant).idf(df, self.n_docs)
         return self._idf[variant]
+
+    def query_batch(self, queries: Sequence[Sequence[str]]) -> "TermBatch":
+        """:meth:`query_terms` of every query at once (one pass over all tokens, no per-query objects)."""
+        lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+        flat = list(chain.from_iterable(queries))
+        self.postings.term_id("")  # builds the lookup table
+        ids = np.fromiter(map(self.postings._lookup.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        which = np.repeat(np.arange(len(queries), dtype=np.int64), lengths)
+        known = ids >= 0
+        width = max(self.postings.num_terms, 1)
+        keys, counts = np.unique(which[known] * width + ids[known], return_counts=True)
+        q_ptr = np.searchsorted(keys // width, np.arange(len(queries) + 1), side="left").astype(np.int64)
+        return TermBatch(q_ptr, keys % width, counts.astype(np.float64))
 
     def query_terms(self, tokens: Sequence[str]) -> QueryTerms:
         """Known terms of ``tokens`` with their multiplicity; unknown tokens are dropped."""

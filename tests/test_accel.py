@@ -114,3 +114,15 @@ def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
             ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=True)
             assert np.array_equal(docs, ref_docs)
             assert np.array_equal(scores, ref_scores)
+
+
+def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
+    scorer = cranfield_index._scorer
+    queries = [cranfield_index.tokenizer.tokenize(t) for t in cranfield.judged_queries().values()]
+    queries += [[], ["no-such-term"], ["flow", "flow", "no-such-term", "flow", "wing"]]
+    batch = scorer.query_batch(queries)
+    assert len(batch) == len(queries)
+    for i, tokens in enumerate(queries):
+        one, expected = batch.query(i), scorer.query_terms(tokens)
+        assert np.array_equal(one.term_ids, expected.term_ids)
+        assert np.array_equal(one.counts, expected.counts)
