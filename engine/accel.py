@@ -39,7 +39,7 @@ def worth_compiling(total_postings: int) -> bool:
 
 def compiled_allowed() -> bool:
     """Whether the compiled path may be used at all (not switched off with BM25LAB_NUMBA=0)."""
-    return os.environ.get("BM25LAB_NUMBA") != "0"
+    return os.environ.get("BM25LAB_NUMBA", "") != "0"
 
 
 @lru_cache(maxsize=1)
@@ -64,10 +64,15 @@ class _Spans:
     const: np.ndarray
 
 
+@lru_cache(maxsize=64)
+def _zero_tf_part(params: Params) -> float:
+    return get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+
+
 def _spans(scorer: Scorer, batch: TermBatch, params: Params, upper: np.ndarray) -> _Spans:
     offsets = np.asarray(scorer.postings.offsets)
     terms = batch.term_ids
-    zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+    zero = _zero_tf_part(params)
     if zero:  # as Scorer.score computes it, query by query
         idf = scorer.idf(params.variant)
         const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
@@ -129,7 +134,10 @@ def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tu
         return None
     weights = scorer.prepare(params)
     upper, prunable = scorer.bounds(params)
-    s = _spans(scorer, TermBatch.of([query]), params, upper)
+    offsets = scorer.postings.offsets
+    terms = query.term_ids
+    zero = _zero_tf_part(params)
+    const = float(np.dot(scorer.idf(params.variant)[terms] * zero, query.counts)) if zero and not query.empty else 0.0
     scratch = _SCRATCH.get(scorer)
     if scratch is None:
         scratch = _SCRATCH.setdefault(scorer, _Scratch(scorer.n_docs))
@@ -140,7 +148,8 @@ def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tu
         k_eff = max(1, min(k, scorer.n_docs))
         docs = np.empty(k_eff, dtype=np.int64)
         scores = np.empty(k_eff, dtype=np.float64)
-        n = module.query_top_k(s.starts, s.ends, s.mult, s.upper, float(s.const[0]), scorer.postings.doc_nums,
+        n = module.query_top_k(offsets[terms], offsets[terms + 1], query.counts, upper[terms] * query.counts, const,
+                               scorer.postings.doc_nums,
                                weights, scorer.id_rank, k_eff, prunable, scratch.acc, scratch.seen, scratch.cand,
                                scratch.keep, scratch.buf, np.empty(k_eff, np.float64), np.empty(k_eff, np.int64),
                                np.empty(k_eff, np.int64), docs, scores)
