@@ -16,8 +16,10 @@ committed index; on an index that was never saved they change it in memory only.
 """
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
+from contextlib import contextmanager
 import weakref
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -267,7 +269,8 @@ class Index:
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
         results = self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers)
-        return {qid: self._hits(d, s) for qid, (d, s) in zip(qids, results)}
+        with _collector_paused():  # a million Hits would wake the cyclic collector again and again
+            return {qid: self._hits(d, s) for qid, (d, s) in zip(qids, results)}
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
@@ -326,6 +329,19 @@ def _manifest_changed(directory: Path, raw: bytes) -> bool:
         return storage.read_manifest_bytes(directory) != raw
     except IndexFormatError:
         return False
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while building many acyclic objects."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 # ---------------------------------------------------------------------- parallel batches
