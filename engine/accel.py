@@ -72,14 +72,22 @@ def _zero_tf_part(params: Params) -> float:
 def _spans(scorer: Scorer, batch: TermBatch, params: Params, upper: np.ndarray) -> _Spans:
     offsets = np.asarray(scorer.postings.offsets)
     terms = batch.term_ids
-    zero = _zero_tf_part(params)
-    if zero:  # as Scorer.score computes it, query by query
-        idf = scorer.idf(params.variant)
-        const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
-                          for q in map(batch.query, range(len(batch)))])
+    if _zero_tf_part(params):  # as Scorer.score computes it, query by query
+        const = np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
     else:
         const = np.zeros(len(batch))
     return _Spans(batch.q_ptr, offsets[terms], offsets[terms + 1], batch.counts, upper[terms] * batch.counts, const)
+
+
+def _prepared(scorer: Scorer, params: Params) -> tuple[ModuleType, np.ndarray, np.ndarray, bool] | None:
+    """The kernels, the prepared weights, the terms' largest weights and whether pruning is safe;
+    None when numba is missing."""
+    module = kernels()
+    if module is None:
+        return None
+    weights = scorer.prepare(params)
+    upper, prunable = scorer.bounds(params)
+    return module, weights, upper, prunable
 
 
 def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: int, params: Params,
@@ -90,11 +98,10 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: in
     offsets = np.asarray(scorer.postings.offsets)
     if not worth_compiling(int((offsets[batch.term_ids + 1] - offsets[batch.term_ids]).sum())):
         return None
-    module = kernels()
-    if module is None:
+    prepared = _prepared(scorer, params)
+    if prepared is None:
         return None
-    weights = scorer.prepare(params)
-    upper, prunable = scorer.bounds(params)
+    module, weights, upper, prunable = prepared
     s = _spans(scorer, batch, params, upper)
     k_eff = max(1, min(k, scorer.n_docs))
     out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
@@ -127,17 +134,13 @@ _SCRATCH: "weakref.WeakKeyDictionary[Scorer, _Scratch]" = weakref.WeakKeyDiction
 def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tuple[np.ndarray, np.ndarray] | None:
     """Top-k of one query with the prepared weights in the calling thread, reusing work arrays kept
     for the scorer; None when numba is missing or switched off."""
-    if not compiled_allowed():
+    prepared = _prepared(scorer, params) if compiled_allowed() else None
+    if prepared is None:
         return None
-    module = kernels()
-    if module is None:
-        return None
-    weights = scorer.prepare(params)
-    upper, prunable = scorer.bounds(params)
+    module, weights, upper, prunable = prepared
     offsets = scorer.postings.offsets
     terms = query.term_ids
-    zero = _zero_tf_part(params)
-    const = float(np.dot(scorer.idf(params.variant)[terms] * zero, query.counts)) if zero and not query.empty else 0.0
+    const = scorer.constant(query, params) if _zero_tf_part(params) else 0.0
     scratch = _SCRATCH.get(scorer)
     if scratch is None:
         scratch = _SCRATCH.setdefault(scorer, _Scratch(scorer.n_docs))

@@ -160,6 +160,14 @@ class Scorer:
         self._bounds = (params, upper, prunable)
         return upper, prunable
 
+    def constant(self, query: QueryTerms, params: Params) -> float:
+        """``sum_t idf(t) * tf_part(0)`` over the query's terms: what ``bm25l``/``bm25+`` add to every
+        matching document (0.0 for the other variants)."""
+        zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+        if not zero or query.empty:
+            return 0.0
+        return float(np.dot(self.idf(params.variant)[query.term_ids] * zero, query.counts))
+
     def warm_for(self, params: Params) -> bool:
         """Whether single searches with ``params`` should use the prepared weights of all postings:
         yes once they exist, or from the ``WARM_AFTER``-th single search with the same parameters (a
@@ -202,7 +210,7 @@ class Scorer:
             docs = np.flatnonzero(hit)
             scores = dense[docs]
         if zero:
-            scores = scores + float(np.dot(idf[query.term_ids] * zero, query.counts))
+            scores = scores + self.constant(query, params)
         return docs, scores
 
     def top(self, query: QueryTerms, k: int, params: Params, use_prepared: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -265,8 +273,7 @@ class QueryBatch:
         w = np.where(self._mult != 1, w * self._mult, w)
         scores = np.bincount(self._group[perm], weights=w[perm], minlength=self.doc_of.shape[0])
         if zero:
-            const = np.array([float(np.dot(idf[q.term_ids] * zero, q.counts)) if not q.empty else 0.0
-                              for q in self._query_terms])
+            const = np.array([self.scorer.constant(q, params) for q in self._query_terms])
             scores = scores + const[self.query_of]
         return scores
 

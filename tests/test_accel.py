@@ -19,12 +19,22 @@ def test_compiled_equals_numpy(variant, cranfield_index, cranfield, monkeypatch)
     queries.append(scorer.query_terms(["flow", "flow", "flow"]))  # a repeated term
     params = Params(variant, 1.2, 0.75).resolved()
     for k in (1, 10, 1000, 5000):
-        compiled = accel.batch_top_k(scorer, queries, k, params, threads=2)
-        assert compiled is not None
-        for q, (docs, scores) in zip(queries, compiled):
-            ref_docs, ref_scores = scorer.top(q, k, params)
-            assert np.array_equal(docs, ref_docs)
-            assert np.array_equal(scores, ref_scores)
+        _assert_compiled_equals_numpy(scorer, queries, k, params, threads=2)
+
+
+def _assert_compiled_equals_numpy(scorer, queries, k: int, params: Params, threads: int, single: bool = False,
+                                  use_prepared: bool = False) -> None:
+    """The compiled batch (and, with ``single``, each single search) gives the numpy path's arrays."""
+    compiled = accel.batch_top_k(scorer, queries, k, params, threads=threads)
+    assert compiled is not None
+    for q, (docs, scores) in zip(queries, compiled):
+        ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=use_prepared)
+        assert np.array_equal(docs, ref_docs)
+        assert np.array_equal(scores, ref_scores)
+        if single:
+            one = accel.query_top_k(scorer, q, k, params)
+            assert one is not None
+            assert np.array_equal(one[0], ref_docs) and np.array_equal(one[1], ref_scores)
 
 
 def test_small_batches_stay_on_numpy(monkeypatch) -> None:
@@ -86,15 +96,7 @@ def test_pruned_kernel_equals_numpy_on_a_zipf_collection(variant, monkeypatch) -
     params = Params(variant, 0.9, 0.4).resolved()
     assert scorer.bounds(params)[1]  # no negative weight: the kernel prunes
     for k in (1, 10, 100, 1000, 30_000):
-        compiled = accel.batch_top_k(scorer, terms, k, params, threads=2)
-        assert compiled is not None
-        for q, (docs, scores) in zip(terms, compiled):
-            ref_docs, ref_scores = scorer.top(q, k, params)
-            assert np.array_equal(docs, ref_docs)
-            assert np.array_equal(scores, ref_scores)
-            single = accel.query_top_k(scorer, q, k, params)
-            assert single is not None
-            assert np.array_equal(single[0], ref_docs) and np.array_equal(single[1], ref_scores)
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
 def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
@@ -109,11 +111,7 @@ def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
     assert not scorer.bounds(params)[1]
     terms = [scorer.query_terms(q) for q in queries]
     for k in (1, 10, 500):
-        compiled = accel.batch_top_k(scorer, terms, k, params, threads=1)
-        for q, (docs, scores) in zip(terms, compiled):
-            ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=True)
-            assert np.array_equal(docs, ref_docs)
-            assert np.array_equal(scores, ref_scores)
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=1, use_prepared=True)
 
 
 def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
