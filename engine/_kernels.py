@@ -41,24 +41,29 @@ _BUCKETS = 4096
 
 @njit(cache=True, nogil=True)
 def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> float:
-    """A lower bound of the k-th best score of ``cand[:nc]`` (``nc > k``), close to it.
-
-    A histogram of the scores in ``[lo, hi)``: its buckets are summed from the top down, after the
-    documents at or above ``hi``, until they hold ``k`` documents; that bucket's lower edge (less a
-    margin for rounding in the bucket arithmetic) is a bound, and when the bucket is crowded (many
-    near-equal scores) it is histogrammed again, a few times at most.
-    """
+    """A lower bound of the k-th best score of ``cand[:nc]`` (``nc > k``), close to it: the scores'
+    range, then :func:`_refine_floor` over it."""
     lo = np.inf
     hi = -np.inf
     for i in range(nc):
         s = acc[cand[i]] + const
         lo = min(lo, s)
         hi = max(hi, s)
-    floor = lo
-    hi = np.nextafter(hi, np.inf)
+    return _refine_floor(cand, nc, acc, const, k, lo, np.nextafter(hi, np.inf), lo, 3)
+
+
+@njit(cache=True, nogil=True)
+def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int, lo: float, hi: float,
+                  floor: float, rounds: int) -> float:
+    """Raise ``floor`` (a lower bound of the k-th best score of ``cand[:nc]``) with histograms of the
+    scores in ``[lo, hi)`` (which must hold the k-th best): the buckets are summed from the top down,
+    after the documents at or above ``hi``, until they hold ``k`` documents; that bucket's lower edge
+    (less a margin for rounding in the bucket arithmetic) is a bound, and a crowded bucket (many
+    near-equal scores) is histogrammed again, ``rounds`` times at most.
+    """
     buckets = max(64, min(_BUCKETS, nc // 8))
     counts = np.zeros(buckets, np.int64)
-    for _ in range(3):
+    for _ in range(rounds):
         if not hi > lo:
             break
         counts[:] = 0
@@ -88,16 +93,60 @@ def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k:
 
 
 @njit(cache=True, nogil=True)
-def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int,
+def _seen_with_floor(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: float, keep: np.ndarray,
+                     with_floor: bool) -> tuple[int, float]:
+    """Every seen document into ``keep`` (ascending) and, with ``with_floor``, in the same pass a
+    histogram of their scores over ``[const, top)`` (all weights >= 0, ``top`` above every score),
+    giving a lower bound of the k-th best score as :func:`_refine_floor` does; -inf without."""
+    n = 0
+    if not with_floor:
+        for d in range(seen.shape[0]):
+            if seen[d] != 0:
+                keep[n] = d
+                n += 1
+        return n, -np.inf
+    counts = np.zeros(_BUCKETS, np.int64)
+    scale = _BUCKETS / (top - const)
+    for d in range(seen.shape[0]):
+        if seen[d] != 0:
+            keep[n] = d
+            n += 1
+            counts[min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += 1
+    if n <= k:
+        return n, -np.inf
+    total = 0
+    b = _BUCKETS - 1
+    while b > 0:
+        total += counts[b]
+        if total >= k:
+            break
+        b -= 1
+    edge = const + b / scale
+    floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
+    if counts[b] > max(k // 4, 64):
+        floor = _refine_floor(keep, n, acc, const, k, edge, const + (b + 1) / scale, floor, 2)
+    return n, floor
+
+
+# a small k keeps the heap's root high from the start: a histogram floor pays off for a large k only
+_HEAP_FLOOR_K = 64
+
+
+@njit(cache=True, nogil=True)
+def _floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> float:
+    """:func:`_floor_of_top_k` where it pays (a large k, many more candidates than k), else -inf."""
+    return _floor_of_top_k(cand, nc, acc, const, k) if k >= _HEAP_FLOOR_K and nc > 8 * k else -np.inf
+
+
+@njit(cache=True, nogil=True)
+def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int, floor: float,
             hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """Write the best ``k`` of ``cand[:nc]`` into the output rows, best first; returns how many.
 
     A bounded min-heap keyed by (score, id rank) keeps the best k seen so far; the heap is then
-    emptied worst-first into the output from the back. With many candidates, those below a
-    histogram floor of the k-th score (:func:`_floor_of_top_k`) are passed over at once.
+    emptied worst-first into the output from the back. Candidates below ``floor``, a lower bound of
+    the k-th score (-inf: none), are passed over at once.
     """
-    # a small k keeps the heap's root high from the start: the histogram pays off for a large k only
-    floor = _floor_of_top_k(cand, nc, acc, const, k) if k >= 64 and nc > 8 * k else -np.inf
     n = 0
     for i in range(nc):
         d = cand[i]
@@ -366,12 +415,15 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
                     else:
                         seen[d] = _SEEN
                 ns = kept
-        count = _select(keep, ns, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+        count = _select(keep, ns, acc, const, id_rank, k, _floor(keep, ns, acc, const, k), hs, hr, hd,
+                        out_docs, out_scores)
     elif tracked:
-        count = _select(cand, nc, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+        count = _select(cand, nc, acc, const, id_rank, k, _floor(cand, nc, acc, const, k), hs, hr, hd,
+                        out_docs, out_scores)
     else:
-        ns = _first_seen(seen, keep, n_docs)
-        count = _select(keep, ns, acc, const, id_rank, k, hs, hr, hd, out_docs, out_scores)
+        top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
+        ns, floor = _seen_with_floor(seen, acc, const, k, top, keep, prune and k >= _HEAP_FLOOR_K)
+        count = _select(keep, ns, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores)
     if tracked:
         for c in range(nc):
             d = cand[c]
