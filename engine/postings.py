@@ -14,7 +14,7 @@ vectorised ``np.unique``. Raw text never accumulates, so memory follows the post
 from __future__ import annotations
 
 from array import array
-from itertools import chain
+from itertools import chain, repeat
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -51,6 +51,11 @@ class Postings:
         if not self._lookup and self.terms:
             self._lookup.update(zip(self.terms, range(len(self.terms))))
         return self._lookup.get(term)
+
+    def term_ids(self, tokens: Sequence[str]) -> np.ndarray:
+        """The id of every token (int64), -1 for a token not in the vocabulary."""
+        self.term_id("")  # builds the lookup table
+        return np.fromiter(map(self._lookup.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
 
     def document_frequencies(self) -> np.ndarray:
         """df of every term (int64, V)."""

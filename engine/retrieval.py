@@ -13,7 +13,7 @@ postings once per parameter set (:meth:`Scorer.prepare`) and then only gather an
 from __future__ import annotations
 
 from collections import Counter
-from itertools import chain, repeat
+from itertools import chain
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -105,9 +105,7 @@ class Scorer:
     def query_batch(self, queries: Sequence[Sequence[str]]) -> "TermBatch":
         """:meth:`query_terms` of every query at once (one pass over all tokens, no per-query objects)."""
         lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
-        flat = list(chain.from_iterable(queries))
-        self.postings.term_id("")  # builds the lookup table
-        ids = np.fromiter(map(self.postings._lookup.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        ids = self.postings.term_ids(list(chain.from_iterable(queries)))
         which = np.repeat(np.arange(len(queries), dtype=np.int64), lengths)
         known = ids >= 0
         width = max(self.postings.num_terms, 1)
