@@ -53,6 +53,18 @@ def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k:
 
 
 @njit(cache=True, nogil=True)
+def _bucket_reaching(counts: np.ndarray, above: int, k: int) -> int:
+    """The highest bucket at which ``above`` plus the counts of it and every bucket over it reach
+    ``k``; -1 if they never do."""
+    total = above
+    for b in range(counts.shape[0] - 1, -1, -1):
+        total += counts[b]
+        if total >= k:
+            return b
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int, lo: float, hi: float,
                   floor: float, rounds: int) -> float:
     """Raise ``floor`` (a lower bound of the k-th best score of ``cand[:nc]``) with histograms of the
@@ -75,13 +87,7 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
                 above += 1
             elif s >= lo:
                 counts[min(int((s - lo) * scale), buckets - 1)] += 1
-        total = above
-        b = buckets - 1
-        while b >= 0:
-            total += counts[b]
-            if total >= k:
-                break
-            b -= 1
+        b = _bucket_reaching(counts, above, k)
         if b < 0:  # rounding left documents out of this range: keep the last bound
             break
         edge = lo + b / scale
@@ -98,13 +104,9 @@ def _seen_with_floor(seen: np.ndarray, acc: np.ndarray, const: float, k: int, to
     """Every seen document into ``keep`` (ascending) and, with ``with_floor``, in the same pass a
     histogram of their scores over ``[const, top)`` (all weights >= 0, ``top`` above every score),
     giving a lower bound of the k-th best score as :func:`_refine_floor` does; -inf without."""
-    n = 0
     if not with_floor:
-        for d in range(seen.shape[0]):
-            if seen[d] != 0:
-                keep[n] = d
-                n += 1
-        return n, -np.inf
+        return _first_seen(seen, keep, seen.shape[0]), -np.inf
+    n = 0
     counts = np.zeros(_BUCKETS, np.int64)
     scale = _BUCKETS / (top - const)
     for d in range(seen.shape[0]):
@@ -112,15 +114,9 @@ def _seen_with_floor(seen: np.ndarray, acc: np.ndarray, const: float, k: int, to
             keep[n] = d
             n += 1
             counts[min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += 1
-    if n <= k:
+    b = _bucket_reaching(counts, 0, k)
+    if b < 0:  # k or fewer documents
         return n, -np.inf
-    total = 0
-    b = _BUCKETS - 1
-    while b > 0:
-        total += counts[b]
-        if total >= k:
-            break
-        b -= 1
     edge = const + b / scale
     floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
     if counts[b] > max(k // 4, 64):

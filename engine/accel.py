@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .retrieval import QueryTerms, Scorer, TermBatch
-from .scoring import Params, get_variant
+from .scoring import Params, zero_tf_part
 
 
 # Loading numba and the cached kernels costs about 1-3 s per process (compiling them the first time
@@ -64,15 +64,10 @@ class _Spans:
     const: np.ndarray
 
 
-@lru_cache(maxsize=64)
-def _zero_tf_part(params: Params) -> float:
-    return get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
-
-
 def _spans(scorer: Scorer, batch: TermBatch, params: Params, upper: np.ndarray) -> _Spans:
     offsets = np.asarray(scorer.postings.offsets)
     terms = batch.term_ids
-    if _zero_tf_part(params):  # as Scorer.score computes it, query by query
+    if zero_tf_part(params):  # as Scorer.score computes it, query by query
         const = np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
     else:
         const = np.zeros(len(batch))
@@ -140,7 +135,7 @@ def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tu
     module, weights, upper, prunable = prepared
     offsets = scorer.postings.offsets
     terms = query.term_ids
-    const = scorer.constant(query, params) if _zero_tf_part(params) else 0.0
+    const = scorer.constant(query, params)
     scratch = _SCRATCH.get(scorer)
     if scratch is None:
         scratch = _SCRATCH.setdefault(scorer, _Scratch(scorer.n_docs))

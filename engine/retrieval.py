@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .postings import Postings
-from .scoring import Params, get_variant
+from .scoring import Params, get_variant, zero_tf_part
 from .selection import top_k
 
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
@@ -135,7 +135,7 @@ class Scorer:
             return self._weights[1]
         p = self.postings
         variant = get_variant(params.variant)
-        zero = variant.zero_tf_part(params.k1, params.b, params.delta)
+        zero = zero_tf_part(params)
         term_of = np.repeat(np.arange(p.num_terms, dtype=np.int32), p.document_frequencies())
         idf = self.idf(params.variant)[term_of]
         tf_part = variant.tf_part(p.tfs, p.doc_lengths[p.doc_nums], self.avgdl, params.k1, params.b, params.delta)
@@ -161,7 +161,7 @@ class Scorer:
     def constant(self, query: QueryTerms, params: Params) -> float:
         """``sum_t idf(t) * tf_part(0)`` over the query's terms: what ``bm25l``/``bm25+`` add to every
         matching document (0.0 for the other variants)."""
-        zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+        zero = zero_tf_part(params)
         if not zero or query.empty:
             return 0.0
         return float(np.dot(self.idf(params.variant)[query.term_ids] * zero, query.counts))
@@ -183,7 +183,7 @@ class Scorer:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         p = self.postings
         idf = self.idf(params.variant)
-        zero = get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
+        zero = zero_tf_part(params)
         prepared = self.prepare(params) if use_prepared else None
         spans = [p.span(int(t)) for t in query.term_ids]
         doc_parts, weight_parts, upper = [], [], []
@@ -263,7 +263,7 @@ class QueryBatch:
         p = self.scorer.postings
         variant = get_variant(params.variant)
         idf = self.scorer.idf(params.variant)
-        zero = variant.zero_tf_part(params.k1, params.b, params.delta)
+        zero = zero_tf_part(params)
         tf_part = variant.tf_part(p.tfs[self._postings], p.doc_lengths[p.doc_nums[self._postings]],
                                   self.scorer.avgdl, params.k1, params.b, params.delta)
         w = idf[self._term] * (tf_part - zero) if zero else idf[self._term] * tf_part

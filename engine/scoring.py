@@ -16,6 +16,7 @@ Study of Scoring Variants" (ECIR 2020); bm25s ``scoring.py``; rank_bm25 ``BM25Ok
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -160,3 +161,10 @@ class Params:
         if not (np.isfinite(delta) and delta >= 0):
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
         return Params(self.variant, float(self.k1), float(self.b), delta)
+
+
+@lru_cache(maxsize=64)
+def zero_tf_part(params: Params) -> float:
+    """``tf_part(0)`` of the variant of ``params`` (resolved): what a document gets from a query term it
+    lacks (non-zero for ``bm25l`` and ``bm25+`` only). Cached: every search asks for it."""
+    return get_variant(params.variant).zero_tf_part(params.k1, params.b, params.delta)
