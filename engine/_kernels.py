@@ -99,29 +99,33 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
 
 
 @njit(cache=True, nogil=True)
-def _seen_with_floor(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: float, keep: np.ndarray,
-                     with_floor: bool) -> tuple[int, float]:
-    """Every seen document into ``keep`` (ascending) and, with ``with_floor``, in the same pass a
-    histogram of their scores over ``[const, top)`` (all weights >= 0, ``top`` above every score),
-    giving a lower bound of the k-th best score as :func:`_refine_floor` does; -inf without."""
-    if not with_floor:
-        return _first_seen(seen, keep, seen.shape[0]), -np.inf
-    n = 0
-    counts = np.zeros(_BUCKETS, np.int64)
+def _dense_select(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray,
+                  keep: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray,
+                  out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """:func:`_select` of the seen documents (all weights >= 0, ``top`` above every score) without
+    listing them all: a histogram of their scores over ``[const, top)`` gives a floor of the k-th
+    best (its bucket's lower edge less a margin for rounding), one more pass lists the documents at
+    or above it, and a crowded bucket is histogrammed again (:func:`_refine_floor`)."""
+    # four interleaved histograms: the unseen documents all add 0 to one bucket, and a single
+    # histogram would chain those adds through memory
+    counts4 = np.zeros((4, _BUCKETS), np.int64)
     scale = _BUCKETS / (top - const)
     for d in range(seen.shape[0]):
-        if seen[d] != 0:
-            keep[n] = d
-            n += 1
-            counts[min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += 1
-    b = _bucket_reaching(counts, 0, k)
-    if b < 0:  # k or fewer documents
-        return n, -np.inf
-    edge = const + b / scale
-    floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
-    if counts[b] > max(k // 4, 64):
-        floor = _refine_floor(keep, n, acc, const, k, edge, const + (b + 1) / scale, floor, 2)
-    return n, floor
+        counts4[d & 3, min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += seen[d] != _UNSEEN
+    b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, k)
+    floor = -np.inf  # k or fewer documents: all of them
+    edge = const
+    if b >= 0:
+        edge = const + b / scale
+        floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
+    m = 0
+    for d in range(seen.shape[0]):
+        if acc[d] + const >= floor and seen[d] != _UNSEEN:
+            keep[m] = d
+            m += 1
+    if b >= 0 and m > _SORT_MAX * k:
+        floor = _refine_floor(keep, m, acc, const, k, edge, const + (b + 1) / scale, floor, 2)
+    return _select(keep, m, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs, out_scores)
 
 
 # a small k keeps the heap's root high from the start: a histogram floor pays off for a large k only
@@ -136,18 +140,144 @@ def _floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> 
 
 @njit(cache=True, nogil=True)
 def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int, floor: float,
-            hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+            dst: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray,
+            out_scores: np.ndarray, seen: np.ndarray | None = None) -> int:
     """Write the best ``k`` of ``cand[:nc]`` into the output rows, best first; returns how many.
+    Given ``seen``, the candidates are instead the documents ``d < nc`` with ``seen[d] != 0``: one
+    sequential pass, no list to build. Candidates below ``floor``, a lower bound of the k-th score
+    (-inf: none), are passed over at once.
 
-    A bounded min-heap keyed by (score, id rank) keeps the best k seen so far; the heap is then
-    emptied worst-first into the output from the back. Candidates below ``floor``, a lower bound of
-    the k-th score (-inf: none), are passed over at once.
+    A small ``k`` keeps a bounded heap (:func:`_heap_select`). A large ``k`` lists the candidates at
+    or above ``floor`` in ``dst`` (may be ``cand`` itself) with their scores in ``buf`` and sorts them
+    (:func:`_sorted_best`) unless they are still many more than ``k``: sorting ``m`` numbers costs far
+    less than ``m`` pushes and pops of a heap of ``k``.
     """
+    if k < _SORT_K:
+        return _heap_select(cand, nc, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores, seen)
+    m = 0
+    for i in range(nc):
+        d = i if seen is not None else cand[i]
+        s = acc[d] + const
+        if s >= floor and (seen is None or seen[d] != _UNSEEN):
+            dst[m] = d
+            buf[m] = -s
+            m += 1
+    if m > _SORT_MAX * k:
+        return _heap_select(dst, m, acc, const, id_rank, k, -np.inf, hs, hr, hd, out_docs, out_scores)
+    return _sorted_best(dst, buf, m, acc, const, id_rank, k, out_docs, out_scores)
+
+
+# sorting the candidates beats the heap from this k on, while they are at most _SORT_MAX times k
+_SORT_K = 64
+_SORT_MAX = 8
+
+
+@njit(cache=True, nogil=True)
+def _sorted_best(docs: np.ndarray, neg: np.ndarray, m: int, acc: np.ndarray, const: float, id_rank: np.ndarray,
+                 k: int, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """The best ``k`` of ``docs[:m]`` (negated scores ``neg[:m]``) into the output rows by sorting:
+    score descending, then runs of equal scores by id rank descending (the heap's tie rule)."""
+    order = _radix_order(neg, m)
+    n = min(k, m)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < m and acc[docs[order[j]]] == acc[docs[order[i]]]:
+            j += 1
+        if j - i > 1:
+            _by_rank_desc(order, i, j, docs, id_rank)
+        i = j
+    for i in range(n):
+        d = docs[order[i]]
+        out_docs[i] = d
+        out_scores[i] = acc[d] + const
+    return n
+
+
+_SIGN = np.uint64(1 << 63)
+_BYTE = np.uint64(255)
+
+
+@njit(cache=True, nogil=True)
+def _radix_order(values: np.ndarray, m: int) -> np.ndarray:
+    """Positions of ``values[:m]`` in ascending order, by :func:`_radix_sort` of the float64 bits
+    made order-preserving (negative: all bits flipped; else the sign bit set)."""
+    bits = values[:m].view(np.uint64)
+    keys = np.empty(m, np.uint64)
+    for i in range(m):
+        x = bits[i]
+        keys[i] = ~x if x & _SIGN else x | _SIGN
+    return _radix_sort(keys, np.arange(m), m)
+
+
+@njit(cache=True, nogil=True)
+def _radix_sort(keys: np.ndarray, payload: np.ndarray, m: int) -> np.ndarray:
+    """``payload[:m]`` ordered by ``keys[:m]`` (uint64) ascending, stably: an LSD radix sort, a byte
+    per pass, passes where every key has the same byte skipped; O(m) whatever the data (numba's
+    quicksort takes several times as long on scores). Both arrays are used as work space."""
+    counts = np.zeros((8, 256), np.int64)
+    for i in range(m):
+        x = keys[i]
+        for b in range(8):
+            counts[b, (x >> np.uint64(8 * b)) & _BYTE] += 1
+    other_keys = np.empty(m, np.uint64)
+    other_payload = np.empty(m, payload.dtype)
+    starts = np.empty(256, np.int64)
+    for b in range(8):
+        if counts[b].max() == m:
+            continue
+        total = 0
+        for v in range(256):
+            starts[v] = total
+            total += counts[b, v]
+        shift = np.uint64(8 * b)
+        for i in range(m):
+            x = keys[i]
+            v = (x >> shift) & _BYTE
+            p = starts[v]
+            other_keys[p] = x
+            other_payload[p] = payload[i]
+            starts[v] = p + 1
+        keys, other_keys = other_keys, keys
+        payload, other_payload = other_payload, payload
+    return payload[:m]
+
+
+@njit(cache=True, nogil=True)
+def _by_rank_desc(order: np.ndarray, lo: int, hi: int, docs: np.ndarray, id_rank: np.ndarray) -> None:
+    """Sort ``order[lo:hi]`` by the id rank of its documents, descending (ranks are distinct)."""
+    if hi - lo <= 16:  # insertion sort: most runs of ties are short
+        for x in range(lo + 1, hi):
+            o = order[x]
+            r = id_rank[docs[o]]
+            y = x
+            while y > lo and id_rank[docs[order[y - 1]]] < r:
+                order[y] = order[y - 1]
+                y -= 1
+            order[y] = o
+        return
+    ranks = np.empty(hi - lo, np.int64)
+    for x in range(lo, hi):
+        ranks[x - lo] = -id_rank[docs[order[x]]]
+    by_rank = np.argsort(ranks)
+    run = order[lo:hi].copy()
+    for x in range(hi - lo):
+        order[lo + x] = run[by_rank[x]]
+
+
+@njit(cache=True, nogil=True)
+def _heap_select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int,
+                 floor: float, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray,
+                 out_scores: np.ndarray, seen: np.ndarray | None = None) -> int:
+    """:func:`_select` with a bounded min-heap keyed by (score, id rank) holding the best k so far;
+    the heap is then emptied worst-first into the output from the back."""
     n = 0
     for i in range(nc):
-        d = cand[i]
+        d = i if seen is not None else cand[i]
         s = acc[d] + const
         if s < floor or (n == k and s < hs[0]):  # below the worst kept: no need to look at its id
+            continue
+        if seen is not None and seen[d] == _UNSEEN:
             continue
         r = id_rank[d]
         if n < k:
@@ -233,19 +363,6 @@ def _select_in_place(a: np.ndarray, n: int, kth: int) -> float:
 def _subset(k: int) -> int:
     """How many of the first candidates a threshold is taken from (its cost, and its strength)."""
     return max(4 * k, 1024)
-
-
-@njit(cache=True, nogil=True)
-def _first_seen(seen: np.ndarray, out: np.ndarray, limit: int) -> int:
-    """Write the first (lowest) ``limit`` documents with a non-zero ``seen`` into ``out``; how many."""
-    n = 0
-    for d in range(seen.shape[0]):
-        if seen[d] != 0:
-            out[n] = d
-            n += 1
-            if n == limit:
-                break
-    return n
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -344,20 +461,15 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         j = order[i]
         lo, hi = starts[j], ends[j]
         # theta <= the best partial score <= the processed terms' bound: only then can it prune;
-        # and a threshold costs O(_subset(k)): not worth it for a term with fewer postings than that
-        if (prune and i > 0 and (nc >= k or not tracked) and rest[i] < rest[0] - rest[i]
+        # a threshold costs O(_subset(k)): not worth it for a term with fewer postings than that;
+        # and once the candidates are dense, listing the kept ones costs a pass over every document,
+        # more than adding the remaining terms in full saves (measured on the Zipf benchmark)
+        if (prune and tracked and i > 0 and nc >= k and rest[i] < rest[0] - rest[i]
                 and hi - lo > _subset(k)):
-            if tracked:
-                n_first = min(nc, _subset(k))
-                first = cand
-            else:
-                n_first = _first_seen(seen, keep, _subset(k))
-                first = keep
-            if n_first >= k:
-                theta = _kth_largest(acc, first, n_first, k, buf)
-                if rest[i] < theta - _MARGIN * (abs(theta) + rest[0]):
-                    lookup_from = i
-                    break
+            theta = _kth_largest(acc, cand, min(nc, _subset(k)), k, buf)
+            if rest[i] < theta - _MARGIN * (abs(theta) + rest[0]):
+                lookup_from = i
+                break
         if tracked and (nc + hi - lo) * _DENSE > n_docs:
             tracked = False
         w_mult = mult[j]
@@ -365,10 +477,9 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             for p in range(lo, hi):
                 d = doc_nums[p]
                 acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
-                if seen[d] == _UNSEEN:
-                    seen[d] = _SEEN
-                    cand[nc] = d
-                    nc += 1
+                cand[nc] = d  # branch-free: kept only if new
+                nc += seen[d] == _UNSEEN
+                seen[d] = _SEEN
         elif w_mult == 1.0:
             for p in range(lo, hi):
                 d = doc_nums[p]
@@ -382,20 +493,13 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     if lookup_from < m:
         bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
         ns = 0
-        if tracked:
-            for c in range(nc):
-                d = cand[c]
-                if acc[d] >= bound:
-                    seen[d] = _KEPT
-                    keep[ns] = d
-                    ns += 1
-            keep[:ns].sort()
-        else:
-            for d in range(n_docs):
-                if seen[d] != _UNSEEN and acc[d] >= bound:
-                    seen[d] = _KEPT
-                    keep[ns] = d
-                    ns += 1
+        for c in range(nc):
+            d = cand[c]
+            if acc[d] >= bound:
+                seen[d] = _KEPT
+                keep[ns] = d
+                ns += 1
+        keep[:ns] = _radix_sort(keep[:ns].astype(np.uint64), keep[:ns].copy(), ns)  # ascending, to gallop
         for i in range(lookup_from, m):
             j = order[i]
             _add_term_to_kept(keep, ns, seen, acc, doc_nums, weights, starts[j], ends[j], mult[j])
@@ -411,15 +515,18 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
                     else:
                         seen[d] = _SEEN
                 ns = kept
-        count = _select(keep, ns, acc, const, id_rank, k, _floor(keep, ns, acc, const, k), hs, hr, hd,
+        count = _select(keep, ns, acc, const, id_rank, k, _floor(keep, ns, acc, const, k), keep, buf, hs, hr, hd,
                         out_docs, out_scores)
     elif tracked:
-        count = _select(cand, nc, acc, const, id_rank, k, _floor(cand, nc, acc, const, k), hs, hr, hd,
+        count = _select(cand, nc, acc, const, id_rank, k, _floor(cand, nc, acc, const, k), keep, buf, hs, hr, hd,
                         out_docs, out_scores)
     else:
-        top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
-        ns, floor = _seen_with_floor(seen, acc, const, k, top, keep, prune and k >= _HEAP_FLOOR_K)
-        count = _select(keep, ns, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores)
+        if prune and k >= _HEAP_FLOOR_K:
+            top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
+            count = _dense_select(seen, acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
+        else:
+            count = _select(keep, n_docs, acc, const, id_rank, k, -np.inf, keep, buf, hs, hr, hd, out_docs,
+                            out_scores, seen)
     if tracked:
         for c in range(nc):
             d = cand[c]

@@ -99,6 +99,27 @@ def test_pruned_kernel_equals_numpy_on_a_zipf_collection(variant, monkeypatch) -
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
+def test_crowds_of_equal_scores_keep_the_tie_rule(monkeypatch) -> None:
+    # every document has the same length: the documents of a term all score the same, and only the
+    # tie rule (document id descending) orders them: the heap, the sort with its runs of ties and
+    # the heap the sort falls back to when a crowd defeats the histogram floor must all keep it
+    from engine import Index, Tokenizer
+
+    monkeypatch.setenv("BM25LAB_NUMBA", "1")
+    rng = np.random.default_rng(5)
+    n_docs = 50_000
+    words = np.where(np.arange(n_docs) < 2_000, "listed", np.where(np.arange(n_docs) < 42_000, "dense", "other"))
+    names = rng.permutation(n_docs)  # ids in no relation to the document numbers
+    docs = [(f"d{names[i]}", f"{words[i]} u{i % 7}") for i in range(n_docs)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1)
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in (["listed"], ["dense"], ["listed", "dense"], ["u3"], ["listed", "u3"])]
+    for variant in ("lucene", "okapi"):
+        params = Params(variant, 1.2, 0.75).resolved()
+        for k in (1, 10, 64, 100, 500, 1999, 5_000, 45_000):
+            _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
+
+
 def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
     # a negative weight voids the MaxScore bound: the kernel must then add every posting
     monkeypatch.setenv("BM25LAB_NUMBA", "1")
