@@ -525,7 +525,13 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
             count = _dense_select(seen, acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
         else:
-            count = _select(keep, n_docs, acc, const, id_rank, k, -np.inf, keep, buf, hs, hr, hd, out_docs,
+            # the k-th best final score of the documents listed before the switch (those of the
+            # heaviest terms, often the best) is a floor of the k-th best of all: the heap then
+            # rarely reorders itself
+            floor = -np.inf
+            if nc >= k:
+                floor = _kth_largest(acc, cand, min(nc, _subset(k)), k, buf) + const
+            count = _select(keep, n_docs, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs,
                             out_scores, seen)
     if tracked:
         for c in range(nc):

@@ -15,7 +15,7 @@ import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import ModuleType
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -29,12 +29,15 @@ from .scoring import Params, zero_tf_part
 COMPILED_MIN_POSTINGS = 100_000_000
 
 
-def worth_compiling(total_postings: int) -> bool:
-    """Whether a batch touching ``total_postings`` postings should take the compiled path."""
+def worth_compiling(total_postings: int | Callable[[], int]) -> bool:
+    """Whether a batch touching ``total_postings`` postings (a number, or a function counting them,
+    called only if needed) should take the compiled path."""
     forced = os.environ.get("BM25LAB_NUMBA")
     if forced in ("0", "1"):
         return forced == "1"
-    return "engine._kernels" in sys.modules or total_postings >= COMPILED_MIN_POSTINGS
+    if "engine._kernels" in sys.modules:
+        return True
+    return (total_postings() if callable(total_postings) else total_postings) >= COMPILED_MIN_POSTINGS
 
 
 def compiled_allowed() -> bool:
@@ -91,7 +94,7 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: in
     missing or the batch is too small to pay for loading it (:func:`worth_compiling`)."""
     batch = queries if isinstance(queries, TermBatch) else TermBatch.of(queries)
     offsets = np.asarray(scorer.postings.offsets)
-    if not worth_compiling(int((offsets[batch.term_ids + 1] - offsets[batch.term_ids]).sum())):
+    if not worth_compiling(lambda: int((offsets[batch.term_ids + 1] - offsets[batch.term_ids]).sum())):
         return None
     prepared = _prepared(scorer, params)
     if prepared is None:
@@ -105,7 +108,17 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: in
     module.batch_top_k(s.q_ptr, s.starts, s.ends, s.mult, s.upper, s.const, scorer.postings.doc_nums, weights,
                        scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(threads, len(batch))),
                        out_docs, out_scores, out_len)
-    return [(out_docs[i, :n], out_scores[i, :n]) for i, n in enumerate(out_len.tolist())]
+    return _rows(out_docs, out_scores, out_len)
+
+
+def _rows(docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Row ``i`` of ``docs`` and ``scores``, cut to ``lengths[i]``: the rows as views (made in C), the
+    few short ones cut again."""
+    doc_rows, score_rows = list(docs), list(scores)
+    for i in np.flatnonzero(lengths < docs.shape[1]).tolist():
+        n = int(lengths[i])
+        doc_rows[i], score_rows[i] = doc_rows[i][:n], score_rows[i][:n]
+    return list(zip(doc_rows, score_rows))
 
 
 @dataclass
