@@ -8,13 +8,14 @@ A :class:`Postings` holds, for a sorted vocabulary of V terms and N documents,
 - ``doc_lengths`` (int32, N): exact document lengths in terms (after stopword removal).
 
 The builder holds at most a chunk of about a million tokens as strings: each chunk becomes term ids
-in one pass (new terms found with one set difference) and (term, doc, tf) triples with one
+in one pass (a new term takes the next id as it is met) and (term, doc, tf) triples with one
 vectorised ``np.unique``. Raw text never accumulates, so memory follows the postings.
 """
 from __future__ import annotations
 
 from array import array
-from itertools import chain, repeat
+from collections import defaultdict
+from itertools import chain, count, repeat
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -72,7 +73,10 @@ class PostingsBuilder:
         """With ``vocabulary``, documents are added as arrays of indices into it (no string is looked
         up); without, as sequences of token strings."""
         self._given = vocabulary
-        self._vocab: dict[str, int] = {} if vocabulary is None else dict(zip(vocabulary, range(len(vocabulary))))
+        # without a vocabulary, a term missing from it gets the next id on its first look-up (C calls
+        # only: one pass over the tokens, where a set of the new ones first took another)
+        self._vocab: dict[str, int] = (defaultdict(count().__next__) if vocabulary is None
+                                       else dict(zip(vocabulary, range(len(vocabulary)))))
         if vocabulary is not None and len(self._vocab) != len(vocabulary):
             raise ValueError("the vocabulary has a repeated term")
         self._lengths = array("i")
@@ -104,7 +108,8 @@ class PostingsBuilder:
             self._flushed_docs = len(self._lengths)
             return
         if self._given is None:
-            terms = self._term_ids(list(chain.from_iterable(self._pending)))
+            terms = np.fromiter(map(self._vocab.__getitem__, chain.from_iterable(self._pending)), dtype=np.int64,
+                                count=self._pending_tokens)
         else:
             terms = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending])
             if terms.shape[0] and (terms.min() < 0 or terms.max() >= len(self._given)):
@@ -117,13 +122,6 @@ class PostingsBuilder:
         self._pending = []
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
-
-    def _term_ids(self, flat: list[str]) -> np.ndarray:
-        """Term ids of ``flat`` (int64); new terms (found with one set difference) get unused ids."""
-        vocab = self._vocab
-        missing = set(flat).difference(vocab)
-        vocab.update(zip(missing, range(len(vocab), len(vocab) + len(missing))))
-        return np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
 
     def finish(self) -> Postings:
         """Sort the vocabulary (code point order) and lay the postings out by term.

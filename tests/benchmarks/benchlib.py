@@ -109,15 +109,18 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def alternate(systems: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
-    """Run every system once per repetition, rotating the order; wall seconds per system."""
+def alternate(systems: dict[str, Callable[[], Any]], reps: int,
+              between: Callable[[], Any] | None = None) -> dict[str, list[float]]:
+    """Run every system once per repetition, rotating the order; wall seconds per system. What a
+    run returns is dropped at once; ``between`` (e.g. ``gc.collect``) runs after each, untimed."""
     names = list(systems)
     times: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(reps):
         shift = rep % len(names)
         for name in names[shift:] + names[:shift]:
-            seconds, _ = timed(systems[name])
-            times[name].append(seconds)
+            times[name].append(timed(systems[name])[0])
+            if between is not None:
+                between()
     return times
 
 
