@@ -128,14 +128,17 @@ def _dense_select(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: 
     return _select(keep, m, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs, out_scores)
 
 
-# a small k keeps the heap's root high from the start: a histogram floor pays off for a large k only
-_HEAP_FLOOR_K = 64
+# From this k on, the top k is found by sorting the candidates at or above a histogram floor of the
+# k-th score, while they are at most _SORT_MAX times k (a heap beats both for a small k: its root
+# is high from the start); with more candidates than that, the floor is taken first.
+_SORT_K = 64
+_SORT_MAX = 8
 
 
 @njit(cache=True, nogil=True)
 def _floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> float:
     """:func:`_floor_of_top_k` where it pays (a large k, many more candidates than k), else -inf."""
-    return _floor_of_top_k(cand, nc, acc, const, k) if k >= _HEAP_FLOOR_K and nc > 8 * k else -np.inf
+    return _floor_of_top_k(cand, nc, acc, const, k) if k >= _SORT_K and nc > _SORT_MAX * k else -np.inf
 
 
 @njit(cache=True, nogil=True)
@@ -165,11 +168,6 @@ def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: n
     if m > _SORT_MAX * k:
         return _heap_select(dst, m, acc, const, id_rank, k, -np.inf, hs, hr, hd, out_docs, out_scores)
     return _sorted_best(dst, buf, m, acc, const, id_rank, k, out_docs, out_scores)
-
-
-# sorting the candidates beats the heap from this k on, while they are at most _SORT_MAX times k
-_SORT_K = 64
-_SORT_MAX = 8
 
 
 @njit(cache=True, nogil=True)
@@ -521,7 +519,7 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         count = _select(cand, nc, acc, const, id_rank, k, _floor(cand, nc, acc, const, k), keep, buf, hs, hr, hd,
                         out_docs, out_scores)
     else:
-        if prune and k >= _HEAP_FLOOR_K:
+        if prune and k >= _SORT_K:
             top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
             count = _dense_select(seen, acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
         else:
