@@ -66,6 +66,16 @@ class Postings:
         return slice(int(self.offsets[term_id]), int(self.offsets[term_id + 1]))
 
 
+def concat_ranges(starts: np.ndarray | Sequence[int], lengths: np.ndarray | Sequence[int]) -> np.ndarray:
+    """The ranges ``starts[i] : starts[i] + lengths[i]``, concatenated (int64), without a Python loop."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    begin = np.cumsum(lengths) - lengths  # where each range begins in the result
+    return np.repeat(np.asarray(starts, dtype=np.int64) - begin, lengths) + np.arange(total, dtype=np.int64)
+
+
 class PostingsBuilder:
     """Accumulates tokenized documents, one :meth:`add` per document, then :meth:`finish`."""
 
@@ -148,8 +158,7 @@ class PostingsBuilder:
             starts = np.flatnonzero(np.concatenate(([True], chunk_terms[1:] != chunk_terms[:-1])))
             sizes = np.diff(np.append(starts, n))
             group_terms = new_id[chunk_terms[starts]]
-            within = np.arange(n, dtype=np.int64) - np.repeat(starts, sizes)
-            places = np.repeat(free[group_terms], sizes) + within
+            places = concat_ranges(free[group_terms], sizes)
             doc_nums[places] = chunk_docs
             tfs[places] = chunk_tfs
             free[group_terms] += sizes

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .postings import Postings
+from .postings import Postings, concat_ranges
 from .scoring import Params, get_variant, zero_tf_part
 from .selection import top_k
 
@@ -240,15 +240,11 @@ class QueryBatch:
                 terms_of.append(t)
                 mult.append(n)
         lengths_arr = np.asarray(lengths, dtype=np.int64)
-        total = int(lengths_arr.sum())
         self._span_query = np.asarray(query_of, dtype=np.int64)
         self._span_mult = np.asarray(mult, dtype=np.float64)
-        self._span_begin = np.concatenate(([0], np.cumsum(lengths_arr)[:-1])).astype(np.int64)
+        self._span_begin = np.cumsum(lengths_arr) - lengths_arr  # where each span begins in _postings
         self._span_length = lengths_arr
-        # posting positions of every (query, term) span, concatenated
-        span_start = np.repeat(np.asarray(starts, dtype=np.int64) - np.concatenate(([0], np.cumsum(lengths_arr)[:-1])),
-                               lengths_arr) if total else np.zeros(0, dtype=np.int64)
-        self._postings = span_start + np.arange(total, dtype=np.int64)
+        self._postings = concat_ranges(starts, lengths_arr)  # posting positions of every (query, term) span
         self._term = np.repeat(np.asarray(terms_of, dtype=np.int64), lengths_arr)
         self._mult = np.repeat(np.asarray(mult, dtype=np.float64), lengths_arr)
         query_rep = np.repeat(np.asarray(query_of, dtype=np.int64), lengths_arr)
@@ -285,10 +281,7 @@ class QueryBatch:
             upper[nonempty] = np.maximum(np.maximum.reduceat(w, self._span_begin[nonempty]), 0.0)
         upper *= self._span_mult
         spans = np.lexsort((np.arange(n), -upper, self._span_query))
-        lengths = self._span_length[spans]
-        total = int(lengths.sum())
-        shift = np.repeat(self._span_begin[spans] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        return shift + np.arange(total, dtype=np.int64)
+        return concat_ranges(self._span_begin[spans], self._span_length[spans])
 
     def top(self, params: Params, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, the best ``k`` (document numbers, scores) by the tie rule of :mod:`selection`."""
