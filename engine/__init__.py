@@ -4,10 +4,10 @@
 """
 from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
 from .index import Index
-from .records import Document, Hit
+from .records import Document, Hit, Hits
 from .segments import Change
 from .scoring import VARIANTS
 from .tokenization import Tokenizer
 
-__all__ = ["BM25LabError", "Change", "Document", "Hit", "Index", "IndexFormatError", "IndexLockedError", "InputError",
+__all__ = ["BM25LabError", "Change", "Document", "Hit", "Hits", "Index", "IndexFormatError", "IndexLockedError", "InputError",
            "Tokenizer", "VARIANTS"]

@@ -1,8 +1,8 @@
 """The ``Index``: build from documents, search, grow, save and load.
 
     index = Index.build(docs, tokenizer=Tokenizer("auto"))
-    index.search("清华大学", k=10)                      # -> [Hit(doc_id, score), ...]
-    index.search_many({"q1": "..."}, k=1000)            # -> {"q1": [Hit, ...]}
+    index.search("清华大学", k=10)                      # -> Hits([Hit(doc_id, score), ...])
+    index.search_many({"q1": "..."}, k=1000)            # -> {"q1": Hits([...])}
     index.save("my-index"); Index.load("my-index")
     index.add(more_docs); index.delete(["d7"]); index.optimize()
 
@@ -16,10 +16,8 @@ committed index; on an index that was never saved they change it in memory only.
 """
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
-from contextlib import contextmanager
 import weakref
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -29,7 +27,7 @@ import numpy as np
 from . import accel, segments, storage
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError
-from .records import Document, Hit
+from .records import Document, Hits
 from .retrieval import QueryBatch, QueryTerms, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
 from .segments import Change, DocLike, Part, Progress, as_document
@@ -247,12 +245,12 @@ class Index:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None) -> list[Hit]:
+               b: float = DEFAULT_B, delta: float | None = None) -> Hits:
         """The best ``k`` documents for ``query``: score descending, ties by document id descending."""
         return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta)
 
     def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
-                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None) -> list[Hit]:
+                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None) -> Hits:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
@@ -264,13 +262,12 @@ class Index:
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None) -> dict[str, list[Hit]]:
+                    workers: int | None = None) -> dict[str, Hits]:
         """Search every query of ``{qid: text}``; every core is used for large batches."""
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
         results = self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers)
-        with _collector_paused():  # a million Hits would wake the cyclic collector again and again
-            return {qid: self._hits(d, s) for qid, (d, s) in zip(qids, results)}
+        return {qid: self._hits(d, s) for qid, (d, s) in zip(qids, results)}
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
@@ -296,10 +293,8 @@ class Index:
         tokens = self.tokenizer.tokenize_many(queries[q] for q in qids)
         return PreparedBatch(self, qids, QueryBatch(self._scorer, [self._scorer.query_terms(t) for t in tokens]))
 
-    def _hits(self, docs: np.ndarray, scores: np.ndarray) -> list[Hit]:
-        ids = self._segment.doc_ids
-        fetch = self._store.get
-        return [Hit(ids[d], s, fetch) for d, s in zip(docs.tolist(), scores.tolist())]
+    def _hits(self, docs: np.ndarray, scores: np.ndarray) -> Hits:
+        return Hits(docs, scores, self._segment.doc_ids, self._store.get)
 
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
@@ -329,19 +324,6 @@ def _manifest_changed(directory: Path, raw: bytes) -> bool:
         return storage.read_manifest_bytes(directory) != raw
     except IndexFormatError:
         return False
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while building many acyclic objects."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 # ---------------------------------------------------------------------- parallel batches

@@ -441,17 +441,22 @@ def _codes_in(qid: pa.Array, qids: Sequence[str]) -> tuple[np.ndarray, tuple[str
 
 
 def _flatten(nested: Mapping[Any, Any]) -> tuple[list[str], list[str], list[Any]]:
-    """(query ids, document ids, values), one per row, of ``{qid: {docid: value}}`` or
-    ``{qid: [(docid, value) or hit, ...]}``; ids become ``str``."""
+    """(query ids, document ids, values), one per row, of ``{qid: {docid: value}}``,
+    ``{qid: [(docid, value) or hit, ...]}`` or ``{qid: hits}`` where ``hits`` has the columns ``doc_ids`` and
+    ``scores`` (an engine ``Hits``: read as columns, no object per hit); ids become ``str``."""
     qids: list[str] = []
     docs: list[Any] = []
     values: list[Any] = []
     for qid, inner in nested.items():
-        pairs = inner.items() if isinstance(inner, Mapping) else [_pair(item, qid) for item in inner]
         before = len(docs)
-        for doc, value in pairs:
-            docs.append(doc)
-            values.append(value)
+        if hasattr(inner, "doc_ids") and hasattr(inner, "scores"):
+            docs.extend(inner.doc_ids)
+            values.extend(inner.scores)
+        else:
+            pairs = inner.items() if isinstance(inner, Mapping) else [_pair(item, qid) for item in inner]
+            for doc, value in pairs:
+                docs.append(doc)
+                values.append(value)
         qids.extend([str(qid)] * (len(docs) - before))
     if not all(type(doc) is str for doc in docs):
         docs = [str(doc) for doc in docs]

@@ -73,6 +73,29 @@ def test_hit_gives_title_and_text() -> None:
     assert (hit.doc_id, hit.title, hit.text) == ("a", "Heat", "heat transfer")
 
 
+def test_hits_are_an_immutable_sequence_of_hit(cranfield_index, cranfield) -> None:
+    from evaluation import Run
+
+    queries = dict(list(cranfield.judged_queries().items())[:20])
+    runs = cranfield_index.search_many(queries, k=50, workers=1)
+    for qid, hits in runs.items():
+        made = list(hits)
+        assert all(isinstance(h, Hit) for h in made) and len(hits) == len(made) == 50
+        assert hits == made and made == list(hits) and hits == tuple(made) and hits != made[:-1]
+        assert hits.doc_ids == [h.doc_id for h in made] and hits.scores == [h.score for h in made]
+        assert [hits[i] for i in (0, 7, -1, -50)] == [made[i] for i in (0, 7, -1, -50)]
+        assert hits[3:9] == made[3:9] and hits[::-2] == made[::-2] and hits[60:] == []
+        assert hits[-1].title == made[-1].title and hits[-1].text == cranfield_index.document(made[-1].doc_id).text
+        assert hits == cranfield_index.search(queries[qid], k=50) and hash(hits) == hash(hits[:])
+        with pytest.raises(IndexError):
+            hits[50]
+        with pytest.raises(AttributeError):
+            hits.extra = 1
+    as_lists = {qid: list(hits) for qid, hits in runs.items()}
+    assert Run.from_dict(runs).to_dict() == Run.from_dict(as_lists).to_dict()
+    assert "more" in repr(runs[next(iter(runs))])
+
+
 def test_chinese_query_finds_document_containing_it_first() -> None:
     docs = [("1", "清华大学位于北京市海淀区，是中国著名的高等学府。"),
             ("2", "北京大学与清华相邻。"),
