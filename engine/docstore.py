@@ -27,6 +27,14 @@ _PAGE = 2048  # rows per page when iterating
 _WRITE_ROWS, _WRITE_CHARS = 2048, 1 << 23  # a writer inserts when either many rows or much text is pending
 
 
+Fields = tuple[str, str, str, str]  # a row without its number: (id, title, text, meta JSON)
+
+
+def fields(doc: Document) -> Fields:
+    """The store row of ``doc``, without its number."""
+    return doc.id, doc.title, doc.text, json.dumps(dict(doc.metadata), ensure_ascii=False) if doc.metadata else ""
+
+
 class DocStoreWriter:
     """Appends documents to a new store file; :meth:`close` commits."""
 
@@ -39,9 +47,9 @@ class DocStoreWriter:
         self._rows: list[tuple[int, str, str, str, str]] = []
         self._pending_chars = 0
 
-    def add(self, num: int, doc: Document) -> None:
-        meta = json.dumps(dict(doc.metadata), ensure_ascii=False) if doc.metadata else ""
-        self.add_row((num, doc.id, doc.title, doc.text, meta))
+    def add(self, num: int, fields: Fields) -> None:
+        """Add document ``num`` from its :func:`fields`."""
+        self.add_row((num, *fields))
 
     def add_row(self, row: tuple[int, str, str, str, str]) -> None:
         """Add one raw row ``(num, id, title, text, meta JSON)``, as :meth:`DocStore.rows` yields them."""
