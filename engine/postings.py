@@ -22,6 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .selection import code_point_order
+
 _CHUNK_TOKENS = 1 << 20
 
 
@@ -82,6 +84,27 @@ def _look_up(table: dict[str, int], keys: list[str]) -> tuple[int, ...]:
     return itemgetter(*keys)(table) if len(keys) != 1 else (table[keys[0]],)
 
 
+_ARROW_MIN_TOKENS = 50_000  # below this a chunk's tokens are looked up one by one (no pyarrow import)
+
+
+def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.ndarray] | None:
+    """The distinct tokens of ``texts`` (documents' tokens joined by single spaces, none empty) and
+    every token's index into them, split and hashed by pyarrow in C (several times faster than one
+    Python dict look-up per token). None when that would not give the tokens back: a token holds a
+    space (more pieces than ``num_tokens``) or a lone surrogate (no UTF-8)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        pieces = pc.split_pattern(pa.array(texts, type=pa.large_string()), " ").flatten()
+    except (UnicodeEncodeError, pa.ArrowException):
+        return None
+    if len(pieces) != num_tokens:
+        return None
+    encoded = pc.dictionary_encode(pieces)
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
+
+
 class PostingsBuilder:
     """Accumulates tokenized documents, one :meth:`add` per document, then :meth:`finish`."""
 
@@ -97,6 +120,7 @@ class PostingsBuilder:
             raise ValueError("the vocabulary has a repeated term")
         self._lengths = array("i")
         self._pending: list[Sequence[str]] = []
+        self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
         self._pending_tokens = 0
         self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -105,13 +129,15 @@ class PostingsBuilder:
     def num_docs(self) -> int:
         return len(self._lengths)
 
-    def add(self, tokens: Sequence[str] | np.ndarray) -> int:
+    def add(self, tokens: Sequence[str] | np.ndarray, joined: str | None = None) -> int:
         """Add one document's tokens (indices into the vocabulary, if one was given); returns its
-        document number."""
+        document number. ``joined``, when the caller has it, is ``" ".join(tokens)``."""
         doc_num = len(self._lengths)
         self._lengths.append(len(tokens))
         self._pending.append(tokens)
         self._pending_tokens += len(tokens)
+        if self._given is None and len(tokens):
+            self._joined.append(" ".join(tokens) if joined is None else joined)
         if self._pending_tokens >= _CHUNK_TOKENS:
             self._flush()
         return doc_num
@@ -124,8 +150,7 @@ class PostingsBuilder:
             self._flushed_docs = len(self._lengths)
             return
         if self._given is None:
-            terms = np.fromiter(_look_up(self._vocab, list(chain.from_iterable(self._pending))), dtype=np.int64,
-                                count=self._pending_tokens)
+            terms = self._term_ids()
         else:
             terms = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending])
             if terms.shape[0] and (terms.min() < 0 or terms.max() >= len(self._given)):
@@ -136,8 +161,19 @@ class PostingsBuilder:
         self._chunks.append(((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32),
                              counts.astype(np.int32)))
         self._pending = []
+        self._joined = []
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
+
+    def _term_ids(self) -> np.ndarray:
+        """The term id of every pending token (string tokens), in order."""
+        n = self._pending_tokens
+        split = _split_and_encode(self._joined, n) if n >= _ARROW_MIN_TOKENS else None
+        if split is None:
+            return np.fromiter(_look_up(self._vocab, list(chain.from_iterable(self._pending))), dtype=np.int64,
+                               count=n)
+        distinct, positions = split
+        return np.fromiter(_look_up(self._vocab, distinct), dtype=np.int64, count=len(distinct))[positions]
 
     def finish(self) -> Postings:
         """Sort the vocabulary (code point order) and lay the postings out by term.
@@ -148,9 +184,9 @@ class PostingsBuilder:
         """
         self._flush()
         first_seen = list(self._vocab)
-        order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+        order = code_point_order(first_seen)
         new_id = np.empty(len(first_seen), dtype=np.int64)
-        new_id[np.asarray(order, dtype=np.int64)] = np.arange(len(first_seen), dtype=np.int64)
+        new_id[order] = np.arange(len(first_seen), dtype=np.int64)
         df = np.zeros(len(first_seen), dtype=np.int64)
         for chunk_terms, _, _ in self._chunks:
             df += np.bincount(new_id[chunk_terms], minlength=len(first_seen))
@@ -170,7 +206,7 @@ class PostingsBuilder:
             free[group_terms] += sizes
         self._chunks = []
         return Postings(
-            terms=[first_seen[i] for i in order],
+            terms=list(map(first_seen.__getitem__, order.tolist())),
             offsets=offsets,
             doc_nums=doc_nums,
             tfs=tfs,

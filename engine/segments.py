@@ -143,7 +143,8 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
         pairs = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
                  else _analysed(docs, tokenizer, workers, seen, source))
         builder = PostingsBuilder(vocabulary if pretokenized else None)
-        return BuiltSegment(_build(pairs, builder, seen, progress, Path(workdir.name)), workdir)
+        text_is_tokens = pretokenized and vocabulary is None  # the stored text is the tokens joined by spaces
+        return BuiltSegment(_build(pairs, builder, seen, progress, Path(workdir.name), text_is_tokens), workdir)
     except BaseException:
         workdir.cleanup()
         raise
@@ -184,12 +185,12 @@ def _given_tokens(docs: Iterable[tuple[str, Sequence[str]]], seen: dict[str, int
 
 
 def _build(pairs: Iterable[tuple[Fields, Sequence[str]]], builder: PostingsBuilder, seen: dict[str, int],
-           progress: Progress | None, folder: Path) -> storage.Segment:
+           progress: Progress | None, folder: Path, text_is_tokens: bool = False) -> storage.Segment:
     store_path = folder / storage.STORE_FILE
     writer = DocStoreWriter(store_path)
     try:
         for row, tokens in pairs:
-            writer.add(builder.add(tokens), row)
+            writer.add(builder.add(tokens, row[2] if text_is_tokens else None), row)
             if progress is not None and builder.num_docs % 1000 == 0:
                 progress(builder.num_docs)
     finally:

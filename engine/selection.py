@@ -6,14 +6,37 @@ evaluates. It does not depend on the order in which documents were indexed.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+
+
+_ARROW_MIN_STRINGS = 20_000  # fewer strings are sorted by Python (no pyarrow import)
+
+
+def code_point_order(strings: Sequence[str]) -> np.ndarray:
+    """Positions of ``strings`` in code point order (int64); equal strings keep their order.
+
+    Many strings are sorted by pyarrow as UTF-8 bytes, whose order is the code point order (about
+    twice as fast as ``sorted``); a string without UTF-8 (a lone surrogate) makes Python sort them.
+    """
+    if len(strings) >= _ARROW_MIN_STRINGS:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            column = pa.array(strings, type=pa.large_string())
+        except (UnicodeEncodeError, pa.ArrowException):
+            pass
+        else:
+            return pc.sort_indices(column).to_numpy().astype(np.int64, copy=False)
+    return np.asarray(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
 
 
 def id_ranks(doc_ids: list[str]) -> np.ndarray:
     """Rank of every id in code point order (int32): larger rank = larger id."""
-    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)
     ranks = np.empty(len(doc_ids), dtype=np.int32)
-    ranks[np.asarray(order, dtype=np.int64)] = np.arange(len(doc_ids), dtype=np.int32)
+    ranks[code_point_order(doc_ids)] = np.arange(len(doc_ids), dtype=np.int32)
     return ranks
 
 

@@ -253,3 +253,45 @@ def test_build_tokens_bad_input() -> None:
         Index.build_tokens([("a", np.array([0]))], vocabulary=["x", "x"])
     with pytest.raises(InputError, match="must be \\(id, tokens\\)"):
         Index.build_tokens([("a", "not a token list")])
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_token_strings_split_by_pyarrow_equal_one_look_up_per_token(monkeypatch, spaced: bool) -> None:
+    # large chunks of token strings are split and hashed by pyarrow; small ones, and chunks holding a
+    # token with a space in it, are looked up token by token: the index is the same either way
+    from engine import postings, selection
+
+    rng = np.random.default_rng(7)
+    alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + ([" "] if spaced else [])
+    words = sorted({"".join(rng.choice(alphabet, size=int(rng.integers(0, 4)))) for _ in range(3000)})
+    docs = [(f"d{i}", [words[w] for w in rng.integers(0, len(words), size=int(rng.integers(0, 30)))])
+            for i in range(2000)]
+    taken = []
+    split = postings._split_and_encode
+    monkeypatch.setattr(postings, "_split_and_encode", lambda *a: taken.append(split(*a)) or taken[-1])
+    monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
+    monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 1)
+    monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1)
+    fast = Index.build_tokens(docs)
+    assert taken and all((t is None) == spaced for t in taken)
+    monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 10**9)
+    monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 10**9)
+    plain = Index.build_tokens(docs)
+    a, b = fast._segment.postings, plain._segment.postings
+    assert list(a.terms) == list(b.terms) == sorted(b.terms)
+    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert np.array_equal(fast._segment.id_rank, plain._segment.id_rank)
+    assert fast.document("d5").text == " ".join(docs[5][1])
+
+
+def test_code_point_order_by_pyarrow_and_by_python(monkeypatch) -> None:
+    from engine import selection
+
+    strings = ["b", "", "é", "中", "𝄞", "a\x00", "a", "\uffff", "Z", "é", "ab"] * 3
+    expected = sorted(range(len(strings)), key=strings.__getitem__)
+    monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1)
+    assert selection.code_point_order(strings).tolist() == expected  # stable: equal strings keep order
+    with_surrogate = strings + ["\ud800"]  # no UTF-8: Python sorts them
+    assert selection.code_point_order(with_surrogate).tolist() == sorted(range(len(with_surrogate)),
+                                                                          key=with_surrogate.__getitem__)
