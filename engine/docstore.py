@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from itertools import count
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -47,9 +48,15 @@ class DocStoreWriter:
         self._rows: list[tuple[int, str, str, str, str]] = []
         self._pending_chars = 0
 
-    def add(self, num: int, fields: Fields) -> None:
-        """Add document ``num`` from its :func:`fields`."""
-        self.add_row((num, *fields))
+    def add_columns(self, first: int, ids: Iterable[str], titles: Iterable[str], texts: Iterable[str],
+                    metas: Iterable[str]) -> None:
+        """Add documents ``first``, ``first + 1``, ... from columns of their fields (the shortest
+        column gives their number; the others may be endless, e.g. ``itertools.repeat("")``)."""
+        rows = list(zip(count(first), ids, titles, texts, metas))
+        self._rows.extend(rows)
+        self._pending_chars += sum(len(row[2]) + len(row[3]) for row in rows)
+        if len(self._rows) >= _WRITE_ROWS or self._pending_chars >= _WRITE_CHARS:
+            self._write()
 
     def add_row(self, row: tuple[int, str, str, str, str]) -> None:
         """Add one raw row ``(num, id, title, text, meta JSON)``, as :meth:`DocStore.rows` yields them."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import chain, count, repeat
+from itertools import chain, compress, count, repeat
 from operator import itemgetter
 from typing import Iterable, Sequence
 
@@ -106,7 +106,7 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
 
 
 class PostingsBuilder:
-    """Accumulates tokenized documents, one :meth:`add` per document, then :meth:`finish`."""
+    """Accumulates tokenized documents, :meth:`add_many` per batch of documents, then :meth:`finish`."""
 
     def __init__(self, vocabulary: Sequence[str] | None = None) -> None:
         """With ``vocabulary``, documents are added as arrays of indices into it (no string is looked
@@ -129,18 +129,19 @@ class PostingsBuilder:
     def num_docs(self) -> int:
         return len(self._lengths)
 
-    def add(self, tokens: Sequence[str] | np.ndarray, joined: str | None = None) -> int:
-        """Add one document's tokens (indices into the vocabulary, if one was given); returns its
-        document number. ``joined``, when the caller has it, is ``" ".join(tokens)``."""
-        doc_num = len(self._lengths)
-        self._lengths.append(len(tokens))
-        self._pending.append(tokens)
-        self._pending_tokens += len(tokens)
-        if self._given is None and len(tokens):
-            self._joined.append(" ".join(tokens) if joined is None else joined)
+    def add_many(self, docs: Sequence[Sequence[str] | np.ndarray], joined: Sequence[str] | None = None) -> int:
+        """Add documents' tokens (indices into the vocabulary, if one was given); returns the first one's
+        document number. ``joined``, when the caller has it, is ``" ".join(tokens)`` of each document."""
+        first = len(self._lengths)
+        lengths = list(map(len, docs))
+        self._lengths.extend(lengths)
+        self._pending.extend(docs)
+        self._pending_tokens += sum(lengths)
+        if self._given is None:  # string tokens: their joined text, for pyarrow (empty documents left out)
+            self._joined.extend(compress(map(" ".join, docs) if joined is None else joined, lengths))
         if self._pending_tokens >= _CHUNK_TOKENS:
             self._flush()
-        return doc_num
+        return first
 
     def _flush(self) -> None:
         """Map the pending documents' tokens to term ids (new terms get unused ids: :meth:`finish`
@@ -217,6 +218,5 @@ class PostingsBuilder:
 def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
     """Postings of the given tokenized documents, numbered in order from 0."""
     builder = PostingsBuilder()
-    for tokens in token_lists:
-        builder.add(tokens)
+    builder.add_many(list(token_lists))
     return builder.finish()

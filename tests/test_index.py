@@ -295,3 +295,28 @@ def test_code_point_order_by_pyarrow_and_by_python(monkeypatch) -> None:
     with_surrogate = strings + ["\ud800"]  # no UTF-8: Python sorts them
     assert selection.code_point_order(with_surrogate).tolist() == sorted(range(len(with_surrogate)),
                                                                           key=with_surrogate.__getitem__)
+
+
+@pytest.mark.parametrize("batch", [3, 1000])
+def test_build_tokens_in_batches_names_the_first_bad_document(monkeypatch, batch: int) -> None:
+    from collections import namedtuple
+
+    from engine import segments
+
+    monkeypatch.setattr(segments, "_BATCH_DOCS", batch)
+    ok = [(f"d{i}", ["x", "y"][: i % 3]) for i in range(7)]
+    with pytest.raises(InputError, match=r"duplicate document id 'd1' \(documents 2 and 9 of"):
+        Index.build_tokens(ok + [("d7", ["z"]), ("d1", ["y"]), ("d1", ["x"])])
+    with pytest.raises(InputError, match=r"duplicate document id 'd8' \(documents 9 and 10 of"):
+        Index.build_tokens(ok + [("d7", ["z"]), ("d8", ["y"]), ("d8", ["x"])])
+    with pytest.raises(InputError, match=r"got \['d7', \['z'\]\]"):
+        Index.build_tokens(ok + [["d7", ["z"]], ("d8", "text")])
+    with pytest.raises(InputError, match=r"got \('d8', 'text'\)"):
+        Index.build_tokens(ok + [("d7", ["z"]), ("d8", "text"), ("d9", "more")])
+    with pytest.raises(InputError, match=r"got \('d7',\)"):
+        Index.build_tokens(ok + [("d7",)])
+    pair = namedtuple("pair", "id tokens")
+    built = Index.build_tokens([pair(i, t) for i, t in ok] + [(8, ("z", "x"))])  # any 2-tuple; ids made str
+    assert list(built.doc_ids) == [f"d{i}" for i in range(7)] + ["8"]
+    assert built.document("8").text == "z x" and built.document("d0").text == ""
+    assert [h.doc_id for h in built.search("z")] == ["8"]
