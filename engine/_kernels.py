@@ -564,3 +564,134 @@ def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
             out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], span_mult[a:z], span_upper[a:z],
                                       q_const[qi], doc_nums, weights, id_rank, k, prune, acc, seen, cand,
                                       keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
+
+
+# ---------------------------------------------------------------------------------------------
+# Building: token strings to term ids, and (term, document, tf) triples, for engine.postings
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(h: np.uint64) -> np.uint64:
+    """FNV-1a's low bits are weak for short keys: fold the high ones in (splitmix64's finaliser)."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _rehash(hashes: np.ndarray, distinct: int, cap: int) -> np.ndarray:
+    table = np.full(cap, -1, dtype=np.int32)
+    mask = np.uint64(cap - 1)
+    for e in range(distinct):
+        slot = np.int64(hashes[e] & mask)
+        while table[slot] >= 0:
+            slot = (slot + 1) & (cap - 1)
+        table[slot] = e
+    return table
+
+
+@njit(cache=True, nogil=True)
+def split_and_encode(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Tokens of ``text`` (UTF-8 bytes of tokens joined by single spaces; the byte 0x20 is only ever a
+    space in UTF-8) numbered by first appearance: (number of every token (int32), the distinct
+    tokens' bytes joined by spaces, how many distinct tokens). One pass: a hash per token (FNV-1a,
+    mixed) into an open-addressing table that doubles when half full; equal hashes are confirmed
+    byte by byte."""
+    n = text.shape[0]
+    pieces = 1
+    for i in range(n):
+        if text[i] == 32:
+            pieces += 1
+    cap = 1024
+    table = np.full(cap, -1, dtype=np.int32)
+    ids = np.empty(pieces, dtype=np.int32)
+    starts = np.empty(pieces, dtype=np.int64)
+    lengths = np.empty(pieces, dtype=np.int64)
+    hashes = np.empty(pieces, dtype=np.uint64)
+    out = np.empty(max(n, 1), dtype=np.uint8)  # distinct bytes plus separators never exceed the text
+    used = 0
+    distinct = 0
+    token = 0
+    start = 0
+    basis = np.uint64(14695981039346656037)
+    h = basis
+    for i in range(n + 1):
+        if i < n and text[i] != 32:
+            h = (h ^ np.uint64(text[i])) * np.uint64(1099511628211)
+            continue
+        h = _mix(h)
+        length = i - start
+        slot = np.int64(h & np.uint64(cap - 1))
+        while True:
+            e = table[slot]
+            if e < 0:
+                table[slot] = distinct
+                if distinct:
+                    out[used] = 32
+                    used += 1
+                starts[distinct] = used  # compared in ``out``: compact, so in cache, unlike the text
+                lengths[distinct] = length
+                hashes[distinct] = h
+                ids[token] = distinct
+                out[used:used + length] = text[start:i]
+                used += length
+                distinct += 1
+                if 2 * distinct > cap:
+                    cap *= 2
+                    table = _rehash(hashes, distinct, cap)
+                break
+            if hashes[e] == h and lengths[e] == length:
+                s = starts[e]
+                same = True
+                for j in range(length):
+                    if out[s + j] != text[start + j]:
+                        same = False
+                        break
+                if same:
+                    ids[token] = e
+                    break
+            slot = (slot + 1) & (cap - 1)
+        token += 1
+        start = i + 1
+        h = basis
+    return ids, out[:used], distinct
+
+
+@njit(cache=True, nogil=True)
+def group_by_term(terms: np.ndarray, lengths: np.ndarray, first_doc: int,
+                  num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term, document, tf) of the tokens ``terms`` (ids below ``num_terms``) of consecutive documents
+    of ``lengths`` tokens, numbered from ``first_doc``: every term's triples together, documents
+    ascending (a counting sort, linear in tokens plus terms)."""
+    pairs = np.zeros(num_terms + 1, dtype=np.int64)
+    last = np.full(num_terms, -1, dtype=np.int64)
+    t = 0
+    for d in range(lengths.shape[0]):
+        for _ in range(lengths[d]):
+            term = terms[t]
+            if last[term] != d:
+                last[term] = d
+                pairs[term + 1] += 1
+            t += 1
+    for term in range(num_terms):
+        pairs[term + 1] += pairs[term]
+    total = pairs[num_terms]
+    out_terms = np.empty(total, dtype=np.int32)
+    out_docs = np.empty(total, dtype=np.int32)
+    out_tfs = np.zeros(total, dtype=np.int32)
+    free = pairs[:num_terms].copy()
+    last[:] = -1
+    at = np.empty(num_terms, dtype=np.int64)
+    t = 0
+    for d in range(lengths.shape[0]):
+        for _ in range(lengths[d]):
+            term = terms[t]
+            if last[term] != d:
+                last[term] = d
+                at[term] = free[term]
+                free[term] += 1
+                out_terms[at[term]] = term
+                out_docs[at[term]] = first_doc + d
+            out_tfs[at[term]] += 1
+            t += 1
+    return out_terms, out_docs, out_tfs

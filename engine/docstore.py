@@ -25,7 +25,7 @@ from .records import Document
 _SCHEMA = "CREATE TABLE docs (num INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT, text TEXT, meta TEXT)"
 _BATCH = 500  # ids per IN (...) query: below SQLite's variable limit
 _PAGE = 2048  # rows per page when iterating
-_WRITE_ROWS, _WRITE_CHARS = 2048, 1 << 23  # a writer inserts when either many rows or much text is pending
+_WRITE_ROWS, _WRITE_CHARS = 1000, 1 << 23  # a writer inserts when either many rows or much text is pending
 
 
 Fields = tuple[str, str, str, str]  # a row without its number: (id, title, text, meta JSON)
@@ -37,26 +37,31 @@ def fields(doc: Document) -> Fields:
 
 
 class DocStoreWriter:
-    """Appends documents to a new store file; :meth:`close` commits."""
+    """Appends documents to a new store file; :meth:`close` commits.
+
+    Rows are inserted by a thread of the writer's own, one batch at a time, while the caller goes on
+    (SQLite lets go of the GIL while it writes; the builder's kernels too); an error of the insert
+    is raised by the next :meth:`add_columns`/:meth:`add_row` that writes, or by :meth:`close`.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path)
+        self._db = sqlite3.connect(path, check_same_thread=False)  # used by one thread at a time
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute(_SCHEMA)
         self._rows: list[tuple[int, str, str, str, str]] = []
         self._pending_chars = 0
+        self._inserting: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def add_columns(self, first: int, ids: Iterable[str], titles: Iterable[str], texts: Iterable[str],
                     metas: Iterable[str]) -> None:
         """Add documents ``first``, ``first + 1``, ... from columns of their fields (the shortest
-        column gives their number; the others may be endless, e.g. ``itertools.repeat("")``)."""
-        rows = list(zip(count(first), ids, titles, texts, metas))
-        self._rows.extend(rows)
-        self._pending_chars += sum(len(row[2]) + len(row[3]) for row in rows)
-        if len(self._rows) >= _WRITE_ROWS or self._pending_chars >= _WRITE_CHARS:
-            self._write()
+        column gives their number; the others may be endless, e.g. ``itertools.repeat("")``), and
+        start inserting them."""
+        self._rows.extend(zip(count(first), ids, titles, texts, metas))
+        self._write()
 
     def add_row(self, row: tuple[int, str, str, str, str]) -> None:
         """Add one raw row ``(num, id, title, text, meta JSON)``, as :meth:`DocStore.rows` yields them."""
@@ -66,14 +71,36 @@ class DocStoreWriter:
             self._write()
 
     def _write(self) -> None:
-        self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", self._rows)
-        self._rows = []
-        self._pending_chars = 0
+        """Hand the pending rows to the inserting thread (after the previous batch is in)."""
+        rows, self._rows, self._pending_chars = self._rows, [], 0
+        self._wait()
+        if rows:
+            self._inserting = threading.Thread(target=self._insert, args=(rows,), name="bm25lab-store", daemon=True)
+            self._inserting.start()
+
+    def _insert(self, rows: list[tuple[int, str, str, str, str]]) -> None:
+        try:
+            self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows)
+        except BaseException as error:  # raised in the caller's thread by _wait
+            self._error = error
+
+    def _wait(self) -> None:
+        if self._inserting is not None:
+            self._inserting.join()
+            self._inserting = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
     def close(self) -> None:
-        self._write()
-        self._db.commit()
-        self._db.close()
+        try:
+            self._write()
+            self._wait()
+            self._db.commit()
+        finally:
+            if self._inserting is not None:
+                self._inserting.join()
+            self._db.close()
 
 
 class DocStore:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, repeat
 from operator import itemgetter
+from types import ModuleType
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -105,6 +106,27 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
 
 
+def _split_compiled(kernels: ModuleType, texts: list[str], num_tokens: int) -> tuple[list[str], np.ndarray] | None:
+    """As :func:`_split_and_encode`, by the numba kernel on the UTF-8 bytes of ``texts`` joined by spaces."""
+    try:
+        raw = " ".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    ids, distinct, count = kernels.split_and_encode(np.frombuffer(raw, dtype=np.uint8))
+    if ids.shape[0] != num_tokens:
+        return None
+    terms = distinct.tobytes().decode("utf-8").split(" ")  # no token holds a space (counted above)
+    return terms if count else [], ids
+
+
+def _build_kernels(num_tokens: int) -> ModuleType | None:
+    """The numba kernels when the search's rule would use them for this much work (in practice: when
+    they are loaded already, or BM25LAB_NUMBA=1), else None."""
+    from . import accel
+
+    return accel.kernels() if accel.worth_compiling(num_tokens) else None
+
+
 class PostingsBuilder:
     """Accumulates tokenized documents, :meth:`add_many` per batch of documents, then :meth:`finish`."""
 
@@ -145,36 +167,50 @@ class PostingsBuilder:
 
     def _flush(self) -> None:
         """Map the pending documents' tokens to term ids (new terms get unused ids: :meth:`finish`
-        renumbers in code point order) and reduce them to sorted (term, doc, tf) triples."""
+        renumbers in code point order) and reduce them to (term, doc, tf) triples, each term's together
+        with documents ascending."""
         if not self._pending_tokens:
             self._pending = []
             self._flushed_docs = len(self._lengths)
             return
+        kernels = _build_kernels(self._pending_tokens)
         if self._given is None:
-            terms = self._term_ids()
+            local, to_term = self._local_ids(kernels)
         else:
-            terms = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending])
-            if terms.shape[0] and (terms.min() < 0 or terms.max() >= len(self._given)):
+            local, to_term = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending]), None
+            if local.shape[0] and (local.min() < 0 or local.max() >= len(self._given)):
                 raise ValueError(f"a token id is outside the vocabulary of {len(self._given)} terms")
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:]
-        docs = np.repeat(np.arange(self._flushed_docs, len(self._lengths), dtype=np.int64), lengths)
-        keys, counts = np.unique((terms << 32) | docs, return_counts=True)
-        self._chunks.append(((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32),
-                             counts.astype(np.int32)))
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:].copy()  # no view: it blocks extend
+        if kernels is not None:
+            num = len(self._given) if to_term is None and self._given is not None else (
+                len(to_term) if to_term is not None else len(self._vocab))
+            terms, docs, tfs = kernels.group_by_term(local, lengths, self._flushed_docs, num)
+            self._chunks.append((terms if to_term is None else to_term[terms].astype(np.int32), docs, tfs))
+        else:
+            terms = local if to_term is None else to_term[local]
+            docs = np.repeat(np.arange(self._flushed_docs, len(self._lengths), dtype=np.int64), lengths)
+            keys, counts = np.unique((terms << 32) | docs, return_counts=True)
+            self._chunks.append(((keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32),
+                                 counts.astype(np.int32)))
         self._pending = []
         self._joined = []
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
-    def _term_ids(self) -> np.ndarray:
-        """The term id of every pending token (string tokens), in order."""
+    def _local_ids(self, kernels: ModuleType | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Pending string tokens as (an id per token, the term id of each of those ids, or None when
+        they are term ids already): split and hashed in C by numba or pyarrow, or one look-up per token."""
         n = self._pending_tokens
-        split = _split_and_encode(self._joined, n) if n >= _ARROW_MIN_TOKENS else None
+        split = None
+        if kernels is not None:
+            split = _split_compiled(kernels, self._joined, n)
+        elif n >= _ARROW_MIN_TOKENS:
+            split = _split_and_encode(self._joined, n)
         if split is None:
             return np.fromiter(_look_up(self._vocab, list(chain.from_iterable(self._pending))), dtype=np.int64,
-                               count=n)
+                               count=n), None
         distinct, positions = split
-        return np.fromiter(_look_up(self._vocab, distinct), dtype=np.int64, count=len(distinct))[positions]
+        return positions, np.fromiter(_look_up(self._vocab, distinct), dtype=np.int64, count=len(distinct))
 
     def finish(self) -> Postings:
         """Sort the vocabulary (code point order) and lay the postings out by term.

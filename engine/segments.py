@@ -226,17 +226,20 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
            folder: Path) -> storage.Segment:
     store_path = folder / storage.STORE_FILE
     writer = DocStoreWriter(store_path)
-    try:
+    try:  # the store inserts each batch in its own thread while the builder works
         for batch in batches:
-            writer.add_columns(builder.add_many(batch.tokens, batch.joined), *batch.columns)
+            writer.add_columns(builder.num_docs, *batch.columns)
+            builder.add_many(batch.tokens, batch.joined)
             if progress is not None:
                 progress(builder.num_docs)
+        postings = builder.finish()
+        doc_ids = list(seen)
+        ranks = id_ranks(doc_ids)
     finally:
         writer.close()
-    if progress is not None:
-        progress(builder.num_docs)
-    doc_ids = list(seen)
-    return storage.Segment(builder.finish(), doc_ids, id_ranks(doc_ids), store_path)
+    if progress is not None and not postings.num_docs:
+        progress(0)
+    return storage.Segment(postings, doc_ids, ranks, store_path)
 
 
 # ---------------------------------------------------------------------------------------------

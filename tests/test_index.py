@@ -256,9 +256,10 @@ def test_build_tokens_bad_input() -> None:
 
 
 @pytest.mark.parametrize("spaced", [False, True])
-def test_token_strings_split_by_pyarrow_equal_one_look_up_per_token(monkeypatch, spaced: bool) -> None:
-    # large chunks of token strings are split and hashed by pyarrow; small ones, and chunks holding a
-    # token with a space in it, are looked up token by token: the index is the same either way
+def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, spaced: bool) -> None:
+    # chunks of token strings are split and hashed by numba (kernels loaded) or pyarrow (large chunks),
+    # else looked up token by token, as is a chunk holding a token with a space: the index is the same;
+    # so it is from token ids, grouped by numba or numpy
     from engine import postings, selection
 
     rng = np.random.default_rng(7)
@@ -266,23 +267,32 @@ def test_token_strings_split_by_pyarrow_equal_one_look_up_per_token(monkeypatch,
     words = sorted({"".join(rng.choice(alphabet, size=int(rng.integers(0, 4)))) for _ in range(3000)})
     docs = [(f"d{i}", [words[w] for w in rng.integers(0, len(words), size=int(rng.integers(0, 30)))])
             for i in range(2000)]
-    taken = []
-    split = postings._split_and_encode
-    monkeypatch.setattr(postings, "_split_and_encode", lambda *a: taken.append(split(*a)) or taken[-1])
+    position = {w: i for i, w in enumerate(words)}
+    id_docs = [(i, np.array([position[t] for t in ts], dtype=np.int64)) for i, ts in docs]
+    taken: dict[str, list] = {"arrow": [], "numba": []}
+    for mode, name in (("arrow", "_split_and_encode"), ("numba", "_split_compiled")):
+        split = getattr(postings, name)
+        monkeypatch.setattr(postings, name, lambda *a, split=split, mode=mode: taken[mode].append(split(*a)) or
+                            taken[mode][-1])
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
-    monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 1)
-    monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1)
-    fast = Index.build_tokens(docs)
-    assert taken and all((t is None) == spaced for t in taken)
-    monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 10**9)
-    monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 10**9)
-    plain = Index.build_tokens(docs)
-    a, b = fast._segment.postings, plain._segment.postings
-    assert list(a.terms) == list(b.terms) == sorted(b.terms)
-    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
-        assert np.array_equal(getattr(a, name), getattr(b, name))
-    assert np.array_equal(fast._segment.id_rank, plain._segment.id_rank)
-    assert fast.document("d5").text == " ".join(docs[5][1])
+
+    def build(mode: str, tokens: list) -> Index:
+        monkeypatch.setenv("BM25LAB_NUMBA", "1" if mode == "numba" else "0")
+        monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 1 if mode == "arrow" else 10**9)
+        monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1 if mode != "python" else 10**9)
+        return Index.build_tokens(tokens, vocabulary=words if tokens is id_docs else None)
+
+    plain = build("python", docs)
+    assert not taken["arrow"] and not taken["numba"]
+    for mode, tokens in (("arrow", docs), ("numba", docs), ("numba", id_docs), ("python", id_docs)):
+        fast = build(mode, tokens)
+        assert tokens is id_docs or (taken[mode] and all((t is None) == spaced for t in taken[mode]))
+        a, b = fast._segment.postings, plain._segment.postings
+        assert list(a.terms) == list(b.terms) == sorted(b.terms)
+        for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (mode, name)
+        assert np.array_equal(fast._segment.id_rank, plain._segment.id_rank)
+        assert fast.document("d5").text == (" ".join(docs[5][1]) if tokens is docs else "")
 
 
 def test_code_point_order_by_pyarrow_and_by_python(monkeypatch) -> None:
@@ -320,3 +330,19 @@ def test_build_tokens_in_batches_names_the_first_bad_document(monkeypatch, batch
     assert list(built.doc_ids) == [f"d{i}" for i in range(7)] + ["8"]
     assert built.document("8").text == "z x" and built.document("d0").text == ""
     assert [h.doc_id for h in built.search("z")] == ["8"]
+
+
+def test_store_insert_error_surfaces_and_leaves_no_thread(monkeypatch) -> None:
+    # the store inserts in a thread of its own; its error reaches the caller, nothing is left behind
+    import tempfile
+    import threading
+
+    from engine import segments
+
+    monkeypatch.setattr(segments, "_BATCH_DOCS", 2)
+    before = set(Path(tempfile.gettempdir()).glob("bm25lab-build-*"))
+    docs = [(f"d{i}", ["x", "y"]) for i in range(5)] + [("bad", ["\ud800"])] + [(f"e{i}", ["z"]) for i in range(5)]
+    with pytest.raises(InputError, match="surrogates not allowed"):
+        Index.build_tokens(docs)
+    assert not [t for t in threading.enumerate() if t.name == "bm25lab-store"]
+    assert set(Path(tempfile.gettempdir()).glob("bm25lab-build-*")) == before
