@@ -662,36 +662,39 @@ def group_by_term(terms: np.ndarray, lengths: np.ndarray, first_doc: int,
                   num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(term, document, tf) of the tokens ``terms`` (ids below ``num_terms``) of consecutive documents
     of ``lengths`` tokens, numbered from ``first_doc``: every term's triples together, documents
-    ascending (a counting sort, linear in tokens plus terms)."""
-    pairs = np.zeros(num_terms + 1, dtype=np.int64)
-    last = np.full(num_terms, -1, dtype=np.int64)
+    ascending. One pass over the tokens makes the (term, document) pairs in document order, then a
+    counting sort by term places them (linear in tokens plus terms)."""
+    n = terms.shape[0]
+    pair_terms = np.empty(n, dtype=np.int32)
+    pair_docs = np.empty(n, dtype=np.int32)
+    pair_tfs = np.zeros(n, dtype=np.int32)
+    starts = np.zeros(num_terms + 1, dtype=np.int64)
+    last = np.full(num_terms, -1, dtype=np.int64)  # the last document of each term, and its pair
+    at = np.empty(num_terms, dtype=np.int64)
+    pairs = 0
     t = 0
     for d in range(lengths.shape[0]):
         for _ in range(lengths[d]):
             term = terms[t]
             if last[term] != d:
                 last[term] = d
-                pairs[term + 1] += 1
+                at[term] = pairs
+                pair_terms[pairs] = term
+                pair_docs[pairs] = first_doc + d
+                starts[term + 1] += 1
+                pairs += 1
+            pair_tfs[at[term]] += 1
             t += 1
     for term in range(num_terms):
-        pairs[term + 1] += pairs[term]
-    total = pairs[num_terms]
-    out_terms = np.empty(total, dtype=np.int32)
-    out_docs = np.empty(total, dtype=np.int32)
-    out_tfs = np.zeros(total, dtype=np.int32)
-    free = pairs[:num_terms].copy()
-    last[:] = -1
-    at = np.empty(num_terms, dtype=np.int64)
-    t = 0
-    for d in range(lengths.shape[0]):
-        for _ in range(lengths[d]):
-            term = terms[t]
-            if last[term] != d:
-                last[term] = d
-                at[term] = free[term]
-                free[term] += 1
-                out_terms[at[term]] = term
-                out_docs[at[term]] = first_doc + d
-            out_tfs[at[term]] += 1
-            t += 1
+        starts[term + 1] += starts[term]
+    out_terms = np.empty(pairs, dtype=np.int32)
+    out_docs = np.empty(pairs, dtype=np.int32)
+    out_tfs = np.empty(pairs, dtype=np.int32)
+    for p in range(pairs):
+        term = pair_terms[p]
+        slot = starts[term]
+        starts[term] += 1
+        out_terms[slot] = term
+        out_docs[slot] = pair_docs[p]
+        out_tfs[slot] = pair_tfs[p]
     return out_terms, out_docs, out_tfs

@@ -8,8 +8,12 @@ A :class:`Postings` holds, for a sorted vocabulary of V terms and N documents,
 - ``doc_lengths`` (int32, N): exact document lengths in terms (after stopword removal).
 
 The builder holds at most a chunk of about a million tokens as strings: each chunk becomes term ids
-in one pass (a new term takes the next id as it is met) and (term, doc, tf) triples with one
-vectorised ``np.unique``. Raw text never accumulates, so memory follows the postings.
+(a new term takes the next id as it is met) and (term, doc, tf) triples, each term's together. With
+the numba kernels loaded, the chunk's tokens joined by spaces are split and hashed in one pass over
+their UTF-8 and the triples come from a counting sort; without, pyarrow splits and hashes large chunks
+and ``np.unique`` makes the triples; small chunks, and any chunk with a token holding a space, are
+looked up token by token. Only the distinct tokens of a chunk meet the Python vocabulary then. Raw
+text never accumulates, so memory follows the postings.
 """
 from __future__ import annotations
 
@@ -116,7 +120,8 @@ def _split_compiled(kernels: ModuleType, texts: list[str], num_tokens: int) -> t
     if ids.shape[0] != num_tokens:
         return None
     terms = distinct.tobytes().decode("utf-8").split(" ")  # no token holds a space (counted above)
-    return terms if count else [], ids
+    assert len(terms) == count
+    return terms, ids
 
 
 def _build_kernels(num_tokens: int) -> ModuleType | None:
