@@ -570,14 +570,6 @@ def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
 # Building: token strings to term ids, and (term, document, tf) triples, for engine.postings
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _mix(h: np.uint64) -> np.uint64:
-    """FNV-1a's low bits are weak for short keys: fold the high ones in (splitmix64's finaliser)."""
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
 @njit(cache=True, nogil=True)
 def _rehash(hashes: np.ndarray, distinct: int, cap: int) -> np.ndarray:
     table = np.full(cap, -1, dtype=np.int32)
@@ -591,70 +583,89 @@ def _rehash(hashes: np.ndarray, distinct: int, cap: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def split_and_encode(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Tokens of ``text`` (UTF-8 bytes of tokens joined by single spaces; the byte 0x20 is only ever a
-    space in UTF-8) numbered by first appearance: (number of every token (int32), the distinct
-    tokens' bytes joined by spaces, how many distinct tokens). One pass: a hash per token (FNV-1a,
-    mixed) into an open-addressing table that doubles when half full; equal hashes are confirmed
-    byte by byte."""
+def space_bounds(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end byte of every piece of ``text`` between single spaces (0x20 is only ever a space
+    in UTF-8)."""
     n = text.shape[0]
     pieces = 1
     for i in range(n):
         if text[i] == 32:
             pieces += 1
-    cap = 1024
-    table = np.full(cap, -1, dtype=np.int32)
-    ids = np.empty(pieces, dtype=np.int32)
     starts = np.empty(pieces, dtype=np.int64)
-    lengths = np.empty(pieces, dtype=np.int64)
-    hashes = np.empty(pieces, dtype=np.uint64)
-    out = np.empty(max(n, 1), dtype=np.uint8)  # distinct bytes plus separators never exceed the text
-    used = 0
-    distinct = 0
-    token = 0
-    start = 0
-    basis = np.uint64(14695981039346656037)
-    h = basis
-    for i in range(n + 1):
-        if i < n and text[i] != 32:
-            h = (h ^ np.uint64(text[i])) * np.uint64(1099511628211)
-            continue
-        h = _mix(h)
-        length = i - start
+    ends = np.empty(pieces, dtype=np.int64)
+    starts[0] = 0
+    p = 0
+    for i in range(n):
+        if text[i] == 32:
+            ends[p] = i
+            p += 1
+            starts[p] = i + 1
+    ends[p] = n
+    return starts, ends
+
+
+@njit(cache=True, nogil=True)
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    b = np.empty(max(size, 2 * a.shape[0]), dtype=a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(cache=True, nogil=True)
+def encode_tokens(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, table: np.ndarray, hashes: np.ndarray,
+                  term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray, distinct: int,
+                  used: int) -> tuple:
+    """The term id of every token ``text[starts[i]:ends[i]]`` (bytes), from a vocabulary kept in arrays:
+    an open-addressing ``table`` of term ids by hash (FNV-1a, mixed; doubled when half full), each
+    term's hash and its bytes at ``term_starts``/``term_lengths`` in ``term_bytes``. A new term takes
+    the next id. Returns (ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used):
+    the arrays may have been replaced by larger ones."""
+    n = starts.shape[0]
+    ids = np.empty(n, dtype=np.int64)
+    cap = table.shape[0]
+    for t in range(n):
+        a = starts[t]
+        length = ends[t] - a
+        h = np.uint64(14695981039346656037)
+        for j in range(length):
+            h = (h ^ np.uint64(text[a + j])) * np.uint64(1099511628211)
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finaliser: FNV's
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)  # low bits are weak for short keys
+        h = h ^ (h >> np.uint64(31))
         slot = np.int64(h & np.uint64(cap - 1))
         while True:
             e = table[slot]
             if e < 0:
-                table[slot] = distinct
-                if distinct:
-                    out[used] = 32
-                    used += 1
-                starts[distinct] = used  # compared in ``out``: compact, so in cache, unlike the text
-                lengths[distinct] = length
+                if distinct == hashes.shape[0]:
+                    hashes = _grown(hashes, distinct + 1)
+                    term_starts = _grown(term_starts, distinct + 1)
+                    term_lengths = _grown(term_lengths, distinct + 1)
+                if used + length > term_bytes.shape[0]:
+                    term_bytes = _grown(term_bytes, used + length)
+                term_bytes[used:used + length] = text[a:a + length]
+                term_starts[distinct] = used
+                term_lengths[distinct] = length
                 hashes[distinct] = h
-                ids[token] = distinct
-                out[used:used + length] = text[start:i]
                 used += length
+                table[slot] = distinct
+                ids[t] = distinct
                 distinct += 1
                 if 2 * distinct > cap:
                     cap *= 2
                     table = _rehash(hashes, distinct, cap)
                 break
-            if hashes[e] == h and lengths[e] == length:
-                s = starts[e]
+            if hashes[e] == h and term_lengths[e] == length:
+                s = term_starts[e]
                 same = True
                 for j in range(length):
-                    if out[s + j] != text[start + j]:
+                    if term_bytes[s + j] != text[a + j]:
                         same = False
                         break
                 if same:
-                    ids[token] = e
+                    ids[t] = e
                     break
             slot = (slot + 1) & (cap - 1)
-        token += 1
-        start = i + 1
-        h = basis
-    return ids, out[:used], distinct
+    return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
 
 
 @njit(cache=True, nogil=True)

@@ -9,11 +9,12 @@ A :class:`Postings` holds, for a sorted vocabulary of V terms and N documents,
 
 The builder holds at most a chunk of about a million tokens as strings: each chunk becomes term ids
 (a new term takes the next id as it is met) and (term, doc, tf) triples, each term's together. With
-the numba kernels loaded, the chunk's tokens joined by spaces are split and hashed in one pass over
-their UTF-8 and the triples come from a counting sort; without, pyarrow splits and hashes large chunks
-and ``np.unique`` makes the triples; small chunks, and any chunk with a token holding a space, are
-looked up token by token. Only the distinct tokens of a chunk meet the Python vocabulary then. Raw
-text never accumulates, so memory follows the postings.
+the numba kernels loaded, the vocabulary itself lives in the kernels' hash table: a chunk's tokens,
+joined by spaces, are hashed from their UTF-8 and only a new term becomes a Python string; a counting
+sort makes the triples. Without them, pyarrow splits and hashes large chunks (only a chunk's distinct
+tokens meet the Python vocabulary), small chunks and any chunk with a token holding a space are
+looked up token by token, and ``np.unique`` makes the triples. Raw text never accumulates, so memory
+follows the postings.
 """
 from __future__ import annotations
 
@@ -110,18 +111,40 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
 
 
-def _split_compiled(kernels: ModuleType, texts: list[str], num_tokens: int) -> tuple[list[str], np.ndarray] | None:
-    """As :func:`_split_and_encode`, by the numba kernel on the UTF-8 bytes of ``texts`` joined by spaces."""
-    try:
-        raw = " ".join(texts).encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    ids, distinct, count = kernels.split_and_encode(np.frombuffer(raw, dtype=np.uint8))
-    if ids.shape[0] != num_tokens:
-        return None
-    terms = distinct.tobytes().decode("utf-8").split(" ")  # no token holds a space (counted above)
-    assert len(terms) == count
-    return terms, ids
+class _CompiledVocabulary:
+    """The builder's vocabulary kept by the numba kernels (:func:`engine._kernels.encode_tokens`): term
+    ids come straight from the UTF-8 of a chunk's tokens; only a new term becomes a Python string."""
+
+    def __init__(self, kernels: ModuleType) -> None:
+        self._kernels = kernels
+        self._state: tuple = (np.full(1 << 12, -1, dtype=np.int32), np.empty(1 << 11, dtype=np.uint64),
+                              np.empty(1 << 11, dtype=np.int64), np.empty(1 << 11, dtype=np.int64),
+                              np.empty(1 << 14, dtype=np.uint8), 0, 0)
+        self.terms: list[str] = []  # by id: first-seen order
+
+    def term_ids(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
+        """The term id of each of ``tokens`` (``num_tokens`` of them; ``joined``: the same tokens joined
+        by spaces, document by document). Lone surrogates pass through UTF-8 as in "surrogatepass",
+        whose byte order is still the code point order."""
+        raw = " ".join(joined).encode("utf-8", "surrogatepass")
+        text = np.frombuffer(raw, dtype=np.uint8)
+        starts, ends = self._kernels.space_bounds(text)
+        if starts.shape[0] != num_tokens:  # a token holds a space: every token's own bounds
+            pieces = [token.encode("utf-8", "surrogatepass") for token in tokens]
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens)
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        ids, *state = self._kernels.encode_tokens(text, starts, ends, *self._state)
+        self._state = tuple(state)
+        _, _, term_starts, term_lengths, term_bytes, distinct, _ = self._state
+        if distinct > len(self.terms):
+            new = range(len(self.terms), distinct)
+            data = term_bytes.tobytes()
+            self.terms.extend(data[a:a + b].decode("utf-8", "surrogatepass")
+                              for a, b in zip(term_starts[new.start:new.stop].tolist(),
+                                              term_lengths[new.start:new.stop].tolist()))
+        return ids
 
 
 def _build_kernels(num_tokens: int) -> ModuleType | None:
@@ -148,6 +171,7 @@ class PostingsBuilder:
         self._lengths = array("i")
         self._pending: list[Sequence[str]] = []
         self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
+        self._compiled: _CompiledVocabulary | None = None
         self._pending_tokens = 0
         self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -179,16 +203,20 @@ class PostingsBuilder:
             self._flushed_docs = len(self._lengths)
             return
         kernels = _build_kernels(self._pending_tokens)
-        if self._given is None:
-            local, to_term = self._local_ids(kernels)
+        if self._given is None and self._compiled is None and kernels is not None and not self._vocab:
+            self._compiled = _CompiledVocabulary(kernels)  # from the first chunk on, or never
+        if self._compiled is not None:
+            local = self._compiled.term_ids(self._joined, chain.from_iterable(self._pending), self._pending_tokens)
+            to_term = None
+        elif self._given is None:
+            local, to_term = self._local_ids()
         else:
             local, to_term = np.concatenate([np.asarray(t, dtype=np.int64) for t in self._pending]), None
             if local.shape[0] and (local.min() < 0 or local.max() >= len(self._given)):
                 raise ValueError(f"a token id is outside the vocabulary of {len(self._given)} terms")
         lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:].copy()  # no view: it blocks extend
         if kernels is not None:
-            num = len(self._given) if to_term is None and self._given is not None else (
-                len(to_term) if to_term is not None else len(self._vocab))
+            num = len(to_term) if to_term is not None else len(self._terms_so_far())
             terms, docs, tfs = kernels.group_by_term(local, lengths, self._flushed_docs, num)
             self._chunks.append((terms if to_term is None else to_term[terms].astype(np.int32), docs, tfs))
         else:
@@ -202,15 +230,16 @@ class PostingsBuilder:
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
-    def _local_ids(self, kernels: ModuleType | None) -> tuple[np.ndarray, np.ndarray | None]:
+    def _terms_so_far(self) -> Sequence[str]:
+        if self._compiled is not None:
+            return self._compiled.terms
+        return self._given if self._given is not None else self._vocab  # type: ignore[return-value]
+
+    def _local_ids(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Pending string tokens as (an id per token, the term id of each of those ids, or None when
-        they are term ids already): split and hashed in C by numba or pyarrow, or one look-up per token."""
+        they are term ids already): split and hashed by pyarrow, or one look-up per token."""
         n = self._pending_tokens
-        split = None
-        if kernels is not None:
-            split = _split_compiled(kernels, self._joined, n)
-        elif n >= _ARROW_MIN_TOKENS:
-            split = _split_and_encode(self._joined, n)
+        split = _split_and_encode(self._joined, n) if n >= _ARROW_MIN_TOKENS else None
         if split is None:
             return np.fromiter(_look_up(self._vocab, list(chain.from_iterable(self._pending))), dtype=np.int64,
                                count=n), None
@@ -225,7 +254,7 @@ class PostingsBuilder:
         of their terms (a counting sort, linear in the postings).
         """
         self._flush()
-        first_seen = list(self._vocab)
+        first_seen = self._compiled.terms if self._compiled is not None else list(self._vocab)
         order = code_point_order(first_seen)
         new_id = np.empty(len(first_seen), dtype=np.int64)
         new_id[order] = np.arange(len(first_seen), dtype=np.int64)

@@ -257,36 +257,41 @@ def test_build_tokens_bad_input() -> None:
 
 @pytest.mark.parametrize("spaced", [False, True])
 def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, spaced: bool) -> None:
-    # chunks of token strings are split and hashed by numba (kernels loaded) or pyarrow (large chunks),
-    # else looked up token by token, as is a chunk holding a token with a space: the index is the same;
-    # so it is from token ids, grouped by numba or numpy
+    # token strings get their ids from numba's vocabulary (kernels loaded; a token with a space: by its
+    # own bounds) or from pyarrow's split and hash (large chunks), else are looked up token by token, as
+    # is a chunk holding a token with a space: the index is the same; so it is from token ids, grouped
+    # by numba or numpy
     from engine import postings, selection
 
     rng = np.random.default_rng(7)
     alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + ([" "] if spaced else [])
-    words = sorted({"".join(rng.choice(alphabet, size=int(rng.integers(0, 4)))) for _ in range(3000)})
+    words = sorted({"".join(rng.choice(alphabet, size=int(rng.integers(0, 8)))) for _ in range(9000)})
     docs = [(f"d{i}", [words[w] for w in rng.integers(0, len(words), size=int(rng.integers(0, 30)))])
             for i in range(2000)]
-    position = {w: i for i, w in enumerate(words)}
+    used = sorted({t for _, ts in docs for t in ts}, reverse=True)  # a given vocabulary's terms all stay
+    position = {w: i for i, w in enumerate(used)}
     id_docs = [(i, np.array([position[t] for t in ts], dtype=np.int64)) for i, ts in docs]
     taken: dict[str, list] = {"arrow": [], "numba": []}
-    for mode, name in (("arrow", "_split_and_encode"), ("numba", "_split_compiled")):
-        split = getattr(postings, name)
-        monkeypatch.setattr(postings, name, lambda *a, split=split, mode=mode: taken[mode].append(split(*a)) or
-                            taken[mode][-1])
+    split = postings._split_and_encode
+    monkeypatch.setattr(postings, "_split_and_encode", lambda *a: taken["arrow"].append(split(*a)) or
+                        taken["arrow"][-1])
+    compiled = postings._CompiledVocabulary.term_ids
+    monkeypatch.setattr(postings._CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
+                        compiled(self, *a))
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
 
     def build(mode: str, tokens: list) -> Index:
         monkeypatch.setenv("BM25LAB_NUMBA", "1" if mode == "numba" else "0")
         monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 1 if mode == "arrow" else 10**9)
         monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1 if mode != "python" else 10**9)
-        return Index.build_tokens(tokens, vocabulary=words if tokens is id_docs else None)
+        return Index.build_tokens(tokens, vocabulary=used if tokens is id_docs else None)
 
     plain = build("python", docs)
     assert not taken["arrow"] and not taken["numba"]
     for mode, tokens in (("arrow", docs), ("numba", docs), ("numba", id_docs), ("python", id_docs)):
         fast = build(mode, tokens)
-        assert tokens is id_docs or (taken[mode] and all((t is None) == spaced for t in taken[mode]))
+        assert tokens is id_docs or taken[mode]
+        assert mode != "arrow" or all((t is None) == spaced for t in taken[mode])  # a space: token by token
         a, b = fast._segment.postings, plain._segment.postings
         assert list(a.terms) == list(b.terms) == sorted(b.terms)
         for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
