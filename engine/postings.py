@@ -138,12 +138,11 @@ class _CompiledVocabulary:
         ids, *state = self._kernels.encode_tokens(text, starts, ends, *self._state)
         self._state = tuple(state)
         _, _, term_starts, term_lengths, term_bytes, distinct, _ = self._state
-        if distinct > len(self.terms):
-            new = range(len(self.terms), distinct)
+        known = len(self.terms)
+        if distinct > known:
             data = term_bytes.tobytes()
             self.terms.extend(data[a:a + b].decode("utf-8", "surrogatepass")
-                              for a, b in zip(term_starts[new.start:new.stop].tolist(),
-                                              term_lengths[new.start:new.stop].tolist()))
+                              for a, b in zip(term_starts[known:distinct].tolist(), term_lengths[known:distinct].tolist()))
         return ids
 
 
