@@ -9,5 +9,5 @@ from .segments import Change
 from .scoring import VARIANTS
 from .tokenization import Tokenizer
 
-__all__ = ["BM25LabError", "Change", "Document", "Hit", "Hits", "Index", "IndexFormatError", "IndexLockedError", "InputError",
-           "Tokenizer", "VARIANTS"]
+__all__ = ["BM25LabError", "Change", "Document", "Hit", "Hits", "Index", "IndexFormatError", "IndexLockedError",
+           "InputError", "Tokenizer", "VARIANTS"]

@@ -141,8 +141,8 @@ class _CompiledVocabulary:
         known = len(self.terms)
         if distinct > known:
             data = term_bytes.tobytes()
-            self.terms.extend(data[a:a + b].decode("utf-8", "surrogatepass")
-                              for a, b in zip(term_starts[known:distinct].tolist(), term_lengths[known:distinct].tolist()))
+            spans = zip(term_starts[known:distinct].tolist(), term_lengths[known:distinct].tolist())
+            self.terms.extend(data[a:a + b].decode("utf-8", "surrogatepass") for a, b in spans)
         return ids
 
 
