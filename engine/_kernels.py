@@ -583,25 +583,13 @@ def _rehash(hashes: np.ndarray, distinct: int, cap: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def space_bounds(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end byte of every piece of ``text`` between single spaces (0x20 is only ever a space
-    in UTF-8)."""
-    n = text.shape[0]
+def count_pieces(text: np.ndarray) -> int:
+    """How many pieces single spaces cut ``text`` into (0x20 is only ever a space in UTF-8)."""
     pieces = 1
-    for i in range(n):
+    for i in range(text.shape[0]):
         if text[i] == 32:
             pieces += 1
-    starts = np.empty(pieces, dtype=np.int64)
-    ends = np.empty(pieces, dtype=np.int64)
-    starts[0] = 0
-    p = 0
-    for i in range(n):
-        if text[i] == 32:
-            ends[p] = i
-            p += 1
-            starts[p] = i + 1
-    ends[p] = n
-    return starts, ends
+    return pieces
 
 
 @njit(cache=True, nogil=True)
@@ -612,20 +600,30 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def encode_tokens(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, table: np.ndarray, hashes: np.ndarray,
+def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, table: np.ndarray, hashes: np.ndarray,
                   term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray, distinct: int,
                   used: int) -> tuple:
-    """The term id of every token ``text[starts[i]:ends[i]]`` (bytes), from a vocabulary kept in arrays:
+    """The term id of each of the ``n`` tokens of ``text`` (bytes): the pieces between single spaces,
+    or, when ``ends`` is not empty, ``text[ends[i - 1]:ends[i]]``. The vocabulary is kept in arrays:
     an open-addressing ``table`` of term ids by hash (FNV-1a, mixed; doubled when half full), each
     term's hash and its bytes at ``term_starts``/``term_lengths`` in ``term_bytes``. A new term takes
     the next id. Returns (ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used):
     the arrays may have been replaced by larger ones."""
-    n = starts.shape[0]
-    ids = np.empty(n, dtype=np.int64)
+    by_space = ends.shape[0] == 0
+    ids = np.empty(n, dtype=np.int32)
     cap = table.shape[0]
+    a = 0
+    b = -1
     for t in range(n):
-        a = starts[t]
-        length = ends[t] - a
+        if t:
+            a = b + 1 if by_space else ends[t - 1]
+        b = a
+        if by_space:
+            while b < text.shape[0] and text[b] != 32:
+                b += 1
+        else:
+            b = ends[t]
+        length = b - a
         h = np.uint64(14695981039346656037)
         for j in range(length):
             h = (h ^ np.uint64(text[a + j])) * np.uint64(1099511628211)

@@ -126,16 +126,13 @@ class _CompiledVocabulary:
         """The term id of each of ``tokens`` (``num_tokens`` of them; ``joined``: the same tokens joined
         by spaces, document by document). Lone surrogates pass through UTF-8 as in "surrogatepass",
         whose byte order is still the code point order."""
-        raw = " ".join(joined).encode("utf-8", "surrogatepass")
-        text = np.frombuffer(raw, dtype=np.uint8)
-        starts, ends = self._kernels.space_bounds(text)
-        if starts.shape[0] != num_tokens:  # a token holds a space: every token's own bounds
+        text = np.frombuffer(" ".join(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        ends = np.zeros(0, dtype=np.int64)  # the tokens are the pieces between spaces
+        if self._kernels.count_pieces(text) != num_tokens:  # a token holds a space: every token's own end
             pieces = [token.encode("utf-8", "surrogatepass") for token in tokens]
-            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens)
-            ends = np.cumsum(lengths)
-            starts = ends - lengths
+            ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens))
             text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-        ids, *state = self._kernels.encode_tokens(text, starts, ends, *self._state)
+        ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, *self._state)
         self._state = tuple(state)
         _, _, term_starts, term_lengths, term_bytes, distinct, _ = self._state
         known = len(self.terms)
