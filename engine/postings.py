@@ -212,7 +212,7 @@ class PostingsBuilder:
                 raise ValueError(f"a token id is outside the vocabulary of {len(self._given)} terms")
         lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._flushed_docs:].copy()  # no view: it blocks extend
         if kernels is not None:
-            num = len(to_term) if to_term is not None else len(self._terms_so_far())
+            num = len(to_term) if to_term is not None else self._num_terms()
             terms, docs, tfs = kernels.group_by_term(local, lengths, self._flushed_docs, num)
             self._chunks.append((terms if to_term is None else to_term[terms].astype(np.int32), docs, tfs))
         else:
@@ -226,10 +226,9 @@ class PostingsBuilder:
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
-    def _terms_so_far(self) -> Sequence[str]:
-        if self._compiled is not None:
-            return self._compiled.terms
-        return self._given if self._given is not None else self._vocab  # type: ignore[return-value]
+    def _num_terms(self) -> int:
+        """Terms known so far (a given vocabulary's all): where the next new term's id starts."""
+        return len(self._compiled.terms) if self._compiled is not None else len(self._vocab)
 
     def _local_ids(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Pending string tokens as (an id per token, the term id of each of those ids, or None when
