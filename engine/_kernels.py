@@ -707,3 +707,76 @@ def group_by_term(terms: np.ndarray, lengths: np.ndarray, first_doc: int,
         out_docs[slot] = pair_docs[p]
         out_tfs[slot] = pair_tfs[p]
     return out_terms, out_docs, out_tfs
+
+
+@njit(cache=True, nogil=True)
+def sort_terms(term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray, distinct: int) -> np.ndarray:
+    """Ids of the ``distinct`` terms of :func:`encode_tokens`'s arrays in the byte order of their
+    UTF-8, which is the code point order. A radix sort by 8 bytes at a time (big-endian, missing
+    bytes as 0): each run of terms equal so far is sorted again by their next 8 bytes, and a run
+    whose terms all end within those bytes (they differ only by trailing zero bytes then) by length."""
+    order = np.arange(distinct, dtype=np.int64)
+    keys = np.empty(distinct, dtype=np.uint64)
+    runs = [(np.int64(0), np.int64(distinct), np.int64(0))]  # (first, end, bytes already equal)
+    while len(runs):
+        lo, hi, depth = runs.pop()
+        for i in range(lo, hi):
+            e = order[i]
+            s = term_starts[e] + depth
+            m = term_lengths[e] - depth
+            key = np.uint64(0)
+            for j in range(8):
+                key <<= np.uint64(8)
+                if j < m:
+                    key |= np.uint64(term_bytes[s + j])
+            keys[i] = key
+        by_key = np.argsort(keys[lo:hi], kind="mergesort")
+        order[lo:hi] = order[lo:hi][by_key]
+        keys[lo:hi] = keys[lo:hi][by_key]
+        i = lo
+        while i < hi:
+            j = i + 1
+            while j < hi and keys[j] == keys[i]:
+                j += 1
+            if j - i > 1:
+                longest = 0
+                for r in range(i, j):
+                    longest = max(longest, term_lengths[order[r]])
+                if longest <= depth + 8:
+                    run = order[i:j].copy()
+                    order[i:j] = run[np.argsort(term_lengths[run], kind="mergesort")]
+                else:
+                    runs.append((np.int64(i), np.int64(j), depth + 8))
+            i = j
+    return order
+
+
+@njit(cache=True, nogil=True)
+def joined_terms(order: np.ndarray, term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray,
+                 used: int) -> tuple[np.ndarray, int]:
+    """The bytes of the terms ``order`` (ids into :func:`encode_tokens`'s arrays) one after another,
+    with a separator between two: newline, or if a term holds one the next ASCII byte (cyclically)
+    that none holds (an ASCII byte in UTF-8 is always a whole character). Returns (bytes, separator), the separator
+    -1 when every ASCII byte is in some term (the bytes are then of no use)."""
+    present = np.zeros(128, dtype=np.bool_)
+    for i in range(used):
+        if term_bytes[i] < 128:
+            present[term_bytes[i]] = True
+    separator = -1
+    for c in range(128):
+        if not present[(c + 10) % 128]:  # newline first
+            separator = (c + 10) % 128
+            break
+    n = order.shape[0]
+    out = np.empty(used + max(n - 1, 0), dtype=np.uint8)
+    p = 0
+    for i in range(n):
+        if i:
+            out[p] = separator
+            p += 1
+        e = order[i]
+        s = term_starts[e]
+        for j in range(term_lengths[e]):
+            out[p + j] = term_bytes[s + j]
+        p += term_lengths[e]
+    return out, separator

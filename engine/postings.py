@@ -113,19 +113,22 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
 
 class _CompiledVocabulary:
     """The builder's vocabulary kept by the numba kernels (:func:`engine._kernels.encode_tokens`): term
-    ids come straight from the UTF-8 of a chunk's tokens; only a new term becomes a Python string."""
+    ids come straight from the UTF-8 of a chunk's tokens, and the terms become Python strings only
+    at the end, sorted (:meth:`sorted_terms`)."""
 
     def __init__(self, kernels: ModuleType) -> None:
         self._kernels = kernels
         self._state: tuple = (np.full(1 << 12, -1, dtype=np.int32), np.empty(1 << 11, dtype=np.uint64),
                               np.empty(1 << 11, dtype=np.int64), np.empty(1 << 11, dtype=np.int64),
                               np.empty(1 << 14, dtype=np.uint8), 0, 0)
-        self.terms: list[str] = []  # by id: first-seen order
+
+    def __len__(self) -> int:
+        return self._state[5]
 
     def term_ids(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
         """The term id of each of ``tokens`` (``num_tokens`` of them; ``joined``: the same tokens joined
-        by spaces, document by document). Lone surrogates pass through UTF-8 as in "surrogatepass",
-        whose byte order is still the code point order."""
+        by spaces, document by document), numbered in first-seen order. Lone surrogates pass through
+        UTF-8 as in "surrogatepass", whose byte order is still the code point order."""
         text = np.frombuffer(" ".join(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
         ends = np.zeros(0, dtype=np.int64)  # the tokens are the pieces between spaces
         if self._kernels.count_pieces(text) != num_tokens:  # a token holds a space: every token's own end
@@ -134,13 +137,21 @@ class _CompiledVocabulary:
             text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, *self._state)
         self._state = tuple(state)
-        _, _, term_starts, term_lengths, term_bytes, distinct, _ = self._state
-        known = len(self.terms)
-        if distinct > known:
-            data = term_bytes.tobytes()
-            spans = zip(term_starts[known:distinct].tolist(), term_lengths[known:distinct].tolist())
-            self.terms.extend(data[a:a + b].decode("utf-8", "surrogatepass") for a, b in spans)
         return ids
+
+    def sorted_terms(self) -> tuple[list[str], np.ndarray]:
+        """The terms in code point order, and the id of each (sorted by the kernels, then decoded
+        all at once and split at a byte no term holds)."""
+        _, _, starts, lengths, data, distinct, used = self._state
+        order = self._kernels.sort_terms(starts, lengths, data, distinct)
+        if not distinct:
+            return [], order
+        joined, separator = self._kernels.joined_terms(order, starts, lengths, data, used)
+        if separator >= 0:
+            return joined.tobytes().decode("utf-8", "surrogatepass").split(chr(separator)), order
+        raw = data.tobytes()  # every ASCII character is in some term: one at a time
+        spans = zip(starts[order].tolist(), lengths[order].tolist())
+        return [raw[a:a + b].decode("utf-8", "surrogatepass") for a, b in spans], order
 
 
 def _build_kernels(num_tokens: int) -> ModuleType | None:
@@ -228,7 +239,7 @@ class PostingsBuilder:
 
     def _num_terms(self) -> int:
         """Terms known so far (a given vocabulary's all): where the next new term's id starts."""
-        return len(self._compiled.terms) if self._compiled is not None else len(self._vocab)
+        return len(self._compiled) if self._compiled is not None else len(self._vocab)
 
     def _local_ids(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Pending string tokens as (an id per token, the term id of each of those ids, or None when
@@ -249,14 +260,18 @@ class PostingsBuilder:
         of their terms (a counting sort, linear in the postings).
         """
         self._flush()
-        first_seen = self._compiled.terms if self._compiled is not None else list(self._vocab)
-        order = code_point_order(first_seen)
-        new_id = np.empty(len(first_seen), dtype=np.int64)
-        new_id[order] = np.arange(len(first_seen), dtype=np.int64)
-        df = np.zeros(len(first_seen), dtype=np.int64)
+        if self._compiled is not None:
+            terms, order = self._compiled.sorted_terms()
+        else:
+            first_seen = list(self._vocab)
+            order = code_point_order(first_seen)
+            terms = list(map(first_seen.__getitem__, order.tolist()))
+        new_id = np.empty(len(terms), dtype=np.int64)
+        new_id[order] = np.arange(len(terms), dtype=np.int64)
+        df = np.zeros(len(terms), dtype=np.int64)
         for chunk_terms, _, _ in self._chunks:
-            df += np.bincount(new_id[chunk_terms], minlength=len(first_seen))
-        offsets = np.zeros(len(first_seen) + 1, dtype=np.int64)
+            df += np.bincount(new_id[chunk_terms], minlength=len(terms))
+        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(df, out=offsets[1:])
         doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
         tfs = np.empty(int(offsets[-1]), dtype=np.int32)
@@ -272,7 +287,7 @@ class PostingsBuilder:
             free[group_terms] += sizes
         self._chunks = []
         return Postings(
-            terms=list(map(first_seen.__getitem__, order.tolist())),
+            terms=terms,
             offsets=offsets,
             doc_nums=doc_nums,
             tfs=tfs,

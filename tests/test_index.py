@@ -255,19 +255,23 @@ def test_build_tokens_bad_input() -> None:
         Index.build_tokens([("a", "not a token list")])
 
 
-@pytest.mark.parametrize("spaced", [False, True])
-def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, spaced: bool) -> None:
+@pytest.mark.parametrize("extra", ["", " \n", "".join(map(chr, range(128)))])
+def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra: str) -> None:
     # token strings get their ids from numba's vocabulary (kernels loaded; a token with a space: by its
     # own bounds) or from pyarrow's split and hash (large chunks), else are looked up token by token, as
     # is a chunk holding a token with a space: the index is the same; so it is from token ids, grouped
-    # by numba or numpy
+    # by numba or numpy. Numba sorts its terms (terms up to 28 bytes long, some differing only by
+    # trailing NULs) and decodes them at once, split at a newline, at another character when a term
+    # holds a newline, or one by one when every ASCII character is in some term
     from engine import postings, selection
 
     rng = np.random.default_rng(7)
-    alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + ([" "] if spaced else [])
-    words = sorted({"".join(rng.choice(alphabet, size=int(rng.integers(0, 8)))) for _ in range(9000)})
+    alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + list(extra)
+    spaced = " " in extra
+    words = sorted({"".join(map(alphabet.__getitem__, rng.integers(0, len(alphabet), size=int(rng.integers(0, 8)))))
+                    for _ in range(9000)} | set(extra))  # (numpy's strings would drop trailing NULs)
     docs = [(f"d{i}", [words[w] for w in rng.integers(0, len(words), size=int(rng.integers(0, 30)))])
-            for i in range(2000)]
+            for i in range(2000)] + [("every", list(extra))]
     used = sorted({t for _, ts in docs for t in ts}, reverse=True)  # a given vocabulary's terms all stay
     position = {w: i for i, w in enumerate(used)}
     id_docs = [(i, np.array([position[t] for t in ts], dtype=np.int64)) for i, ts in docs]
@@ -279,6 +283,12 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, space
     monkeypatch.setattr(postings._CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
                         compiled(self, *a))
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
+    from engine import _kernels
+
+    separators = []
+    joined_terms = _kernels.joined_terms
+    monkeypatch.setattr(_kernels, "joined_terms", lambda *a: separators.append(joined_terms(*a)[1]) or
+                        joined_terms(*a))
 
     def build(mode: str, tokens: list) -> Index:
         monkeypatch.setenv("BM25LAB_NUMBA", "1" if mode == "numba" else "0")
@@ -298,6 +308,7 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, space
             assert np.array_equal(getattr(a, name), getattr(b, name)), (mode, name)
         assert np.array_equal(fast._segment.id_rank, plain._segment.id_rank)
         assert fast.document("d5").text == (" ".join(docs[5][1]) if tokens is docs else "")
+    assert separators == [{"": 10, " \n": 11}.get(extra, -1)]
 
 
 def test_code_point_order_by_pyarrow_and_by_python(monkeypatch) -> None:
