@@ -12,6 +12,7 @@ stays open, so a writer that removes an obsolete segment later does not take it 
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
 import threading
 from itertools import count
@@ -26,6 +27,7 @@ _SCHEMA = "CREATE TABLE docs (num INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, 
 _BATCH = 500  # ids per IN (...) query: below SQLite's variable limit
 _PAGE = 2048  # rows per page when iterating
 _WRITE_ROWS, _WRITE_CHARS = 1000, 1 << 23  # a writer inserts when either many rows or much text is pending
+_QUEUED_BATCHES = 2  # batches a writer's caller may be ahead of its inserting thread
 
 
 Fields = tuple[str, str, str, str]  # a row without its number: (id, title, text, meta JSON)
@@ -39,27 +41,30 @@ def fields(doc: Document) -> Fields:
 class DocStoreWriter:
     """Appends documents to a new store file; :meth:`close` commits.
 
-    Rows are inserted by a thread of the writer's own, one batch at a time, while the caller goes on
-    (SQLite lets go of the GIL while it writes; the builder's kernels too); an error of the insert
-    is raised by the next :meth:`add_columns`/:meth:`add_row` that writes, or by :meth:`close`.
+    Rows are inserted by a thread of the writer's own, a batch at a time, while the caller goes on
+    (SQLite lets go of the GIL while it writes; the builder's kernels too); at most
+    ``_QUEUED_BATCHES`` batches wait for it. An error of the insert is raised by the next
+    :meth:`add_columns`/:meth:`add_row` that writes, or by :meth:`close`.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False)  # used by one thread at a time
+        self._db = sqlite3.connect(path, check_same_thread=False)  # used by the inserting thread only, then closed
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute(_SCHEMA)
         self._rows: list[tuple[int, str, str, str, str]] = []
         self._pending_chars = 0
+        self._queue: queue.Queue[list[tuple[int, str, str, str, str]] | None] = queue.Queue(_QUEUED_BATCHES)
         self._inserting: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._error_raised = False
 
     def add_columns(self, first: int, ids: Iterable[str], titles: Iterable[str], texts: Iterable[str],
                     metas: Iterable[str]) -> None:
         """Add documents ``first``, ``first + 1``, ... from columns of their fields (the shortest
         column gives their number; the others may be endless, e.g. ``itertools.repeat("")``), and
-        start inserting them."""
+        hand them to the inserting thread."""
         self._rows.extend(zip(count(first), ids, titles, texts, metas))
         self._write()
 
@@ -71,35 +76,47 @@ class DocStoreWriter:
             self._write()
 
     def _write(self) -> None:
-        """Hand the pending rows to the inserting thread (after the previous batch is in)."""
+        """Queue the pending rows for the inserting thread (started on the first)."""
+        self._raise_error()
         rows, self._rows, self._pending_chars = self._rows, [], 0
-        self._wait()
         if rows:
-            self._inserting = threading.Thread(target=self._insert, args=(rows,), name="bm25lab-store", daemon=True)
-            self._inserting.start()
+            if self._inserting is None:
+                self._inserting = threading.Thread(target=self._insert, name="bm25lab-store", daemon=True)
+                self._inserting.start()
+            self._queue.put(rows)
 
-    def _insert(self, rows: list[tuple[int, str, str, str, str]]) -> None:
-        try:
-            self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows)
-        except BaseException as error:  # raised in the caller's thread by _wait
-            self._error = error
+    def _insert(self) -> None:
+        """The inserting thread: batches from the queue until None; after an error, it only empties it."""
+        while (rows := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._insert_rows(rows)
+                except BaseException as error:  # raised in the caller's thread by _raise_error
+                    self._error = error
 
-    def _wait(self) -> None:
-        if self._inserting is not None:
-            self._inserting.join()
-            self._inserting = None
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
+    def _insert_rows(self, rows: list[tuple[int, str, str, str, str]]) -> None:
+        self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows)
+
+    def _raise_error(self) -> None:
+        """Raise the insert's error, once (the thread inserts nothing more after it)."""
+        if self._error is not None and not self._error_raised:
+            self._error_raised = True
+            raise self._error
 
     def close(self) -> None:
+        """Insert what is pending, wait for the thread and commit (raising an error of the insert)."""
         try:
-            self._write()
-            self._wait()
-            self._db.commit()
+            try:
+                self._write()
+            finally:
+                if self._inserting is not None:
+                    self._queue.put(None)
+                    self._inserting.join()
+                    self._inserting = None
+            self._raise_error()
+            if self._error is None:
+                self._db.commit()
         finally:
-            if self._inserting is not None:
-                self._inserting.join()
             self._db.close()
 
 

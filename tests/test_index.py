@@ -353,12 +353,17 @@ def test_store_insert_error_surfaces_and_leaves_no_thread(monkeypatch) -> None:
     import tempfile
     import threading
 
-    from engine import segments
+    from engine import docstore, segments
 
     monkeypatch.setattr(segments, "_BATCH_DOCS", 2)
+    insert_rows = docstore.DocStoreWriter._insert_rows
     before = set(Path(tempfile.gettempdir()).glob("bm25lab-build-*"))
-    docs = [(f"d{i}", ["x", "y"]) for i in range(5)] + [("bad", ["\ud800"])] + [(f"e{i}", ["z"]) for i in range(5)]
-    with pytest.raises(InputError, match="surrogates not allowed"):
+    docs = [(f"d{i}", ["x", "y"]) for i in range(5)] + [("bad", ["\ud800"])] + [(f"e{i}", ["z"]) for i in range(50)]
+    inserted = []
+    monkeypatch.setattr(docstore.DocStoreWriter, "_insert_rows", lambda self, rows: inserted.extend(rows) or
+                        insert_rows(self, rows))
+    with pytest.raises(InputError, match="surrogates not allowed"):  # once, not blocked by a full queue
         Index.build_tokens(docs)
     assert not [t for t in threading.enumerate() if t.name == "bm25lab-store"]
+    assert [row[1] for row in inserted][-2:] == ["d4", "bad"]  # nothing after the failed batch
     assert set(Path(tempfile.gettempdir()).glob("bm25lab-build-*")) == before
