@@ -495,6 +495,7 @@ class _Language:
     lowercase: bool
     needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
     description: str
+    in_process: bool = False  # analysing costs less than carrying the tokens back from a worker process
 
 
 LANGUAGES: dict[str, _Language] = {
@@ -507,7 +508,8 @@ LANGUAGES: dict[str, _Language] = {
         _analyse_en, ("en",), True, False, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"
     ),
     "whitespace": _Language(
-        _analyse_whitespace, (), False, False, False, lambda text: False, "already segmented: split on whitespace only"
+        _analyse_whitespace, (), False, False, False, lambda text: False, "already segmented: split on whitespace only",
+        in_process=True,  # 40,000 texts: 0.46 s here, 0.92 s on 2 workers
     ),
 }
 """Registry of language values accepted by ``Tokenizer(language=...)``."""
@@ -600,13 +602,14 @@ class Tokenizer:
         chunks per worker are in flight, so memory stays bounded on any corpus size. ``workers=1``
         runs in this process, and so does an input that ends within the first ``2 * workers *
         chunksize`` texts and is too little work to pay for starting processes (``_POOL_MIN_WORK``);
-        a short input that is worth it is cut into smaller chunks so every worker gets a share.
+        a short input that is worth it is cut into smaller chunks so every worker gets a share. The
+        whitespace analysis always runs here: unpickling a worker's tokens costs more than splitting.
         """
         if chunksize < 1:
             raise ValueError(f"chunksize must be at least 1, got {chunksize}")
         count = _resolve_workers(workers)
         iterator = iter(texts)
-        if count == 1:
+        if count == 1 or self._spec.in_process:
             yield from map(self.tokenize, iterator)
             return
         head = list(islice(iterator, 2 * count * chunksize))
