@@ -756,8 +756,8 @@ def joined_terms(order: np.ndarray, term_starts: np.ndarray, term_lengths: np.nd
                  used: int) -> tuple[np.ndarray, int]:
     """The bytes of the terms ``order`` (ids into :func:`encode_tokens`'s arrays) one after another,
     with a separator between two: newline, or if a term holds one the next ASCII byte (cyclically)
-    that none holds (an ASCII byte in UTF-8 is always a whole character). Returns (bytes, separator), the separator
-    -1 when every ASCII byte is in some term (the bytes are then of no use)."""
+    that none holds (an ASCII byte in UTF-8 is always a whole character). Returns (bytes,
+    separator), the separator -1 when every ASCII byte is in some term (the bytes are then of no use)."""
     present = np.zeros(128, dtype=np.bool_)
     for i in range(used):
         if term_bytes[i] < 128:

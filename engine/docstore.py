@@ -49,7 +49,7 @@ class DocStoreWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False)  # used by the inserting thread only, then closed
+        self._db = sqlite3.connect(path, check_same_thread=False)  # by one thread at a time
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute(_SCHEMA)

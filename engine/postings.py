@@ -11,9 +11,10 @@ The builder holds at most a chunk of about a million tokens as strings: each chu
 (a new term takes the next id as it is met) and (term, doc, tf) triples, each term's together. With
 the numba kernels loaded, the vocabulary itself lives in the kernels' hash table: a chunk's tokens,
 joined by spaces, are hashed from their UTF-8, a counting sort makes the triples, and the terms
-become Python strings only at the end, sorted by the kernels and decoded all at once. Without them, pyarrow splits and hashes large chunks (only a chunk's distinct
-tokens meet the Python vocabulary), small chunks and any chunk with a token holding a space are
-looked up token by token, and ``np.unique`` makes the triples. Raw text never accumulates, so memory
+become Python strings only at the end, sorted by the kernels and decoded all at once. Without them,
+pyarrow splits and hashes large chunks (only a chunk's distinct tokens meet the Python vocabulary),
+small chunks and any chunk with a token holding a space are looked up token by token, and
+``np.unique`` makes the triples. Raw text never accumulates, so memory
 follows the postings.
 """
 from __future__ import annotations
