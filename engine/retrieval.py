@@ -26,6 +26,7 @@ from .selection import top_k
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
 # denser queries use one dense array of N scores. Both add in the same order: same float results.
 _SPARSE_RATIO = 8
+_PREPARE_BLOCK = 1 << 20  # postings whose weights are computed together (work arrays of ~8 MB each)
 
 # Single searches with the same parameters that run before all postings' weights are prepared.
 WARM_AFTER = 8
@@ -122,7 +123,8 @@ class Scorer:
                           np.array([p[1] for p in pairs], dtype=np.float64))
 
     # ------------------------------------------------------------------ weights
-    def _posting_weights(self, sl: slice, idf: float, params: Params, zero: float) -> np.ndarray:
+    def _posting_weights(self, sl: slice, idf: float | np.ndarray, params: Params, zero: float) -> np.ndarray:
+        """Weights of the postings ``sl``; ``idf``: their term's, or each posting's."""
         p = self.postings
         docs = p.doc_nums[sl]
         tf_part = get_variant(params.variant).tf_part(p.tfs[sl], p.doc_lengths[docs], self.avgdl,
@@ -130,16 +132,20 @@ class Scorer:
         return idf * (tf_part - zero) if zero else idf * tf_part
 
     def prepare(self, params: Params) -> np.ndarray:
-        """Weights of all postings for ``params`` (resolved), computed once and kept for the next batch."""
+        """Weights of all postings for ``params`` (resolved), computed once and kept for the next batch:
+        ``_PREPARE_BLOCK`` postings at a time, so the work arrays beside the weights stay small."""
         if self._weights is not None and self._weights[0] == params:
             return self._weights[1]
-        p = self.postings
-        variant = get_variant(params.variant)
+        offsets = np.asarray(self.postings.offsets)
+        idf = self.idf(params.variant)
         zero = zero_tf_part(params)
-        term_of = np.repeat(np.arange(p.num_terms, dtype=np.int32), p.document_frequencies())
-        idf = self.idf(params.variant)[term_of]
-        tf_part = variant.tf_part(p.tfs, p.doc_lengths[p.doc_nums], self.avgdl, params.k1, params.b, params.delta)
-        weights = idf * (tf_part - zero) if zero else idf * tf_part
+        weights = np.empty(self.postings.num_postings, dtype=np.float64)
+        for lo in range(0, weights.shape[0], _PREPARE_BLOCK):
+            hi = min(lo + _PREPARE_BLOCK, weights.shape[0])
+            first, end = np.searchsorted(offsets, [lo, hi], side="right") - 1  # terms with postings in lo:hi
+            bounds = np.clip(offsets[first:end + 2], lo, hi)
+            term_idf = np.repeat(idf[first:end + 1], np.diff(bounds))
+            weights[lo:hi] = self._posting_weights(slice(lo, hi), term_idf, params, zero)
         self._weights = (params, weights)
         return weights
 

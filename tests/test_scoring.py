@@ -96,3 +96,29 @@ def test_parameters_chosen_per_search(index: Index) -> None:
     b = scores(index, k1=2.0, b=1.0)
     assert a != b
     assert scores(index, k1=0.9, b=0.4) == a
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("block", [1, 5, 1 << 20])
+def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: str, block: int) -> None:
+    # all postings' weights are computed a block at a time; blocks cut terms anywhere and empty terms
+    # (equal offsets) sit at the start, in the middle and at the end: the weights are each term's own
+    import numpy as np
+
+    from engine import retrieval
+    from engine.postings import Postings
+
+    rng = np.random.default_rng(3)
+    df = np.array([0, 3, 1, 0, 0, 7, 2, 0, 11, 0])
+    offsets = np.concatenate(([0], np.cumsum(df)))
+    postings = Postings([f"t{i}" for i in range(len(df))], offsets,
+                        np.concatenate([np.sort(rng.choice(12, n, replace=False)) for n in df]).astype(np.int32),
+                        rng.integers(1, 5, offsets[-1]).astype(np.int32), rng.integers(1, 9, 12).astype(np.int32))
+    scorer = retrieval.Scorer(postings, np.arange(12, dtype=np.int32))
+    params = Params(variant, 1.2, 0.75).resolved()
+    monkeypatch.setattr(retrieval, "_PREPARE_BLOCK", block)
+    with np.errstate(divide="ignore"):  # the idf of an empty term may be infinite: it weighs no posting
+        idf = scorer.idf(params.variant)
+    zero = retrieval.zero_tf_part(params)
+    expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) for t in range(len(df))]
+    assert scorer.prepare(params).tobytes() == np.concatenate(expected).tobytes()
