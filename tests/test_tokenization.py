@@ -321,7 +321,7 @@ def test_small_inputs_skip_the_pool_but_short_heavy_ones_use_it(monkeypatch: pyt
     assert list(tok.tokenize_many(paragraphs, workers=2)) == [tok.tokenize(text) for text in paragraphs]
     assert pools == [15]  # 120 texts cut into 4 chunks per worker
     split = Tokenizer("whitespace", stopwords=None)  # splitting is cheaper than a worker's round trip
-    texts = [" ".join(paragraphs)] * 600
+    texts = [" ".join(paragraphs)] * 30  # heavy enough for the pool (_POOL_MIN_WORK) were it not whitespace
     assert list(split.tokenize_many(texts, workers=2)) == [split.tokenize(text) for text in texts]
     assert pools == [15]
 
