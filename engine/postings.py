@@ -14,8 +14,7 @@ joined by spaces, are hashed from their UTF-8, a counting sort makes the triples
 become Python strings only at the end, sorted by the kernels and decoded all at once. Without them,
 pyarrow splits and hashes large chunks (only a chunk's distinct tokens meet the Python vocabulary),
 small chunks and any chunk with a token holding a space are looked up token by token, and
-``np.unique`` makes the triples. Raw text never accumulates, so memory
-follows the postings.
+``np.unique`` makes the triples. Raw text never accumulates, so memory follows the postings.
 """
 from __future__ import annotations
 

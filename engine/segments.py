@@ -37,7 +37,7 @@ from . import storage
 from .docstore import DocStore, DocStoreWriter, fields
 from .errors import IndexFormatError, InputError
 from .locking import check_unlocked, write_lock
-from .postings import Postings, PostingsBuilder
+from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
 from .selection import id_ranks
 from .tokenization import Tokenizer
@@ -294,8 +294,7 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
                 keep = live[docs]
                 docs, tf = docs[keep], tf[keep]
             counts = live_df[lo:hi]
-            first = np.cumsum(counts) - counts  # where each term's live postings start in this block
-            places = np.repeat(free[target[lo:hi]] - first, counts) + np.arange(docs.shape[0])
+            places = concat_ranges(free[target[lo:hi]], counts)  # each term's next free places
             doc_nums[places] = new_num[docs]
             tfs[places] = tf
             present = counts > 0  # a part's terms are distinct, so plain fancy indexing adds correctly

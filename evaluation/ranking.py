@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from engine.postings import concat_ranges
 from evaluation.errors import InputError
 
 if TYPE_CHECKING:
@@ -198,16 +199,6 @@ def _offsets(codes: np.ndarray, count: int) -> np.ndarray:
     offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=count), out=offsets[1:])
     return offsets
-
-
-def segment_rows(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenated row indices ``starts[i] .. starts[i] + lengths[i] - 1`` for every segment i."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    out_starts = np.cumsum(lengths) - lengths
-    return np.repeat(np.asarray(starts, dtype=np.int64) - out_starts, lengths) + np.arange(total, dtype=np.int64)
 
 
 def _where(source: str | Path | None, lines: np.ndarray | None, row: int) -> tuple[str | Path | None, int | None]:
@@ -745,7 +736,7 @@ def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.
     length[in_run] = np.diff(run.offsets)[position[in_run]]
     if int(length.sum()) == len(run) and bool((np.diff(start[in_run]) >= 0).all()):
         return None, length, in_run
-    return segment_rows(start, length), length, in_run
+    return concat_ranges(start, length), length, in_run
 
 
 def _qrels_segments(qrels: Qrels, qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -756,5 +747,5 @@ def _qrels_segments(qrels: Qrels, qids: Sequence[str]) -> tuple[np.ndarray, np.n
     if n == 0:
         return position, position, position
     length = np.diff(qrels.offsets)[position]
-    rows = segment_rows(qrels.offsets[:-1][position], length)
+    rows = concat_ranges(qrels.offsets[:-1][position], length)
     return np.repeat(np.arange(n, dtype=np.int64), length), rows, qrels.label[rows]
