@@ -38,6 +38,11 @@ def _sift_down(hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, n: int, i: int) -
 
 _BUCKETS = 4096
 
+# acc[d] holds -0.0 while no posting has been added to it, and a sum of postings never has these bits
+# (-0.0 + w is exactly w, as 0.0 + w is, and x + y is -0.0 only when both are; prepared weights are
+# never -0.0, see engine.retrieval.Scorer.prepare): the scores mark the scored documents themselves
+_NO_POSTING = np.int64(-(2 ** 63))  # -0.0 viewed as int64
+
 
 @njit(cache=True, nogil=True)
 def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> float:
@@ -99,19 +104,20 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
 
 
 @njit(cache=True, nogil=True)
-def _dense_select(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray,
+def _dense_select(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray,
                   keep: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray,
                   out_docs: np.ndarray, out_scores: np.ndarray) -> int:
-    """:func:`_select` of the seen documents (all weights >= 0, ``top`` above every score) without
+    """:func:`_select` of the scored documents (all weights >= 0, ``top`` above every score) without
     listing them all: a histogram of their scores over ``[const, top)`` gives a floor of the k-th
     best (its bucket's lower edge less a margin for rounding), one more pass lists the documents at
     or above it, and a crowded bucket is histogrammed again (:func:`_refine_floor`)."""
-    # four interleaved histograms: the unseen documents all add 0 to one bucket, and a single
+    # four interleaved histograms: the unscored documents all add 0 to one bucket, and a single
     # histogram would chain those adds through memory
+    bits = acc.view(np.int64)
     counts4 = np.zeros((4, _BUCKETS), np.int64)
     scale = _BUCKETS / (top - const)
-    for d in range(seen.shape[0]):
-        counts4[d & 3, min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += seen[d] != _UNSEEN
+    for d in range(acc.shape[0]):
+        counts4[d & 3, min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
     b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, k)
     floor = -np.inf  # k or fewer documents: all of them
     edge = const
@@ -119,8 +125,8 @@ def _dense_select(seen: np.ndarray, acc: np.ndarray, const: float, k: int, top: 
         edge = const + b / scale
         floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
     m = 0
-    for d in range(seen.shape[0]):
-        if acc[d] + const >= floor and seen[d] != _UNSEEN:
+    for d in range(acc.shape[0]):
+        if acc[d] + const >= floor and bits[d] != _NO_POSTING:
             keep[m] = d
             m += 1
     if b >= 0 and m > _SORT_MAX * k:
@@ -144,11 +150,11 @@ def _floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: int) -> 
 @njit(cache=True, nogil=True)
 def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int, floor: float,
             dst: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray,
-            out_scores: np.ndarray, seen: np.ndarray | None = None) -> int:
+            out_scores: np.ndarray, dense: bool = False) -> int:
     """Write the best ``k`` of ``cand[:nc]`` into the output rows, best first; returns how many.
-    Given ``seen``, the candidates are instead the documents ``d < nc`` with ``seen[d] != 0``: one
-    sequential pass, no list to build. Candidates below ``floor``, a lower bound of the k-th score
-    (-inf: none), are passed over at once.
+    With ``dense``, the candidates are instead the documents ``d < nc`` with a posting added to
+    ``acc[d]`` (not :data:`_NO_POSTING`): one sequential pass, no list to build. Candidates below
+    ``floor``, a lower bound of the k-th score (-inf: none), are passed over at once.
 
     A small ``k`` keeps a bounded heap (:func:`_heap_select`). A large ``k`` lists the candidates at
     or above ``floor`` in ``dst`` (may be ``cand`` itself) with their scores in ``buf`` and sorts them
@@ -156,12 +162,13 @@ def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: n
     less than ``m`` pushes and pops of a heap of ``k``.
     """
     if k < _SORT_K:
-        return _heap_select(cand, nc, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores, seen)
+        return _heap_select(cand, nc, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores, dense)
+    bits = acc.view(np.int64)
     m = 0
     for i in range(nc):
-        d = i if seen is not None else cand[i]
+        d = i if dense else cand[i]
         s = acc[d] + const
-        if s >= floor and (seen is None or seen[d] != _UNSEEN):
+        if s >= floor and (not dense or bits[d] != _NO_POSTING):
             dst[m] = d
             buf[m] = -s
             m += 1
@@ -266,16 +273,17 @@ def _by_rank_desc(order: np.ndarray, lo: int, hi: int, docs: np.ndarray, id_rank
 @njit(cache=True, nogil=True)
 def _heap_select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: np.ndarray, k: int,
                  floor: float, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray,
-                 out_scores: np.ndarray, seen: np.ndarray | None = None) -> int:
+                 out_scores: np.ndarray, dense: bool = False) -> int:
     """:func:`_select` with a bounded min-heap keyed by (score, id rank) holding the best k so far;
     the heap is then emptied worst-first into the output from the back."""
+    bits = acc.view(np.int64)
     n = 0
     for i in range(nc):
-        d = i if seen is not None else cand[i]
+        d = i if dense else cand[i]
         s = acc[d] + const
         if s < floor or (n == k and s < hs[0]):  # below the worst kept: no need to look at its id
             continue
-        if seen is not None and seen[d] == _UNSEEN:
+        if dense and bits[d] == _NO_POSTING:
             continue
         r = id_rank[d]
         if n < k:
@@ -381,17 +389,17 @@ def _gallop(doc_nums: np.ndarray, pos: int, hi: int, d: int) -> int:
     return lo
 
 
-# seen[d] states during a search
-_UNSEEN, _SEEN, _KEPT = 0, 1, 2
+# marks[d] during a search: _KEPT while the document is one of those the remaining terms update, else 0
+_KEPT = 1
 # a search stops listing its candidates once they could exceed n_docs / _DENSE
 _DENSE = 16
 
 
 @njit(cache=True, nogil=True)
-def _add_term_to_kept(docs: np.ndarray, n: int, seen: np.ndarray, acc: np.ndarray, doc_nums: np.ndarray,
+def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarray, doc_nums: np.ndarray,
                       weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
     """Add a term's weights (postings ``lo:hi``) to the kept documents ``docs[:n]`` (ascending, marked
-    ``_KEPT`` in ``seen``) that have it: galloping from one kept document to the next when they are
+    ``_KEPT`` in ``marks``) that have it: galloping from one kept document to the next when they are
     few next to the postings, else one pass over the postings checking the marks."""
     if n * 8 < hi - lo:
         pos = lo
@@ -405,7 +413,7 @@ def _add_term_to_kept(docs: np.ndarray, n: int, seen: np.ndarray, acc: np.ndarra
     else:
         for p in range(lo, hi):
             d = doc_nums[p]
-            if seen[d] == _KEPT:
+            if marks[d] == _KEPT:
                 acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
 
 
@@ -426,7 +434,7 @@ def _term_order(upper: np.ndarray) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: np.ndarray, const: float,
                 doc_nums: np.ndarray, weights: np.ndarray, id_rank: np.ndarray, k: int, prune: bool,
-                acc: np.ndarray, seen: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
+                acc: np.ndarray, marks: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
                 hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """Exact top-``k`` of one query (terms ``j`` = postings ``starts[j]:ends[j]``, multiplicity
     ``mult[j]``, largest weight ``upper[j]``, already times ``mult[j]``); returns how many.
@@ -435,16 +443,17 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     False: some weight is negative) every posting is added. With pruning, a term-at-a-time MaxScore:
     once at least ``k`` documents are scored, a lower bound ``theta`` of the k-th best partial score
     is also one of the final k-th score (weights are >= 0); when the remaining terms' largest
-    weights add up to less than ``theta`` no unseen document can enter the top ``k``, so the
+    weights add up to less than ``theta`` no document not yet scored can enter the top ``k``, so the
     remaining terms only update the documents that still can (galloping through their postings),
     and documents are dropped as their bound falls below ``theta``. Kept documents get every term,
     in the same order: the same documents, scores and order as the plain path.
 
-    ``acc``/``seen`` (per document) are all zero on entry and are left so; ``cand``, ``keep``,
-    ``buf`` are per-document scratch.
+    ``acc`` (per document) is all -0.0 (:data:`_NO_POSTING`) and ``marks`` all zero on entry and both
+    are left so; ``cand``, ``keep``, ``buf`` are per-document scratch.
     """
     m = starts.shape[0]
     n_docs = acc.shape[0]
+    bits = acc.view(np.int64)
     order = _term_order(upper)
     rest = np.zeros(m + 1)
     for i in range(m - 1, -1, -1):
@@ -474,33 +483,28 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         if tracked:
             for p in range(lo, hi):
                 d = doc_nums[p]
-                acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
                 cand[nc] = d  # branch-free: kept only if new
-                nc += seen[d] == _UNSEEN
-                seen[d] = _SEEN
+                nc += bits[d] == _NO_POSTING
+                acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
         elif w_mult == 1.0:
             for p in range(lo, hi):
-                d = doc_nums[p]
-                acc[d] += weights[p]
-                seen[d] = _SEEN
+                acc[doc_nums[p]] += weights[p]
         else:
             for p in range(lo, hi):
-                d = doc_nums[p]
-                acc[d] += weights[p] * w_mult
-                seen[d] = _SEEN
+                acc[doc_nums[p]] += weights[p] * w_mult
     if lookup_from < m:
         bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
         ns = 0
         for c in range(nc):
             d = cand[c]
             if acc[d] >= bound:
-                seen[d] = _KEPT
+                marks[d] = _KEPT
                 keep[ns] = d
                 ns += 1
         keep[:ns] = _radix_sort(keep[:ns].astype(np.uint64), keep[:ns].copy(), ns)  # ascending, to gallop
         for i in range(lookup_from, m):
             j = order[i]
-            _add_term_to_kept(keep, ns, seen, acc, doc_nums, weights, starts[j], ends[j], mult[j])
+            _add_term_to_kept(keep, ns, marks, acc, doc_nums, weights, starts[j], ends[j], mult[j])
             if i + 1 < m and ns > k:
                 theta = _kth_largest(acc, keep, min(ns, _subset(k)), k, buf)
                 bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[i + 1]
@@ -511,8 +515,10 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
                         keep[kept] = d
                         kept += 1
                     else:
-                        seen[d] = _SEEN
+                        marks[d] = 0
                 ns = kept
+        for c in range(ns):
+            marks[keep[c]] = 0
         count = _select(keep, ns, acc, const, id_rank, k, _floor(keep, ns, acc, const, k), keep, buf, hs, hr, hd,
                         out_docs, out_scores)
     elif tracked:
@@ -521,7 +527,7 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     else:
         if prune and k >= _SORT_K:
             top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
-            count = _dense_select(seen, acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
+            count = _dense_select(acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
         else:
             # the k-th best final score of the documents listed before the switch (those of the
             # heaviest terms, often the best) is a floor of the k-th best of all: the heap then
@@ -530,15 +536,12 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             if nc >= k:
                 floor = _kth_largest(acc, cand, min(nc, _subset(k)), k, buf) + const
             count = _select(keep, n_docs, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs,
-                            out_scores, seen)
+                            out_scores, True)
     if tracked:
         for c in range(nc):
-            d = cand[c]
-            acc[d] = 0.0
-            seen[d] = _UNSEEN
+            acc[cand[c]] = -0.0
     else:
-        acc[:] = 0.0
-        seen[:] = _UNSEEN
+        acc[:] = -0.0
     return count
 
 
@@ -551,8 +554,8 @@ def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
     ``c + n_chunks``, ...). Query ``qi`` owns spans ``q_ptr[qi]:q_ptr[qi+1]``."""
     nq = q_ptr.shape[0] - 1
     for c in prange(n_chunks):
-        acc = np.zeros(n_docs, np.float64)
-        seen = np.zeros(n_docs, np.uint8)
+        acc = np.full(n_docs, -0.0)
+        marks = np.zeros(n_docs, np.uint8)
         cand = np.empty(n_docs, np.int64)
         keep = np.empty(n_docs, np.int64)
         buf = np.empty(n_docs, np.float64)
@@ -562,7 +565,7 @@ def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
         for qi in range(c, nq, n_chunks):
             a, z = q_ptr[qi], q_ptr[qi + 1]
             out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], span_mult[a:z], span_upper[a:z],
-                                      q_const[qi], doc_nums, weights, id_rank, k, prune, acc, seen, cand,
+                                      q_const[qi], doc_nums, weights, id_rank, k, prune, acc, marks, cand,
                                       keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
 
 

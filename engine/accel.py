@@ -123,14 +123,15 @@ def _rows(docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray) -> list[tup
 
 @dataclass
 class _Scratch:
-    """Per-document work arrays of single searches, kept between searches (all zero when idle)."""
+    """Per-document work arrays of single searches, kept between searches (as the kernels leave them:
+    ``acc`` all -0.0, ``marks`` all zero)."""
 
     n_docs: int
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.acc = np.zeros(self.n_docs, np.float64)
-        self.seen = np.zeros(self.n_docs, np.uint8)
+        self.acc = np.full(self.n_docs, -0.0)
+        self.marks = np.zeros(self.n_docs, np.uint8)
         self.cand = np.empty(self.n_docs, np.int64)
         self.keep = np.empty(self.n_docs, np.int64)
         self.buf = np.empty(self.n_docs, np.float64)
@@ -161,7 +162,7 @@ def query_top_k(scorer: Scorer, query: QueryTerms, k: int, params: Params) -> tu
         scores = np.empty(k_eff, dtype=np.float64)
         n = module.query_top_k(offsets[terms], offsets[terms + 1], query.counts, upper[terms] * query.counts, const,
                                scorer.postings.doc_nums,
-                               weights, scorer.id_rank, k_eff, prunable, scratch.acc, scratch.seen, scratch.cand,
+                               weights, scorer.id_rank, k_eff, prunable, scratch.acc, scratch.marks, scratch.cand,
                                scratch.keep, scratch.buf, np.empty(k_eff, np.float64), np.empty(k_eff, np.int64),
                                np.empty(k_eff, np.int64), docs, scores)
     finally:

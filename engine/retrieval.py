@@ -145,7 +145,9 @@ class Scorer:
             first, end = np.searchsorted(offsets, [lo, hi], side="right") - 1  # terms with postings in lo:hi
             bounds = np.clip(offsets[first:end + 2], lo, hi)
             term_idf = np.repeat(idf[first:end + 1], np.diff(bounds))
-            weights[lo:hi] = self._posting_weights(slice(lo, hi), term_idf, params, zero)
+            # + 0.0 turns a -0.0 weight (a negative idf times 0.0) into 0.0: the compiled kernels take
+            # -0.0 for "no posting added yet" (engine._kernels._NO_POSTING); sums are unchanged
+            np.add(self._posting_weights(slice(lo, hi), term_idf, params, zero), 0.0, out=weights[lo:hi])
         self._weights = (params, weights)
         return weights
 

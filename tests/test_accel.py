@@ -135,6 +135,32 @@ def test_kernel_without_pruning_when_a_weight_is_negative(monkeypatch) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=1, use_prepared=True)
 
 
+def test_documents_whose_every_weight_is_zero_still_match(monkeypatch) -> None:
+    # the kernels take an accumulator holding -0.0 for "no posting added yet": a prepared weight of
+    # -0.0 would hide the documents it alone matches, so preparing turns -0.0 into 0.0; the documents
+    # scoring exactly 0 are then found by the dense and the listed paths and the single search alike
+    from engine.retrieval import Scorer
+
+    monkeypatch.setenv("BM25LAB_NUMBA", "1")
+    index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    scorer = index._scorer
+    computed = Scorer._posting_weights
+
+    def with_signed_zeros(self, sl, idf, params, zero):
+        weights = computed(self, sl, idf, params, zero)
+        weights[::3] = -0.0
+        return weights
+
+    monkeypatch.setattr(Scorer, "_posting_weights", with_signed_zeros)
+    params = Params("lucene", 0.9, 0.4).resolved()
+    weights = scorer.prepare(params)
+    assert (weights == 0).sum() > weights.shape[0] // 4 and not np.signbit(weights).any()
+    single_terms = [[t] for t in sorted({t for q in queries for t in q})[:60]]
+    terms = [scorer.query_terms(q) for q in queries + single_terms]
+    for k in (1, 10, 500, 3_000):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
+
+
 def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
     scorer = cranfield_index._scorer
     queries = [cranfield_index.tokenizer.tokenize(t) for t in cranfield.judged_queries().values()]
