@@ -546,13 +546,23 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray, span_mult: np.ndarray,
-                span_upper: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray,
+def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, offsets: np.ndarray,
+                term_upper: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray,
                 id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
                 out_scores: np.ndarray, out_len: np.ndarray) -> None:
-    """:func:`query_top_k` for every query, in ``n_chunks`` parallel chunks (queries ``c``,
-    ``c + n_chunks``, ...). Query ``qi`` owns spans ``q_ptr[qi]:q_ptr[qi+1]``."""
+    """:func:`query_top_k` for every query of a :class:`engine.retrieval.TermBatch` (``q_ptr``,
+    ``term_ids``, ``counts``) with ``offsets`` of the postings and each term's largest weight
+    ``term_upper``, in ``n_chunks`` parallel chunks (queries ``c``, ``c + n_chunks``, ...)."""
     nq = q_ptr.shape[0] - 1
+    n_spans = term_ids.shape[0]
+    span_start = np.empty(n_spans, np.int64)
+    span_end = np.empty(n_spans, np.int64)
+    span_upper = np.empty(n_spans, np.float64)
+    for j in range(n_spans):
+        t = term_ids[j]
+        span_start[j] = offsets[t]
+        span_end[j] = offsets[t + 1]
+        span_upper[j] = term_upper[t] * counts[j]
     for c in prange(n_chunks):
         acc = np.full(n_docs, -0.0)
         marks = np.zeros(n_docs, np.uint8)
@@ -564,7 +574,7 @@ def batch_top_k(q_ptr: np.ndarray, span_start: np.ndarray, span_end: np.ndarray,
         hd = np.empty(k, np.int64)
         for qi in range(c, nq, n_chunks):
             a, z = q_ptr[qi], q_ptr[qi + 1]
-            out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], span_mult[a:z], span_upper[a:z],
+            out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], counts[a:z], span_upper[a:z],
                                       q_const[qi], doc_nums, weights, id_rank, k, prune, acc, marks, cand,
                                       keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
 
@@ -603,15 +613,16 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, table: np.ndarray, hashes: np.ndarray,
+def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, table: np.ndarray, hashes: np.ndarray,
                   term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray, distinct: int,
                   used: int) -> tuple:
     """The term id of each of the ``n`` tokens of ``text`` (bytes): the pieces between single spaces,
     or, when ``ends`` is not empty, ``text[ends[i - 1]:ends[i]]``. The vocabulary is kept in arrays:
     an open-addressing ``table`` of term ids by hash (FNV-1a, mixed; doubled when half full), each
-    term's hash and its bytes at ``term_starts``/``term_lengths`` in ``term_bytes``. A new term takes
-    the next id. Returns (ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used):
-    the arrays may have been replaced by larger ones."""
+    term's hash and its bytes at ``term_starts``/``term_lengths`` in ``term_bytes``. With ``insert``
+    a new term takes the next id, else its id is -1 and nothing changes. Returns (ids, table, hashes,
+    term_starts, term_lengths, term_bytes, distinct, used): the arrays may have been replaced by
+    larger ones."""
     by_space = ends.shape[0] == 0
     ids = np.empty(n, dtype=np.int32)
     cap = table.shape[0]
@@ -636,6 +647,9 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, table: np.ndarray,
         slot = np.int64(h & np.uint64(cap - 1))
         while True:
             e = table[slot]
+            if e < 0 and not insert:
+                ids[t] = -1
+                break
             if e < 0:
                 if distinct == hashes.shape[0]:
                     hashes = _grown(hashes, distinct + 1)
@@ -667,6 +681,48 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, table: np.ndarray,
                     break
             slot = (slot + 1) & (cap - 1)
     return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
+
+
+@njit(cache=True, nogil=True)
+def group_query_terms(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries' token ids (query ``q``: the next ``lengths[q]`` of ``ids``; -1: not in the vocabulary)
+    as :class:`engine.retrieval.TermBatch` arrays: (q_ptr, each query's distinct known ids ascending,
+    how often each occurs)."""
+    nq = lengths.shape[0]
+    q_ptr = np.zeros(nq + 1, np.int64)
+    terms = np.empty(ids.shape[0], np.int64)
+    counts = np.empty(ids.shape[0], np.float64)
+    buf = np.empty(lengths.max() if nq else 0, np.int64)
+    pos = 0
+    out = 0
+    for q in range(nq):
+        m = 0
+        for i in range(pos, pos + lengths[q]):
+            if ids[i] >= 0:
+                buf[m] = ids[i]
+                m += 1
+        pos += lengths[q]
+        if m > 16:
+            buf[:m].sort()
+        else:  # insertion sort: most queries are short
+            for x in range(1, m):
+                v = buf[x]
+                y = x
+                while y > 0 and buf[y - 1] > v:
+                    buf[y] = buf[y - 1]
+                    y -= 1
+                buf[y] = v
+        i = 0
+        while i < m:
+            j = i + 1
+            while j < m and buf[j] == buf[i]:
+                j += 1
+            terms[out] = buf[i]
+            counts[out] = j - i
+            out += 1
+            i = j
+        q_ptr[q + 1] = out
+    return q_ptr, terms[:out], counts[:out]
 
 
 @njit(cache=True, nogil=True)

@@ -14,11 +14,13 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from types import ModuleType
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .postings import CompiledVocabulary, Postings
 from .retrieval import QueryTerms, Scorer, TermBatch
 from .scoring import Params, zero_tf_part
 
@@ -55,26 +57,33 @@ def kernels() -> ModuleType | None:
     return _kernels
 
 
-@dataclass(frozen=True)
-class _Spans:
-    """A batch's query terms as posting spans, with the per-query constant of ``bm25l``/``bm25+``."""
-
-    q_ptr: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    mult: np.ndarray
-    upper: np.ndarray
-    const: np.ndarray
+# a compiled copy of each searched index's vocabulary, made by the first batch that needs it
+_VOCABULARIES: "weakref.WeakKeyDictionary[Postings, CompiledVocabulary]" = weakref.WeakKeyDictionary()
 
 
-def _spans(scorer: Scorer, batch: TermBatch, params: Params, upper: np.ndarray) -> _Spans:
-    offsets = np.asarray(scorer.postings.offsets)
-    terms = batch.term_ids
-    if zero_tf_part(params):  # as Scorer.score computes it, query by query
-        const = np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
-    else:
-        const = np.zeros(len(batch))
-    return _Spans(batch.q_ptr, offsets[terms], offsets[terms + 1], batch.counts, upper[terms] * batch.counts, const)
+def query_batch(scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
+    """:meth:`Scorer.query_batch` (the same arrays), in compiled code when the kernels are loaded
+    already: the tokens, joined, are looked up from their UTF-8 in a compiled copy of the vocabulary
+    (no Python dict look-up per token) and grouped per query by the kernels."""
+    module = kernels() if worth_compiling(0) else None
+    if module is None:
+        return scorer.query_batch(queries)
+    postings = scorer.postings
+    vocabulary = _VOCABULARIES.get(postings)
+    if vocabulary is None:  # look-ups never change it: threads may share it
+        vocabulary = _VOCABULARIES.setdefault(postings, CompiledVocabulary.of_terms(module, postings.terms))
+    lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+    tokens = list(chain.from_iterable(queries))
+    ids = vocabulary.look_up([" ".join(tokens)], tokens, len(tokens))
+    return TermBatch(*module.group_query_terms(ids, lengths))
+
+
+def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
+    """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
+    :meth:`Scorer.score` computes it, query by query."""
+    if zero_tf_part(params):
+        return np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
+    return np.zeros(len(batch))
 
 
 def _prepared(scorer: Scorer, params: Params) -> tuple[ModuleType, np.ndarray, np.ndarray, bool] | None:
@@ -100,14 +109,13 @@ def batch_top_k(scorer: Scorer, queries: Sequence[QueryTerms] | TermBatch, k: in
     if prepared is None:
         return None
     module, weights, upper, prunable = prepared
-    s = _spans(scorer, batch, params, upper)
     k_eff = max(1, min(k, scorer.n_docs))
     out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
     out_scores = np.zeros((len(batch), k_eff), dtype=np.float64)
     out_len = np.zeros(len(batch), dtype=np.int64)
-    module.batch_top_k(s.q_ptr, s.starts, s.ends, s.mult, s.upper, s.const, scorer.postings.doc_nums, weights,
-                       scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(threads, len(batch))),
-                       out_docs, out_scores, out_len)
+    module.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, upper, _constants(scorer, batch, params),
+                       scorer.postings.doc_nums, weights, scorer.id_rank, scorer.n_docs, k_eff, prunable,
+                       max(1, min(threads, len(batch))), out_docs, out_scores, out_len)
     return _rows(out_docs, out_scores, out_len)
 
 

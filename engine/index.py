@@ -275,7 +275,7 @@ class Index:
         """Batch search on analysed queries: per query, (document numbers, scores), best first."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        batch = self._scorer.query_batch(queries)
+        batch = accel.query_batch(self._scorer, queries)
         self._scorer.prepare(params)
         workers = _worker_count(workers)
         compiled = accel.batch_top_k(self._scorer, batch, k, params, workers)

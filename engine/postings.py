@@ -111,10 +111,11 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy()
 
 
-class _CompiledVocabulary:
-    """The builder's vocabulary kept by the numba kernels (:func:`engine._kernels.encode_tokens`): term
-    ids come straight from the UTF-8 of a chunk's tokens, and the terms become Python strings only
-    at the end, sorted (:meth:`sorted_terms`)."""
+class CompiledVocabulary:
+    """A vocabulary kept by the numba kernels (:func:`engine._kernels.encode_tokens`): term ids come
+    straight from the UTF-8 of many tokens at once. The builder's grows as it meets new terms, which
+    become Python strings only at the end, sorted (:meth:`sorted_terms`); a search's holds an index's
+    terms (:meth:`of_terms`) and only looks tokens up (:meth:`look_up`)."""
 
     def __init__(self, kernels: ModuleType) -> None:
         self._kernels = kernels
@@ -125,17 +126,32 @@ class _CompiledVocabulary:
     def __len__(self) -> int:
         return self._state[5]
 
+    @classmethod
+    def of_terms(cls, kernels: ModuleType, terms: Sequence[str]) -> "CompiledVocabulary":
+        """The vocabulary of distinct ``terms``, term ``i`` with id ``i``."""
+        vocabulary = cls(kernels)
+        if terms:
+            vocabulary.term_ids(list(terms), terms, len(terms))
+        return vocabulary
+
     def term_ids(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
         """The term id of each of ``tokens`` (``num_tokens`` of them; ``joined``: the same tokens joined
-        by spaces, document by document), numbered in first-seen order. Lone surrogates pass through
-        UTF-8 as in "surrogatepass", whose byte order is still the code point order."""
+        by spaces, in groups such as documents), a new term numbered next. Lone surrogates pass
+        through UTF-8 as in "surrogatepass", whose byte order is still the code point order."""
+        return self._encode(joined, tokens, num_tokens, True)
+
+    def look_up(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
+        """:meth:`term_ids` that adds no term: -1 for a token not in the vocabulary."""
+        return self._encode(joined, tokens, num_tokens, False)
+
+    def _encode(self, joined: list[str], tokens: Iterable[str], num_tokens: int, insert: bool) -> np.ndarray:
         text = np.frombuffer(" ".join(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
         ends = np.zeros(0, dtype=np.int64)  # the tokens are the pieces between spaces
         if self._kernels.count_pieces(text) != num_tokens:  # a token holds a space: every token's own end
             pieces = [token.encode("utf-8", "surrogatepass") for token in tokens]
             ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens))
             text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-        ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, *self._state)
+        ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, insert, *self._state)
         self._state = tuple(state)
         return ids
 
@@ -178,7 +194,7 @@ class PostingsBuilder:
         self._lengths = array("i")
         self._pending: list[Sequence[str]] = []
         self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
-        self._compiled: _CompiledVocabulary | None = None
+        self._compiled: CompiledVocabulary | None = None
         self._pending_tokens = 0
         self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -211,7 +227,7 @@ class PostingsBuilder:
             return
         kernels = _build_kernels(self._pending_tokens)
         if self._given is None and self._compiled is None and kernels is not None and not self._vocab:
-            self._compiled = _CompiledVocabulary(kernels)  # from the first chunk on, or never
+            self._compiled = CompiledVocabulary(kernels)  # from the first chunk on, or never
         if self._compiled is not None:
             local = self._compiled.term_ids(self._joined, chain.from_iterable(self._pending), self._pending_tokens)
             to_term = None

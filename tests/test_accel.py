@@ -171,3 +171,35 @@ def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
         one, expected = batch.query(i), scorer.query_terms(tokens)
         assert np.array_equal(one.term_ids, expected.term_ids)
         assert np.array_equal(one.counts, expected.counts)
+
+
+@pytest.mark.parametrize("numba", ["0", "1"])
+def test_compiled_query_batch_equals_query_batch(numba, cranfield_index, cranfield, monkeypatch) -> None:
+    # the compiled look-up (tokens joined, hashed from their UTF-8) and grouping give Scorer.query_batch's
+    # arrays, whatever the tokens hold; with BM25LAB_NUMBA=0 it is Scorer.query_batch itself
+    monkeypatch.setenv("BM25LAB_NUMBA", numba)
+    scorer = cranfield_index._scorer
+    queries = [cranfield_index.tokenizer.tokenize(t) for t in cranfield.judged_queries().values()]
+    long_query = [t for q in queries[:6] for t in q] * 3  # more tokens than the insertion sort takes
+    odd = [[], ["no such term"], ["flow", "", "flow", "\ud800", "wing"], ["", ""], ("wing", "flow"), long_query,
+           ["flüssigkeit", "流体", "flow"], []]
+    for batch_queries in (queries + odd, odd, [["flow"]], []):
+        expected = scorer.query_batch(batch_queries)
+        got = accel.query_batch(scorer, batch_queries)
+        for name in ("q_ptr", "term_ids", "counts"):
+            assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+            assert getattr(got, name).dtype == getattr(expected, name).dtype, name
+
+
+def test_compiled_vocabulary_of_an_index_finds_every_term(monkeypatch) -> None:
+    # terms holding spaces, NUL bytes, lone surrogates or nothing at all keep their ids
+    from engine.postings import CompiledVocabulary
+
+    terms = sorted({"", " ", "a b", "a", "b", "a\x00", "\x00", "\ud800x", "流", "é", "e\u0301"})
+    vocabulary = CompiledVocabulary.of_terms(accel.kernels(), terms)
+    assert len(vocabulary) == len(terms)
+    probe = terms + ["missing", "a b c", "\ud801"]
+    ids = vocabulary.look_up(probe, probe, len(probe))
+    assert ids.tolist() == list(range(len(terms))) + [-1, -1, -1]
+    assert len(vocabulary) == len(terms)  # looking up added nothing
+

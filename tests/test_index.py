@@ -279,8 +279,8 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra
     split = postings._split_and_encode
     monkeypatch.setattr(postings, "_split_and_encode", lambda *a: taken["arrow"].append(split(*a)) or
                         taken["arrow"][-1])
-    compiled = postings._CompiledVocabulary.term_ids
-    monkeypatch.setattr(postings._CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
+    compiled = postings.CompiledVocabulary.term_ids
+    monkeypatch.setattr(postings.CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
                         compiled(self, *a))
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
     from engine import _kernels
