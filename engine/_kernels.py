@@ -50,8 +50,8 @@ def _floor_of_top_k(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k:
     range, then :func:`_refine_floor` over it."""
     lo = np.inf
     hi = -np.inf
-    for i in range(nc):
-        s = acc[cand[i]] + const
+    for i in range(np.uint64(nc)):
+        s = acc[np.uint64(cand[i])] + const
         lo = min(lo, s)
         hi = max(hi, s)
     return _refine_floor(cand, nc, acc, const, k, lo, np.nextafter(hi, np.inf), lo, 3)
@@ -86,8 +86,8 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
         counts[:] = 0
         above = 0
         scale = buckets / (hi - lo)
-        for i in range(nc):
-            s = acc[cand[i]] + const
+        for i in range(np.uint64(nc)):
+            s = acc[np.uint64(cand[i])] + const
             if s >= hi:
                 above += 1
             elif s >= lo:
@@ -116,8 +116,8 @@ def _dense_select(acc: np.ndarray, const: float, k: int, top: float, id_rank: np
     bits = acc.view(np.int64)
     counts4 = np.zeros((4, _BUCKETS), np.int64)
     scale = _BUCKETS / (top - const)
-    for d in range(acc.shape[0]):
-        counts4[d & 3, min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
+    for d in range(np.uint64(acc.shape[0])):
+        counts4[d & np.uint64(3), min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
     b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, k)
     floor = -np.inf  # k or fewer documents: all of them
     edge = const
@@ -125,7 +125,7 @@ def _dense_select(acc: np.ndarray, const: float, k: int, top: float, id_rank: np
         edge = const + b / scale
         floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
     m = 0
-    for d in range(acc.shape[0]):
+    for d in range(np.uint64(acc.shape[0])):
         if acc[d] + const >= floor and bits[d] != _NO_POSTING:
             keep[m] = d
             m += 1
@@ -165,8 +165,8 @@ def _select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_rank: n
         return _heap_select(cand, nc, acc, const, id_rank, k, floor, hs, hr, hd, out_docs, out_scores, dense)
     bits = acc.view(np.int64)
     m = 0
-    for i in range(nc):
-        d = i if dense else cand[i]
+    for i in range(np.uint64(nc)):
+        d = i if dense else np.uint64(cand[i])
         s = acc[d] + const
         if s >= floor and (not dense or bits[d] != _NO_POSTING):
             dst[m] = d
@@ -278,8 +278,8 @@ def _heap_select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_ra
     the heap is then emptied worst-first into the output from the back."""
     bits = acc.view(np.int64)
     n = 0
-    for i in range(nc):
-        d = i if dense else cand[i]
+    for i in range(np.uint64(nc)):
+        d = i if dense else np.uint64(cand[i])
         s = acc[d] + const
         if s < floor or (n == k and s < hs[0]):  # below the worst kept: no need to look at its id
             continue
@@ -327,8 +327,8 @@ _MARGIN = 1e-9
 def _kth_largest(acc: np.ndarray, docs: np.ndarray, n: int, k: int, buf: np.ndarray) -> float:
     """The ``k``-th largest of ``acc[docs[:n]]`` (``n >= k``). Called on the first few candidates
     only: a subset's k-th largest is never above the whole set's, so it is a cheap lower bound."""
-    for i in range(n):
-        buf[i] = acc[docs[i]]
+    for i in range(np.uint64(n)):
+        buf[i] = acc[np.uint64(docs[i])]
     return _select_in_place(buf, n, n - k)
 
 
@@ -411,8 +411,8 @@ def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarr
             if doc_nums[pos] == d:
                 acc[d] += weights[pos] if mult == 1.0 else weights[pos] * mult
     else:
-        for p in range(lo, hi):
-            d = doc_nums[p]
+        for p in range(np.uint64(lo), np.uint64(hi)):
+            d = np.uint32(doc_nums[p])
             if marks[d] == _KEPT:
                 acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
 
@@ -480,18 +480,19 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         if tracked and (nc + hi - lo) * _DENSE > n_docs:
             tracked = False
         w_mult = mult[j]
+        # unsigned indices: numba checks every signed index for a negative value to wrap around
         if tracked:
-            for p in range(lo, hi):
-                d = doc_nums[p]
+            for p in range(np.uint64(lo), np.uint64(hi)):
+                d = np.uint32(doc_nums[p])
                 cand[nc] = d  # branch-free: kept only if new
                 nc += bits[d] == _NO_POSTING
                 acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
         elif w_mult == 1.0:
-            for p in range(lo, hi):
-                acc[doc_nums[p]] += weights[p]
+            for p in range(np.uint64(lo), np.uint64(hi)):
+                acc[np.uint32(doc_nums[p])] += weights[p]
         else:
-            for p in range(lo, hi):
-                acc[doc_nums[p]] += weights[p] * w_mult
+            for p in range(np.uint64(lo), np.uint64(hi)):
+                acc[np.uint32(doc_nums[p])] += weights[p] * w_mult
     if lookup_from < m:
         bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
         ns = 0
@@ -538,8 +539,8 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             count = _select(keep, n_docs, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs,
                             out_scores, True)
     if tracked:
-        for c in range(nc):
-            acc[cand[c]] = -0.0
+        for c in range(np.uint64(nc)):
+            acc[np.uint64(cand[c])] = -0.0
     else:
         acc[:] = -0.0
     return count
