@@ -634,18 +634,18 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
             a = b + 1 if by_space else ends[t - 1]
         b = a
         if by_space:
-            while b < text.shape[0] and text[b] != 32:
+            while b < text.shape[0] and text[np.uint64(b)] != 32:  # unsigned: no wrap-around test
                 b += 1
         else:
             b = ends[t]
         length = b - a
         h = np.uint64(14695981039346656037)
-        for j in range(length):
-            h = (h ^ np.uint64(text[a + j])) * np.uint64(1099511628211)
+        for j in range(np.uint64(a), np.uint64(b)):
+            h = (h ^ np.uint64(text[j])) * np.uint64(1099511628211)
         h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finaliser: FNV's
         h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)  # low bits are weak for short keys
         h = h ^ (h >> np.uint64(31))
-        slot = np.int64(h & np.uint64(cap - 1))
+        slot = h & np.uint64(cap - 1)
         while True:
             e = table[slot]
             if e < 0 and not insert:
@@ -673,14 +673,14 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
             if hashes[e] == h and term_lengths[e] == length:
                 s = term_starts[e]
                 same = True
-                for j in range(length):
-                    if term_bytes[s + j] != text[a + j]:
+                for j in range(np.uint64(length)):
+                    if term_bytes[np.uint64(s) + j] != text[np.uint64(a) + j]:
                         same = False
                         break
                 if same:
                     ids[t] = e
                     break
-            slot = (slot + 1) & (cap - 1)
+            slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
     return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
 
 
