@@ -15,6 +15,7 @@ Study of Scoring Variants" (ECIR 2020); bm25s ``scoring.py``; rank_bm25 ``BM25Ok
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -153,12 +154,12 @@ class Params:
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
         variant = get_variant(self.variant)
-        if not (np.isfinite(self.k1) and self.k1 >= 0):
+        if not (math.isfinite(self.k1) and self.k1 >= 0):
             raise ValueError(f"k1 must be a finite number >= 0, got {self.k1}")
-        if not (np.isfinite(self.b) and 0 <= self.b <= 1):
+        if not (math.isfinite(self.b) and 0 <= self.b <= 1):
             raise ValueError(f"b must be between 0 and 1, got {self.b}")
         delta = variant.default_delta if self.delta is None else float(self.delta)
-        if not (np.isfinite(delta) and delta >= 0):
+        if not (math.isfinite(delta) and delta >= 0):
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
         return Params(self.variant, float(self.k1), float(self.b), delta)
 
