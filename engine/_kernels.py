@@ -278,10 +278,11 @@ def _heap_select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_ra
     the heap is then emptied worst-first into the output from the back."""
     bits = acc.view(np.int64)
     n = 0
+    lim = floor  # max(floor, the worst kept score once k are kept): below it, no need to look at the id
     for i in range(np.uint64(nc)):
         d = i if dense else np.uint64(cand[i])
         s = acc[d] + const
-        if s < floor or (n == k and s < hs[0]):  # below the worst kept: no need to look at its id
+        if s < lim:
             continue
         if dense and bits[d] == _NO_POSTING:
             continue
@@ -301,11 +302,14 @@ def _heap_select(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, id_ra
                 hr[j], hr[parent] = hr[parent], hr[j]
                 hd[j], hd[parent] = hd[parent], hd[j]
                 j = parent
+            if n == k:
+                lim = max(floor, hs[0])
         elif _worse(hs[0], hr[0], s, r):
             hs[0] = s
             hr[0] = r
             hd[0] = d
             _sift_down(hs, hr, hd, n, 0)
+            lim = max(floor, hs[0])
     count = n
     while n > 0:
         out_docs[n - 1] = hd[0]
