@@ -748,24 +748,24 @@ def group_by_term(terms: np.ndarray, lengths: np.ndarray, first_doc: int,
     t = 0
     for d in range(lengths.shape[0]):
         for _ in range(lengths[d]):
-            term = terms[t]
+            term = np.uint32(terms[t])  # unsigned indices: no wrap-around tests
             if last[term] != d:
                 last[term] = d
                 at[term] = pairs
                 pair_terms[pairs] = term
                 pair_docs[pairs] = first_doc + d
-                starts[term + 1] += 1
+                starts[term + np.uint32(1)] += 1
                 pairs += 1
-            pair_tfs[at[term]] += 1
+            pair_tfs[np.uint64(at[term])] += 1
             t += 1
     for term in range(num_terms):
         starts[term + 1] += starts[term]
     out_terms = np.empty(pairs, dtype=np.int32)
     out_docs = np.empty(pairs, dtype=np.int32)
     out_tfs = np.empty(pairs, dtype=np.int32)
-    for p in range(pairs):
-        term = pair_terms[p]
-        slot = starts[term]
+    for p in range(np.uint64(pairs)):
+        term = np.uint32(pair_terms[p])
+        slot = np.uint64(starts[term])
         starts[term] += 1
         out_terms[slot] = term
         out_docs[slot] = pair_docs[p]
