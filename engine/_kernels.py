@@ -5,6 +5,9 @@ query term multiplies its weight, each document's weights are added from 0.0 in 
 canonical term order (:func:`engine.retrieval.term_order`: largest weight first), then the
 per-query constant is added. Selection is exact top-k with bm25lab's tie rule (score descending,
 then document id descending via ``id_rank``).
+
+The hot loops index arrays with unsigned integers (``np.uint64(i)``, ``np.uint32(d)``): numba tests
+every signed index for a negative value to wrap around, which cost about a third of a posting's add.
 """
 from __future__ import annotations
 
@@ -484,7 +487,6 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         if tracked and (nc + hi - lo) * _DENSE > n_docs:
             tracked = False
         w_mult = mult[j]
-        # unsigned indices: numba checks every signed index for a negative value to wrap around
         if tracked:
             for p in range(np.uint64(lo), np.uint64(hi)):
                 d = np.uint32(doc_nums[p])
@@ -638,7 +640,7 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
             a = b + 1 if by_space else ends[t - 1]
         b = a
         if by_space:
-            while b < text.shape[0] and text[np.uint64(b)] != 32:  # unsigned: no wrap-around test
+            while b < text.shape[0] and text[np.uint64(b)] != 32:
                 b += 1
         else:
             b = ends[t]
@@ -748,7 +750,7 @@ def group_by_term(terms: np.ndarray, lengths: np.ndarray, first_doc: int,
     t = 0
     for d in range(lengths.shape[0]):
         for _ in range(lengths[d]):
-            term = np.uint32(terms[t])  # unsigned indices: no wrap-around tests
+            term = np.uint32(terms[t])
             if last[term] != d:
                 last[term] = d
                 at[term] = pairs
