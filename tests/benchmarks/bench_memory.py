@@ -124,11 +124,12 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     lab, peer = m["bm25lab"], m["bm25s"]
     docs = results["config"]["docs"]
     rows = []
-    for label, key in (("load", ("load_mb",)), ("load + one batch", ("load_mb", "batch_mb"))):
+    # the issue bounds the memory of the loaded index; a batch's is reported, not a target
+    for label, key, bounded in (("load", ("load_mb",), True), ("load + one batch", ("load_mb", "batch_mb"), False)):
         ours, theirs = sum(lab[k] for k in key), sum(peer[k] for k in key)
         rows.append({"case": f"RSS added by {label}, {docs:,}-doc index (MiB)", "bm25lab": f"{ours:.0f}",
                      "peer": f"bm25s mmap: {theirs:.0f}", "ratio": ours / theirs if theirs else float("nan"),
-                     "target": "<= 1", "met": ours <= theirs})
+                     "target": "<= 1" if bounded else "none", "met": ours <= theirs if bounded else None})
     return rows
 
 
