@@ -3,7 +3,7 @@
 Every collection lives in ``corpora/<name>/`` in one layout: ``docs.jsonl.gz`` (``{"id", "title",
 "text", ...metadata}``), ``queries.jsonl`` (``{"id", "text", ...}``, all queries), ``qrels.trec``
 (``qid 0 docid grade``) and ``meta.json`` (descriptive fields and counts), plus a README and, where the
-source has one, its LICENCE. ``corpora.convert`` regenerates the files from ``../shared/corpora``;
+source has one, its LICENCE. ``bm25lab.corpora.convert`` regenerates the files from ``../shared/corpora``;
 loading never needs that folder.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from engine.records import Document
+    from ..engine.records import Document
 
 __all__ = ["Corpus", "FORMAT_VERSION", "get", "names"]
 
@@ -58,13 +58,13 @@ class Corpus:
 
     def documents(self) -> Iterator[Document]:
         """Stream the documents in file order; extra JSON fields (author, bib) are metadata."""
-        from engine.sources import read_documents
+        from ..engine.sources import read_documents
 
         return read_documents(self.docs_path, format="jsonl")
 
     def queries(self) -> dict[str, str]:
         """Every query as ``{qid: text}``, judged or not, in file order."""
-        from engine.sources import read_queries
+        from ..engine.sources import read_queries
 
         return read_queries(self.queries_path, format="jsonl")
 
@@ -88,17 +88,17 @@ def get(name: str) -> Corpus:
     """The bundled collection ``name``; an unknown name raises InputError listing the known ones."""
     folder = ROOT / name
     if name not in names():
-        from engine.errors import InputError
+        from ..engine.errors import InputError
 
         raise InputError(f"unknown corpus {name!r}; bundled: {', '.join(names())}")
     meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     version = meta.pop("format_version", None)
     if version != FORMAT_VERSION:
-        from engine.errors import InputError
+        from ..engine.errors import InputError
 
         raise InputError(
             f"corpus format version {version}, this bm25lab reads {FORMAT_VERSION}: "
-            "regenerate with `python -m corpora.convert`",
+            "regenerate with `python -m bm25lab.corpora.convert`",
             folder / META_FILE,
         )
     return Corpus(path=folder, **meta)

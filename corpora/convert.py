@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m corpora.convert /work/shared/corpora [--out corpora/] [NAME ...]
+    python -m bm25lab.corpora.convert /work/shared/corpora [--out corpora/] [NAME ...]
 
 Each collection becomes ``<out>/<name>/`` holding
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from corpora import DOCS_FILE, FORMAT_VERSION, META_FILE, QRELS_FILE, QUERIES_FILE
+from . import DOCS_FILE, FORMAT_VERSION, META_FILE, QRELS_FILE, QUERIES_FILE
 
 Record = dict[str, Any]
 Qrel = tuple[str, str, int]
@@ -335,7 +335,7 @@ def write(name: str, spec: Spec, converted: Converted, out: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: convert the named collections (all by default) from SOURCE into OUT."""
-    parser = argparse.ArgumentParser(prog="python -m corpora.convert", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bm25lab.corpora.convert", description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path, help="folder holding the raw collections (../shared/corpora)")
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"collections to convert (default: all of {', '.join(SPECS)})")

@@ -1,6 +1,6 @@
 """bm25lab's search engine: tokenizers, an inverted index, BM25 variants and fast top-k search.
 
-    from engine import Tokenizer, Index, Hit
+    from bm25lab.engine import Tokenizer, Index, Hit
 """
 from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
 from .index import Index

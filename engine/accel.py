@@ -37,7 +37,7 @@ def worth_compiling(total_postings: int | Callable[[], int]) -> bool:
     forced = os.environ.get("BM25LAB_NUMBA")
     if forced in ("0", "1"):
         return forced == "1"
-    if "engine._kernels" in sys.modules:
+    if f"{__package__}._kernels" in sys.modules:
         return True
     return (total_postings() if callable(total_postings) else total_postings) >= COMPILED_MIN_POSTINGS
 

@@ -55,8 +55,8 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
-from engine.errors import InputError
-from engine.records import Document
+from .errors import InputError
+from .records import Document
 
 __all__ = [
     "DOCUMENT_READERS",

@@ -51,7 +51,7 @@ from math import log
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from engine.errors import IndexFormatError, InputError
+from .errors import IndexFormatError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba

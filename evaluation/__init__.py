@@ -1,6 +1,6 @@
 """bm25lab's evaluation harness: read qrels and runs, measure with trec_eval's conventions, report.
 
-    from evaluation import read_qrels, read_run, write_run, evaluate
+    from bm25lab.evaluation import read_qrels, read_run, write_run, evaluate
     result = evaluate(read_qrels("qrels.trec"), read_run("run.trec"), ["P@10", "nDCG@10", "AP"])
     result.per_query["1"]["AP"], result.mean["nDCG@10"], result.num_queries
 
@@ -15,33 +15,33 @@ from typing import TYPE_CHECKING, Any
 
 # name -> module; loaded on first use so that `bm25lab search` never pays for the evaluation code
 _EXPORTS = {
-    "EvaluationError": "evaluation.errors",
-    "InputError": "evaluation.errors",
-    "MeasureError": "evaluation.errors",
-    "EvaluationResult": "evaluation.evaluate",
-    "evaluate": "evaluation.evaluate",
-    "MEASURES": "evaluation.measures",
-    "parse_measure": "evaluation.measures",
-    "Qrels": "evaluation.ranking",
-    "Run": "evaluation.ranking",
-    "read_qrels": "evaluation.readers",
-    "read_run": "evaluation.readers",
-    "write_run": "evaluation.readers",
+    "EvaluationError": ".errors",
+    "InputError": ".errors",
+    "MeasureError": ".errors",
+    "EvaluationResult": ".evaluate",
+    "evaluate": ".evaluate",
+    "MEASURES": ".measures",
+    "parse_measure": ".measures",
+    "Qrels": ".ranking",
+    "Run": ".ranking",
+    "read_qrels": ".readers",
+    "read_run": ".readers",
+    "write_run": ".readers",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from evaluation.errors import EvaluationError, InputError, MeasureError
-    from evaluation.evaluate import EvaluationResult, evaluate
-    from evaluation.measures import MEASURES, parse_measure
-    from evaluation.ranking import Qrels, Run
-    from evaluation.readers import read_qrels, read_run, write_run
+    from .errors import EvaluationError, InputError, MeasureError
+    from .evaluate import EvaluationResult, evaluate
+    from .measures import MEASURES, parse_measure
+    from .ranking import Qrels, Run
+    from .readers import read_qrels, read_run, write_run
 
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'evaluation' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        raise AttributeError(f"module 'bm25lab.evaluation' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
     globals()[name] = value
     return value
 

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
-from engine.errors import BM25LabError
-from evaluation.significance import DEFAULT_TRIALS, TEST_TITLES, bootstrap_ci, get_test, holm
+from ..engine.errors import BM25LabError
+from .significance import DEFAULT_TRIALS, TEST_TITLES, bootstrap_ci, get_test, holm
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -8,7 +8,7 @@ the errors only this package raises.
 """
 from __future__ import annotations
 
-from engine.errors import BM25LabError, InputError
+from ..engine.errors import BM25LabError, InputError
 
 __all__ = ["BM25LabError", "EvaluationError", "InputError", "MeasureError"]
 

@@ -28,9 +28,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from evaluation.errors import MeasureError
-from evaluation.measures import parse_measures
-from evaluation.ranking import Qrels, Run, judged_ranking, natural_key
+from .errors import MeasureError
+from .measures import parse_measures
+from .ranking import Qrels, Run, judged_ranking, natural_key
 
 __all__ = ["EvaluationResult", "QuerySelection", "evaluate", "select_queries"]
 

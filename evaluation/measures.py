@@ -21,8 +21,8 @@ from typing import Callable, Iterable, Literal
 
 import numpy as np
 
-from evaluation.errors import MeasureError
-from evaluation.ranking import JudgedRanking
+from .errors import MeasureError
+from .ranking import JudgedRanking
 
 __all__ = ["MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure", "parse_measures"]
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from engine.errors import BM25LabError
-from evaluation.compare import Comparison
+from ..engine.errors import BM25LabError
+from .compare import Comparison
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from engine.postings import concat_ranges
-from evaluation.errors import InputError
+from ..engine.postings import concat_ranges
+from .errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa

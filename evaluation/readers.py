@@ -33,8 +33,8 @@ from typing import IO, Any, Literal, Mapping
 
 import numpy as np
 
-from evaluation.errors import InputError
-from evaluation.ranking import Qrels, Run
+from .errors import InputError
+from .ranking import Qrels, Run
 
 __all__ = ["read_qrels", "read_run", "write_run"]
 

@@ -22,8 +22,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
-from evaluation.evaluate import EvaluationResult
-from evaluation.ranking import natural_key
+from .evaluate import EvaluationResult
+from .ranking import natural_key
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from engine.errors import BM25LabError, InputError
+from ..engine.errors import BM25LabError, InputError
 
 __all__ = [
     "TestResult",

@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
-from evaluation.errors import InputError
+from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
+from .errors import InputError
 
 if TYPE_CHECKING:
-    from engine import Index
-    from engine.index import PreparedBatch
+    from ..engine import Index
+    from ..engine.index import PreparedBatch
 
 __all__ = [
     "DEFAULT_B_GRID",
@@ -131,7 +131,7 @@ def search_depth(measure: str, k: int) -> int:
 
     An unknown measure name is a :class:`~evaluation.errors.MeasureError` listing the known ones.
     """
-    from evaluation.measures import parse_measure
+    from .measures import parse_measure
 
     parsed = parse_measure(measure)
     if parsed.definition.name in _TOP_N_FAMILIES and isinstance(parsed.param, int):
@@ -239,7 +239,7 @@ class TuneResult:
 
 def _judged(qrels: Any, queries: Mapping[str, str]) -> tuple[list[str], Any]:
     """The query ids of ``queries`` with judgments (query order) and the qrels restricted to them."""
-    from evaluation.ranking import Qrels
+    from .ranking import Qrels
 
     judgments = Qrels.from_dict(qrels).to_dict()
     qids = [str(q) for q in queries if str(q) in judgments and judgments[str(q)]]
@@ -281,7 +281,7 @@ class _RunColumns:
     def __call__(self, results: Mapping[str, Sequence[tuple[str, float]]]) -> Any:
         import pyarrow as pa
 
-        from evaluation.ranking import Run
+        from .ranking import Run
 
         ranked = [results[q] for q in self._qids]
         counts = np.fromiter(map(len, ranked), dtype=np.int64, count=len(ranked))
@@ -296,7 +296,7 @@ class _RunColumns:
 def _scorer(prepared: "PreparedBatch", qrels: Any, qids: Sequence[str], measure: str, variant: str,
             depth: int) -> Callable[[float, float], np.ndarray]:
     """``score(k1, b)``: the per-query values of ``measure`` (query order ``qids``) at one grid point."""
-    from evaluation import evaluate
+    from . import evaluate
 
     to_run = _RunColumns(prepared.index.doc_ids, prepared.qids)
 

@@ -11,27 +11,27 @@ os.environ.setdefault("BM25LAB_CACHE_DIR", str(Path(__file__).resolve().parent.p
 
 @pytest.fixture(scope="session")
 def cranfield():
-    import corpora
+    from bm25lab import corpora
 
     return corpora.get("cranfield")
 
 
 @pytest.fixture(scope="session")
 def cmrc():
-    import corpora
+    from bm25lab import corpora
 
     return corpora.get("cmrc2018")
 
 
 @pytest.fixture(scope="session")
 def cranfield_index(cranfield):
-    from engine import Index, Tokenizer
+    from bm25lab.engine import Index, Tokenizer
 
     return Index.build(cranfield.documents(), tokenizer=Tokenizer("en"))
 
 
 @pytest.fixture(scope="session")
 def cmrc_index(cmrc):
-    from engine import Index, Tokenizer
+    from bm25lab.engine import Index, Tokenizer
 
     return Index.build(cmrc.documents(), tokenizer=Tokenizer("zh"))

@@ -12,7 +12,7 @@ dictionary cache are warm, as on a user's machine after the first search):
 - ``python -c "import jieba; jieba.initialize()"``: jieba's dictionary load, the Chinese floor;
 - ``bm25lab search DIR QUERY`` on each index (the installed console script, run directly, not
   through a pyenv shim);
-- ``python -c "from engine import Index; Index.load(DIR).search(QUERY)"``: the same work without the
+- ``python -c "from bm25lab import Index; Index.load(DIR).search(QUERY)"``: the same work without the
   command line, to separate the CLI's import cost from the engine's. If the CLI fails, its rows say
   so and this row is the one to read.
 
@@ -37,8 +37,8 @@ COLLECTIONS = {"cranfield": "en", "cmrc2018": "zh"}
 
 def build_indexes(workdir: Path) -> dict[str, tuple[Path, str]]:
     """Save the two indexes (reused when present); returns {name: (directory, first judged query)}."""
-    import corpora
-    from engine import Index, Tokenizer, storage
+    from bm25lab import corpora
+    from bm25lab.engine import Index, Tokenizer, storage
 
     out = {}
     for name, language in COLLECTIONS.items():
@@ -56,7 +56,7 @@ def cli_executable() -> list[str]:
     if beside.exists():
         return [str(beside)]
     found = shutil.which("bm25lab")
-    return [found] if found else [sys.executable, "-m", "evaluation.cli"]
+    return [found] if found else [sys.executable, "-m", "bm25lab"]
 
 
 def commands(indexes: dict[str, tuple[Path, str]]) -> dict[str, list[str]]:
@@ -67,7 +67,7 @@ def commands(indexes: dict[str, tuple[Path, str]]) -> dict[str, list[str]]:
     }
     for name, (directory, query) in indexes.items():
         cmds[f"bm25lab search ({name})"] = cli_executable() + ["search", str(directory), query]
-        code = f"from engine import Index; Index.load({str(directory)!r}).search({query!r}, 10)"
+        code = f"from bm25lab import Index; Index.load({str(directory)!r}).search({query!r}, 10)"
         cmds[f"python -c Index.load().search() ({name})"] = [py, "-c", code]
     return cmds
 

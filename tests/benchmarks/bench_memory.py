@@ -39,7 +39,7 @@ def rss():
 system, directory, queries_path = sys.argv[1:4]
 queries = json.load(open(queries_path))
 if system == "bm25lab":
-    from engine import Index
+    from bm25lab.engine import Index
     before = rss(); t = time.perf_counter()
     index = Index.load(directory)
     load_s = time.perf_counter() - t; loaded = rss()
@@ -59,7 +59,7 @@ print(json.dumps({{"import_mb": before, "load_mb": loaded - before, "batch_mb": 
 def save_indexes(syn: bl.Synthetic, workdir: Path) -> dict[str, Path]:
     """Build both indexes on the same tokens and save them under ``workdir`` (reused if present)."""
     import bm25s
-    from engine import Index, Tokenizer, storage
+    from bm25lab.engine import Index, Tokenizer, storage
 
     lab_dir, bm25s_dir = workdir / f"bm25lab-{syn.config.docs}", workdir / f"bm25s-{syn.config.docs}"
     if not (lab_dir / storage.MANIFEST).exists():

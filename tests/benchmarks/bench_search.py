@@ -53,13 +53,13 @@ REAL_COLLECTIONS = ("cranfield", "cisi", "cmrc2018", "lecard-10q")
 
 # ---------------------------------------------------------------------- systems
 def lab_tokenizer() -> Any:
-    from engine import Tokenizer
+    from bm25lab.engine import Tokenizer
 
     return Tokenizer("whitespace", stopwords=None)
 
 
 def lab_build(doc_ids: Sequence[str], texts: Sequence[str], workers: int | None = None) -> Any:
-    from engine import Index
+    from bm25lab.engine import Index
 
     return Index.build(zip(doc_ids, texts), tokenizer=lab_tokenizer(), workers=workers)
 
@@ -97,7 +97,7 @@ def warm_bm25s_numba() -> None:
 
 # ---------------------------------------------------------------------- sections
 def section_build(syn: bl.Synthetic, reps: int) -> dict[str, Any]:
-    from engine import Index
+    from bm25lab.engine import Index
 
     ids_corpus = syn.bm25s_ids()
     ids, vocab = ids_corpus
@@ -245,8 +245,8 @@ def profile_lab(syn: bl.Synthetic, top: int = 14) -> str:
 # ---------------------------------------------------------------------- real collections
 def real_tokens(name: str) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """(doc ids, document tokens, judged-query tokens) by bm25lab's analyser for the language."""
-    import corpora
-    from engine import Tokenizer
+    from bm25lab import corpora
+    from bm25lab.engine import Tokenizer
 
     corpus = corpora.get(name)
     tok = Tokenizer("zh" if corpus.language == "zh" else "en")
@@ -272,7 +272,7 @@ def _repeated(systems: dict[str, Callable[[], Any]], times: int) -> dict[str, Ca
 
 
 def section_real(reps: int, names: Sequence[str]) -> dict[str, Any]:
-    from engine import Index
+    from bm25lab.engine import Index
 
     out: dict[str, Any] = {}
     for name in names:
@@ -466,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": bl.machine_info(), "config": vars(config)}
     print(bl.machine_line(results["machine"]), flush=True)
     warm_bm25s_numba()
-    from engine import accel
+    from bm25lab.engine import accel
 
     accel.kernels()  # bm25lab's kernels loaded too, whichever section runs first
     synthetic = [s for s in sections if s != "real"]

@@ -32,7 +32,7 @@ _WORD = re.compile(r"[^\W_]")
 
 
 def cmrc_texts(count: int) -> list[str]:
-    import corpora
+    from bm25lab import corpora
 
     base = [unicodedata.normalize("NFKC", d.full_text) for d in corpora.get("cmrc2018").documents()]
     return (base * (count // len(base) + 1))[:count]
@@ -46,7 +46,7 @@ def jieba_filtered(tokens: list[str]) -> list[str]:
 def run(texts: list[str], reps: int) -> dict[str, Any]:
     import jieba
 
-    from engine import Tokenizer
+    from bm25lab.engine import Tokenizer
 
     jieba.setLogLevel(60)
     jieba.initialize()

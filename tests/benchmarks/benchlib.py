@@ -190,7 +190,7 @@ def source_version() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + (" + local changes" if git("status", "--porcelain", "--", "engine", "evaluation") else "")
+    return commit + (" + local changes" if git("status", "--porcelain", "--", "bm25lab", "engine", "evaluation", "corpora") else "")
 
 
 def machine_info() -> dict[str, str]:

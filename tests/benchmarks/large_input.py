@@ -45,7 +45,7 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[1] + "/tests/benchmarks")
 from large_input import synthetic_documents
-from engine import Index, Tokenizer
+from bm25lab.engine import Index, Tokenizer
 
 directory, docs, seed, pad = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 stats = {"text_bytes": 0}
@@ -63,7 +63,7 @@ print(json.dumps({"seconds_build": built, "seconds_total": time.perf_counter() -
 CLI_CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from evaluation.cli import app
+from bm25lab.cli import app
 started = time.perf_counter()
 code = 0
 try:

@@ -1,0 +1,83 @@
+"""bm25lab: a BM25 search engine for Chinese and English with a trec_eval-exact evaluation harness.
+
+    import bm25lab
+    index = bm25lab.Index.build(bm25lab.corpora.get("cranfield").documents())
+    results = index.search_many({"1": "boundary layer transition"}, k=1000)
+    bm25lab.evaluate(bm25lab.read_qrels("qrels.trec"), results, ["nDCG@10", "AP"])
+
+The package has three layers, each a sub-package: :mod:`bm25lab.engine` (tokenizers, index,
+BM25, top-k search; imports nothing else of bm25lab), :mod:`bm25lab.evaluation` (qrels, runs,
+measures, comparisons, tuning; uses the engine only through its result type) and
+:mod:`bm25lab.corpora` (the bundled collections). :mod:`bm25lab.experiment` and the command line
+(:mod:`bm25lab.cli`) sit above the three. This module only hands their public names on, each
+loaded when first used: ``import bm25lab`` imports no numpy, jieba or numba.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+# public name -> the module (relative to this package) that defines it
+_EXPORTS = {
+    "Index": ".engine.index",
+    "Tokenizer": ".engine.tokenization",
+    "Document": ".engine.records",
+    "Hit": ".engine.records",
+    "Hits": ".engine.records",
+    "Change": ".engine.segments",
+    "VARIANTS": ".engine.scoring",
+    "read_documents": ".engine.sources",
+    "read_queries": ".engine.sources",
+    "BM25LabError": ".engine.errors",
+    "InputError": ".engine.errors",
+    "IndexFormatError": ".engine.errors",
+    "IndexLockedError": ".engine.errors",
+    "EvaluationError": ".evaluation.errors",
+    "MeasureError": ".evaluation.errors",
+    "Qrels": ".evaluation.ranking",
+    "Run": ".evaluation.ranking",
+    "read_qrels": ".evaluation.readers",
+    "read_run": ".evaluation.readers",
+    "write_run": ".evaluation.readers",
+    "evaluate": ".evaluation.evaluate",
+    "EvaluationResult": ".evaluation.evaluate",
+    "MEASURES": ".evaluation.measures",
+    "parse_measure": ".evaluation.measures",
+    "compare": ".evaluation.compare",
+    "tune": ".evaluation.tuning",
+}
+_SUBPACKAGES = ("engine", "evaluation", "corpora", "cli")
+__all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from . import corpora, engine, evaluation
+    from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
+    from .engine.index import Index
+    from .engine.records import Document, Hit, Hits
+    from .engine.scoring import VARIANTS
+    from .engine.segments import Change
+    from .engine.sources import read_documents, read_queries
+    from .engine.tokenization import Tokenizer
+    from .evaluation.compare import compare
+    from .evaluation.errors import EvaluationError, MeasureError
+    from .evaluation.evaluate import EvaluationResult, evaluate
+    from .evaluation.measures import MEASURES, parse_measure
+    from .evaluation.ranking import Qrels, Run
+    from .evaluation.readers import read_qrels, read_run, write_run
+    from .evaluation.tuning import tune
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bm25lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

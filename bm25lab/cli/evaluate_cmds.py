@@ -1,0 +1,151 @@
+"""`bm25lab evaluate` and `bm25lab compare`: runs against qrels, and runs against a baseline."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
+
+import typer
+
+from .common import console, handles_errors
+
+if TYPE_CHECKING:
+    from ..evaluation.evaluate import EvaluationResult
+
+DEFAULT_MEASURES = ["nDCG@10", "AP", "P@10", "R@100", "RR", "bpref"]
+RECALL_LEVELS = [round(i / 10, 1) for i in range(11)]
+
+
+class EvalFormat(str, Enum):
+    table = "table"
+    trec = "trec"
+    json = "json"
+    csv = "csv"
+
+
+class CompareFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+
+
+class TestName(str, Enum):
+    t = "t"
+    randomization = "randomization"
+    bootstrap = "bootstrap"
+
+
+MEASURE_OPT = typer.Option("--measure", "-m", help="Measure name, repeatable (e.g. -m nDCG@10 -m AP).")
+RUNS_ARG = typer.Argument(help="TREC run file(s).", exists=True, dir_okay=False)
+QRELS_ARG = typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)
+
+
+def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str, per_query: bool) -> None:
+    """Print evaluation results (one per run) in the chosen format."""
+    from ..evaluation import report
+
+    if format == "table":
+        for table in report.to_tables(named, per_query=per_query):
+            console().print(table)
+        for name, result in named:
+            for line in report.notes(result):
+                console(stderr=True).print(f"{name}: {line}")
+    elif format == "trec":
+        typer.echo(report.to_trec(named, per_query=per_query), nl=False)
+    elif format == "json":  # the documented shape always carries per_query
+        typer.echo(report.to_json(named, per_query=True))
+    else:
+        typer.echo(report.to_csv(named, per_query=per_query), nl=False)
+
+
+def pr_curve(qrels: Any, run: Any, rel: int, complete: bool, judged_only: bool) -> dict[float, float]:
+    """Mean interpolated precision at the 11 standard recall levels."""
+    from ..evaluation import evaluate
+
+    names = [f"iprec@{r:.1f}" for r in RECALL_LEVELS]
+    result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only)
+    return {r: result.mean[n] for r, n in zip(RECALL_LEVELS, names)}
+
+
+@handles_errors
+def evaluate_cmd(
+    qrels: Annotated[Path, QRELS_ARG],
+    runs: Annotated[list[Path], RUNS_ARG],
+    measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Also show every query's values.")] = False,
+    complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c).")] = False,
+    rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
+    judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
+    format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the precision-recall curve(s) to this PNG.")] = None,
+) -> None:
+    """Evaluate TREC run(s) against qrels with trec_eval's conventions.
+
+    Default measures: nDCG@10 AP P@10 R@100 RR bpref.
+
+    Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
+    """
+    from ..evaluation import evaluate, read_qrels, read_run
+
+    measures = measure or DEFAULT_MEASURES
+    judgments = read_qrels(qrels)
+    named, curves = [], {}
+    for path in runs:
+        run = read_run(path)
+        named.append((path.stem, evaluate(judgments, run, measures, rel=rel, complete=complete, judged_only=judged_only)))
+        if plot is not None:
+            curves[path.stem] = pr_curve(judgments, run, rel, complete, judged_only)
+    render_results(named, format.value, per_query)
+    if plot is not None:
+        from ..evaluation.plots import plot_pr_curves
+
+        plot_pr_curves(curves, plot)
+        console(stderr=True).print(f"precision-recall curve -> {plot}")
+
+
+@handles_errors
+def compare_cmd(
+    qrels: Annotated[Path, QRELS_ARG],
+    baseline: Annotated[Path, typer.Argument(help="Baseline TREC run.", exists=True, dir_okay=False)],
+    runs: Annotated[list[Path], RUNS_ARG],
+    measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
+    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName.t,
+    trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
+    complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
+    format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write per-query differences and PR curves to this PNG.")] = None,
+) -> None:
+    """Compare runs with a baseline: deltas, p-values (Holm-corrected), bootstrap CIs, wins/ties/losses.
+
+    A run's name is its file's stem. Only queries evaluated in every run are compared.
+
+    Example: bm25lab compare qrels.trec bm25.run tuned.run rm3.run --test randomization
+    """
+    from ..evaluation import evaluate, read_qrels, read_run
+    from ..evaluation.compare import compare, to_json, to_latex, to_markdown, to_rich_table, notes
+
+    measures = measure or ["nDCG@10", "AP"]
+    judgments = read_qrels(qrels)
+    names = [baseline.stem] + [p.stem for p in runs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two runs have the same name (file stem): {', '.join(names)}")
+    loaded = {p.stem: read_run(p) for p in [baseline, *runs]}
+    per_query = {name: evaluate(judgments, run, measures, complete=complete).per_query for name, run in loaded.items()}
+    result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
+                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
+    if format is CompareFormat.table:
+        console().print(to_rich_table(result))  # its caption holds the notes
+    else:
+        render = {CompareFormat.json: to_json, CompareFormat.markdown: to_markdown, CompareFormat.latex: to_latex}
+        typer.echo(render[format](result))
+        for line in notes(result):  # e.g. how many queries were compared
+            console(stderr=True).print(line)
+    if plot is not None:
+        from ..evaluation.plots import plot_comparison
+
+        curves = {name: pr_curve(judgments, run, 1, complete, False) for name, run in loaded.items()}
+        plot_comparison(result, curves, plot)
+        console(stderr=True).print(f"plot -> {plot}")

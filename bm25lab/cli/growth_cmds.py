@@ -1,0 +1,83 @@
+"""`bm25lab add`, `delete` and `optimize`: changing an index in place.
+
+Each change is committed atomically under the index's writer lock (:mod:`engine.segments`): a
+reader sees the index before or after it, a second writer gets "index is locked by process N", and
+bad input stops the command before anything is written.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from .common import document_progress, handles_errors
+from .engine_cmds import documents_from
+
+if TYPE_CHECKING:
+    from ..engine.segments import Change
+
+DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`).")
+
+
+def _after(change: "Change", directory: Path) -> str:
+    segments = f"{change.segments:,} segment{'s' if change.segments != 1 else ''}"
+    return f"{directory}: {change.documents:,} documents in {segments}"
+
+
+@handles_errors
+def add(
+    directory: Annotated[Path, DIR_ARG],
+    source: Annotated[str, typer.Argument(help="JSONL, TSV, CSV, TREC or .txt folder (or .gz), or a bundled corpus name.")],
+    workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
+) -> None:
+    """Add the documents of SOURCE to the index in DIR; a document whose id is already in the
+    index replaces it. Analysed with the index's own tokenizer; searches then score exactly as a
+    fresh build of all the documents would.
+
+    Example: bm25lab add my-index new-docs.jsonl
+    """
+    from ..engine.segments import add_documents
+
+    started = time.perf_counter()
+    docs = documents_from(source)
+    with document_progress(f"adding {source}") as advance:
+        change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
+    replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""
+    typer.echo(f"added {change.added:,} documents{replaced} in {time.perf_counter() - started:.1f} s -> "
+                    f"{_after(change, directory)}")
+
+
+@handles_errors
+def delete(
+    directory: Annotated[Path, DIR_ARG],
+    doc_ids: Annotated[list[str], typer.Argument(metavar="DOC_ID...", help="Ids of the documents to delete.")],
+) -> None:
+    """Delete documents from the index in DIR by id. If any id is not in the index, nothing is
+    deleted and the unknown ids are named.
+
+    Example: bm25lab delete my-index d17 d42
+    """
+    from ..engine.segments import delete_documents
+
+    change = delete_documents(directory, doc_ids)
+    typer.echo(f"deleted {change.deleted:,} document{'s' if change.deleted != 1 else ''} -> "
+                    f"{_after(change, directory)}")
+
+
+@handles_errors
+def optimize(directory: Annotated[Path, DIR_ARG]) -> None:
+    """Merge the segments of the index in DIR into one and drop deleted documents. Scores do not
+    change; searches load faster.
+
+    Example: bm25lab optimize my-index
+    """
+    from ..engine import segments
+
+    change = segments.optimize(directory)
+    if not change.merged:
+        typer.echo(f"nothing to merge (one segment, no deletions) -> {_after(change, directory)}")
+        return
+    typer.echo(f"merged {change.merged:,} segment{'s' if change.merged != 1 else ''}, dropped "
+                    f"{change.purged:,} deleted documents -> {_after(change, directory)}")

@@ -1,0 +1,111 @@
+"""`bm25lab tune`: grid search of k1 and b with cross-validation over the queries."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from .common import TableFormat, VariantName, console, handles_errors
+
+if TYPE_CHECKING:
+    from ..evaluation.tuning import TuneResult
+
+K1_GRID_HELP = "k1 values: start:stop:step (stop included) or a comma list. Default 0.2:3.0:0.1."
+B_GRID_HELP = "b values: start:stop:step (stop included) or a comma list. Default 0:1:0.05."
+
+
+def _tune_with_progress(index_dir: Path, queries: Path, qrels: Path, measure: str, variant: str,
+                        k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
+                        seed: int) -> "TuneResult":
+    """Load everything, then run :func:`evaluation.tuning.tune` under a progress bar on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..engine import Index
+    from ..engine.sources import read_queries
+    from ..evaluation import read_qrels
+    from ..evaluation.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, parse_grid, tune
+
+    k1_grid = parse_grid(k1_text, "--k1-grid") if k1_text else DEFAULT_K1_GRID
+    b_grid = parse_grid(b_text, "--b-grid") if b_text else DEFAULT_B_GRID
+    judgments = read_qrels(qrels)
+    topics = read_queries(queries)
+    idx = Index.load(index_dir)
+    columns = (TextColumn("[bold]tuning k1 x b"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    started = time.perf_counter()
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("grid", total=len(k1_grid) * len(b_grid))
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = tune(idx, topics, judgments, measure=measure, variant=variant, k1_grid=k1_grid, b_grid=b_grid,
+                      folds=folds, k=k, seed=seed, progress=advance)
+    elapsed = time.perf_counter() - started
+    points = len(k1_grid) * len(b_grid)
+    console(stderr=True).print(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s "
+                               f"({result.depth} results per query)")
+    return result
+
+
+def _print_tables(result: "TuneResult") -> None:
+    """A summary table and a table of the folds' choices, for people."""
+    from rich.table import Table
+
+    from ..engine.scoring import DEFAULT_B, DEFAULT_K1
+
+    m = result.measure
+    summary = Table(title=f"tune {m} ({result.variant}, {result.num_queries} queries, "
+                          f"{len(result.k1_grid)} x {len(result.b_grid)} grid)")
+    for name, justify in (("", "left"), ("k1", "right"), ("b", "right"), (m, "right")):
+        summary.add_column(name, justify=justify)
+    cv = f"{len(result.folds)}-fold CV"
+    summary.add_row("best on all queries", f"{result.best['k1']:g}", f"{result.best['b']:g}", f"{result.best_mean:.4f}")
+    summary.add_row("default", f"{DEFAULT_K1:g}", f"{DEFAULT_B:g}", f"{result.default_mean:.4f}")
+    summary.add_row(f"{cv}, train mean", "per fold", "per fold", f"{result.train_mean:.4f}")
+    summary.add_row(f"{cv}, held-out mean", "per fold", "per fold", f"{result.test_mean:.4f}")
+    console().print(summary)
+    folds = Table(title="parameters chosen in each fold")
+    for name in ("fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}"):
+        folds.add_column(name, justify="right")
+    for f in result.folds:
+        folds.add_row(str(f.index), str(f.num_test_queries), f"{f.k1:g}", f"{f.b:g}", f"{f.train_mean:.4f}",
+                      f"{f.test_mean:.4f}")
+    console().print(folds)
+
+
+@handles_errors
+def tune(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
+    queries: Annotated[Path, typer.Argument(help="Queries: TSV qid<TAB>text, JSONL {_id|id, text}, or TREC topics.", exists=True, dir_okay=False)],
+    qrels: Annotated[Path, typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)],
+    measure: Annotated[str, typer.Option("--measure", "-m", help="Measure to maximise (e.g. nDCG@10, AP, P@10).")] = "nDCG@10",
+    variant: Annotated[VariantName, typer.Option("--variant", help="BM25 variant.")] = VariantName.lucene,
+    k1_grid: Annotated[Optional[str], typer.Option("--k1-grid", help=K1_GRID_HELP)] = None,
+    b_grid: Annotated[Optional[str], typer.Option("--b-grid", help=B_GRID_HELP)] = None,
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds over the queries.", min=2)] = 5,
+    k: Annotated[int, typer.Option("-k", help="Results per query for measures of the whole ranking (a measure NAME@n needs only n).", min=1)] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random assignment of queries to folds.")] = 0,
+    format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a k1 x b heat map of the measure to this PNG.")] = None,
+) -> None:
+    """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries.
+
+    Reports the best point on all queries, each fold's choice with its train and held-out means,
+    and the default parameters' score. Every grid point reuses the index's postings.
+
+    Example: bm25lab tune my-index topics.tsv qrels.trec -m nDCG@10 --k1-grid 0.5:2.0:0.1 --plot grid.png
+    """
+    result = _tune_with_progress(directory, queries, qrels, measure, variant.value, k1_grid, b_grid, folds, k, seed)
+    if format is TableFormat.json:
+        typer.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        _print_tables(result)
+    if plot is not None:
+        from ..evaluation.plots import plot_heatmap
+
+        plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure)
+        console(stderr=True).print(f"heat map -> {plot}")

@@ -1,0 +1,124 @@
+"""BM25 variants: closed-form values on a three-document corpus, worked out by hand.
+
+Corpus (whitespace tokens):  d1 = "a b" (dl 2), d2 = "a a c" (dl 3), d3 = "b c c d" (dl 4).
+N = 3, avgdl = 3, df(a) = 2, df(d) = 1. Query "a d". Defaults k1 = 0.9, b = 0.4 unless stated.
+norm(dl) = 1 - b + b * dl / avgdl:  d1 0.866667, d2 1.0, d3 1.133333.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bm25lab.engine import Index, Tokenizer
+from bm25lab.engine.scoring import VARIANTS, Params, get_variant
+
+DOCS = [("d1", "a b"), ("d2", "a a c"), ("d3", "b c c d")]
+
+
+@pytest.fixture(scope="module")
+def index() -> Index:
+    return Index.build(DOCS, tokenizer=Tokenizer("whitespace", stopwords=None))
+
+
+def scores(index: Index, **params: float | str) -> dict[str, float]:
+    return {h.doc_id: h.score for h in index.search("a d", k=10, **params)}
+
+
+def test_lucene_closed_form(index: Index) -> None:
+    idf_a, idf_d = math.log(1 + 1.5 / 2.5), math.log(1 + 2.5 / 1.5)  # ln(1.6), ln(8/3)
+    expected = {
+        "d1": idf_a * 1 / (1 + 0.9 * (0.6 + 0.4 * 2 / 3)),  # a once, dl 2
+        "d2": idf_a * 2 / (2 + 0.9 * 1.0),  # a twice, dl 3
+        "d3": idf_d * 1 / (1 + 0.9 * (0.6 + 0.4 * 4 / 3)),  # d once, dl 4
+    }
+    literal = {"d1": 0.2640469827223234, "d2": 0.3241404339625763, "d3": 0.485559036144419}
+    got = scores(index)
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got == pytest.approx(literal, rel=1e-12)
+    assert list(got) == ["d3", "d2", "d1"]
+
+
+def test_robertson_floors_negative_idf_at_zero(index: Index) -> None:
+    # idf(a) = ln(max(1.5 / 2.5, 1)) = 0; idf(d) = ln(2.5 / 1.5) = 0.5108256
+    got = scores(index, variant="robertson")
+    assert got == pytest.approx({"d3": 0.25288397216138153, "d1": 0.0, "d2": 0.0}, rel=1e-12)
+    # a document with score 0 still matches a query term, so it is returned; ties by id descending
+    assert list(got) == ["d3", "d2", "d1"]
+
+
+def test_atire_closed_form(index: Index) -> None:
+    # idf = ln(N / n): ln(1.5), ln(3); tf part tf (k1 + 1) / (tf + k1 norm)
+    got = scores(index, variant="atire")
+    assert got == pytest.approx({"d1": 0.43279983449747883, "d2": 0.5312991071762154,
+                                 "d3": 1.0333481923115884}, rel=1e-12)
+
+
+def test_bm25l_counts_absent_terms(index: Index) -> None:
+    # idf = ln((N + 1) / (n + 0.5)); c = tf / norm; part (k1 + 1)(c + delta) / (k1 + c + delta), delta 0.5;
+    # an absent term contributes idf * 1.9 * 0.5 / 1.4 (c = 0) to every matching document
+    got = scores(index, variant="bm25l")
+    assert got == pytest.approx({"d1": 1.2438653656745582, "d2": 1.3221854247294156,
+                                 "d3": 1.4476430482282923}, rel=1e-12)
+
+
+def test_bm25plus_counts_absent_terms(index: Index) -> None:
+    # idf = ln((N + 1) / n); part (k1 + 1) tf / (k1 norm + tf) + delta, delta 1; absent: idf * 1
+    got = scores(index, variant="bm25+")
+    assert got == pytest.approx({"d1": 2.8193177456483163, "d2": 2.987703364482523,
+                                 "d3": 3.3833817823371586}, rel=1e-12)
+
+
+def test_okapi_epsilon_floor(index: Index) -> None:
+    # raw idf ln(N - n + 0.5) - ln(n + 0.5): a, b, c -> ln(1.5/2.5) = -0.5108256, d -> +0.5108256;
+    # mean over the 4 terms = -0.2554128; negatives become 0.25 * mean = -0.0638532. k1 1.5, b 0.75.
+    got = scores(index, variant="okapi", k1=1.5, b=0.75)
+    assert got == pytest.approx({"d1": -0.07512141525970452, "d2": -0.09121886138678406,
+                                 "d3": 0.44419619457912235}, rel=1e-12)
+
+
+def test_registry_lists_six_variants_and_rejects_unknown() -> None:
+    assert set(VARIANTS) == {"lucene", "robertson", "atire", "bm25l", "bm25+", "okapi"}
+    with pytest.raises(ValueError, match="lucene, robertson"):
+        get_variant("bm26")
+    for name, variant in VARIANTS.items():
+        assert variant.idf.__doc__ and variant.tf_part.__doc__, name
+
+
+@pytest.mark.parametrize("bad", [dict(k1=-1.0), dict(b=1.5), dict(b=float("nan")), dict(delta=-0.1)])
+def test_bad_parameters(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        Params(**bad).resolved()
+
+
+def test_parameters_chosen_per_search(index: Index) -> None:
+    a = scores(index, k1=0.9, b=0.4)
+    b = scores(index, k1=2.0, b=1.0)
+    assert a != b
+    assert scores(index, k1=0.9, b=0.4) == a
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("block", [1, 5, 1 << 20])
+def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: str, block: int) -> None:
+    # all postings' weights are computed a block at a time; blocks cut terms anywhere and empty terms
+    # (equal offsets) sit at the start, in the middle and at the end: the weights are each term's own
+    import numpy as np
+
+    from bm25lab.engine import retrieval
+    from bm25lab.engine.postings import Postings
+
+    rng = np.random.default_rng(3)
+    df = np.array([0, 3, 1, 0, 0, 7, 2, 0, 11, 0])
+    offsets = np.concatenate(([0], np.cumsum(df)))
+    postings = Postings([f"t{i}" for i in range(len(df))], offsets,
+                        np.concatenate([np.sort(rng.choice(12, n, replace=False)) for n in df]).astype(np.int32),
+                        rng.integers(1, 5, offsets[-1]).astype(np.int32), rng.integers(1, 9, 12).astype(np.int32))
+    scorer = retrieval.Scorer(postings, np.arange(12, dtype=np.int32))
+    params = Params(variant, 1.2, 0.75).resolved()
+    monkeypatch.setattr(retrieval, "_PREPARE_BLOCK", block)
+    with np.errstate(divide="ignore"):  # the idf of an empty term may be infinite: it weighs no posting
+        idf = scorer.idf(params.variant)
+    zero = retrieval.zero_tf_part(params)
+    expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) for t in range(len(df))]
+    assert scorer.prepare(params).tobytes() == np.concatenate(expected).tobytes()

@@ -1,0 +1,116 @@
+"""Plots: each function writes a valid PNG, matplotlib stays optional and pyplot is never used."""
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bm25lab.engine.errors import BM25LabError
+from bm25lab.evaluation.compare import compare
+from bm25lab.evaluation.plots import (
+    MISSING_MATPLOTLIB,
+    RECALL_LEVELS,
+    plot_comparison,
+    plot_differences,
+    plot_heatmap,
+    plot_pr_curves,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, after checking the signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE and len(data) > 1000
+    assert data[12:16] == b"IHDR" and data[-8:-4] == b"IEND"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    rng = np.random.default_rng(3)
+    baseline = {f"q{i:03d}": {"AP": float(v)} for i, v in enumerate(rng.random(60))}
+    runs = {
+        name: {q: {"AP": min(1.0, max(0.0, v["AP"] + shift + 0.1 * rng.normal()))} for q, v in baseline.items()}
+        for name, shift in (("k1=1.2", 0.05), ("k1=0.5", -0.02))
+    }
+    return compare(baseline, runs, ["AP"], trials=500, baseline_name="bm25")
+
+
+CURVES = {
+    "bm25": dict(zip(RECALL_LEVELS, [1.0, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.3, 0.2, 0.1, 0.05])),
+    "k1=1.2": dict(zip(RECALL_LEVELS, [1.0, 0.85, 0.75, 0.62, 0.55, 0.5, 0.42, 0.35, 0.25, 0.12, 0.06])),
+}
+
+
+def test_plot_differences_from_a_comparison_and_from_a_dict(tmp_path: Path, comparison) -> None:
+    out = plot_differences(comparison, tmp_path / "diff.png")
+    assert out == tmp_path / "diff.png"
+    width, height = _png_size(out)
+    assert width > 500 and height > 500  # two stacked panels, one per run
+    small = plot_differences({"run": {"q1": 0.2, "q2": -0.1, "q3": 0.0}}, tmp_path / "small.png", measure="nDCG@10")
+    assert _png_size(small)[0] > 0
+
+
+def test_plot_pr_curves(tmp_path: Path) -> None:
+    out = plot_pr_curves(CURVES, str(tmp_path / "pr.png"))
+    assert isinstance(out, Path) and _png_size(out)[0] > 0
+    with pytest.raises(BM25LabError, match="must lie in"):
+        plot_pr_curves({"bad": {0.0: 1.5}}, tmp_path / "bad.png")
+    with pytest.raises(BM25LabError, match="empty"):
+        plot_pr_curves({"empty": {}}, tmp_path / "empty.png")
+
+
+def test_plot_comparison_has_both_panels(tmp_path: Path, comparison) -> None:
+    out = plot_comparison(comparison, CURVES, tmp_path / "compare.png")
+    width, height = _png_size(out)
+    assert width > 1200 and height > 500
+
+
+def test_plot_heatmap(tmp_path: Path) -> None:
+    k1 = [0.6, 0.9, 1.2, 1.5]
+    b = [0.3, 0.4, 0.6, 0.75, 1.0]
+    matrix = np.add.outer(np.array(k1) * 0.1, np.array(b) * 0.05)
+    matrix[0, 0] = np.nan  # a failed cell stays blank
+    out = plot_heatmap(k1, b, matrix, tmp_path / "grid.png", "nDCG@10")
+    assert _png_size(out)[0] > 0
+    with pytest.raises(BM25LabError, match=r"expected \(len\(k1\), len\(b\)\) = \(4, 5\)"):
+        plot_heatmap(k1, b, matrix.T, tmp_path / "wrong.png", "nDCG@10")
+
+
+def test_the_suffix_does_not_change_the_format(tmp_path: Path) -> None:
+    out = plot_pr_curves(CURVES, tmp_path / "curves.pdf")
+    assert out.read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_unwritable_path_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(BM25LabError) as error:
+        plot_pr_curves(CURVES, tmp_path / "no" / "such" / "dir" / "pr.png")
+    assert str(tmp_path / "no") in str(error.value) and "\n" not in str(error.value)
+
+
+def test_missing_matplotlib_gives_the_install_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes every "import matplotlib..." fail
+    with pytest.raises(BM25LabError, match=r"pip install 'bm25lab\[plot\]'") as error:
+        plot_pr_curves(CURVES, tmp_path / "pr.png")
+    assert str(error.value) == MISSING_MATPLOTLIB
+    assert not (tmp_path / "pr.png").exists()
+
+
+def test_no_matplotlib_on_import_and_no_pyplot_when_plotting(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "import bm25lab.evaluation.plots as p\n"
+        "assert 'matplotlib' not in sys.modules\n"
+        f"p.plot_pr_curves({{'r': {{0.0: 1.0, 1.0: 0.5}}}}, {str(tmp_path / 'x.png')!r})\n"
+        "assert 'matplotlib' in sys.modules and 'matplotlib.pyplot' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
+    assert (tmp_path / "x.png").read_bytes()[:8] == PNG_SIGNATURE

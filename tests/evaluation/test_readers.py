@@ -1,0 +1,276 @@
+"""Readers and the run writer: formats, strictness (errors name file and line), and the two parsing
+paths (pyarrow and line-by-line Python) giving identical results."""
+from __future__ import annotations
+
+import gzip
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bm25lab.engine.records import Hit
+from bm25lab.evaluation import InputError, Qrels, Run, evaluate, read_qrels, read_run, write_run
+from bm25lab.evaluation import readers
+
+RUN = """\
+q1 Q0 d1 1 3.5 tag
+q1 Q0 d2 2 2.25 tag
+q1 Q0 d3 3 2.25 tag
+q2 Q0 d9 1 -1e-3 tag
+"""
+QRELS = """\
+q1 0 d1 1
+q1 0 d3 2
+q2 0 d9 0
+q2 0 d8 -1
+"""
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def run_rows(run: Run) -> list[tuple[str, str, float]]:
+    return [(qid, doc, score) for qid, ranked in run.to_dict().items() for doc, score in ranked.items()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Formats
+
+
+def test_trec_run_is_read_in_tie_rule_order(tmp_path):
+    run = read_run(write(tmp_path, "run.trec", RUN))
+    assert run.name == "tag" and run.qids == ("q1", "q2") and len(run) == 4
+    # d2 and d3 tie at 2.25: document id descending puts d3 first; the rank column is ignored
+    assert run.ranked("q1") == [("d1", 3.5), ("d3", 2.25), ("d2", 2.25)]
+    assert run.ranked("q2") == [("d9", -0.001)]
+
+
+def test_trec_qrels_and_beir_tsv_read_the_same(tmp_path):
+    trec = read_qrels(write(tmp_path, "qrels.trec", QRELS))
+    beir_text = "query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{g}\n" for q, _, d, g in (line.split() for line in QRELS.splitlines())
+    )
+    beir = read_qrels(write(tmp_path, "qrels.tsv", beir_text))
+    assert trec.to_dict() == beir.to_dict() == {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 0, "d8": -1}}
+    assert read_qrels(write(tmp_path, "forced.tsv", beir_text), format="beir").to_dict() == beir.to_dict()
+
+
+def test_gzip_files_are_read_by_content(tmp_path):
+    run = read_run(write(tmp_path, "run.trec.gz", gzip.compress(RUN.encode())))
+    qrels = read_qrels(write(tmp_path, "qrels.gz", gzip.compress(QRELS.encode())))
+    assert run_rows(run) == run_rows(read_run(write(tmp_path, "plain", RUN)))
+    assert qrels.to_dict() == read_qrels(write(tmp_path, "plain.qrels", QRELS)).to_dict()
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        RUN.replace(" ", "\t"),  # tabs (fast path with a tab delimiter)
+        RUN.replace(" ", "  \t "),  # runs of mixed whitespace (Python path)
+        RUN.replace("\n", "\r\n"),  # CRLF
+        "\n# a comment\n\n" + RUN.replace("\n", "  \n"),  # blank and comment lines, trailing spaces
+        "\ufeff" + RUN,  # UTF-8 byte order mark
+    ],
+)
+def test_whitespace_variants_read_identically(tmp_path, variant):
+    expected = run_rows(read_run(write(tmp_path, "plain", RUN)))
+    assert run_rows(read_run(write(tmp_path, "variant", variant))) == expected
+
+
+def test_only_ascii_whitespace_separates_fields(tmp_path):
+    # an ideographic space (U+3000) inside an id is part of the id, as with C's isspace
+    run = read_run(write(tmp_path, "run", "q1 Q0 文档\u3000一 1 1.0 t\n"))
+    assert run.ranked("q1") == [("文档\u3000一", 1.0)]
+
+
+def test_empty_files(tmp_path):
+    assert len(read_run(write(tmp_path, "run", ""))) == 0
+    assert read_qrels(write(tmp_path, "qrels", "\n\n")).num_queries == 0
+
+
+def test_scores_and_labels_accept_numeric_forms(tmp_path):
+    run = read_run(write(tmp_path, "run", "q Q0 a 1 1e3 t\nq Q0 b 2 -inf t\nq Q0 c 3 .5 t\nq Q0 d 4 -0 t\n"))
+    assert run.ranked("q") == [("a", 1000.0), ("c", 0.5), ("d", 0.0), ("b", -math.inf)]
+    qrels = read_qrels(write(tmp_path, "qrels", "q 0 a 2.0\nq 0 b 0\n"))
+    assert qrels.to_dict() == {"q": {"a": 2, "b": 0}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Strictness: every error names the file and the line
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n", 2, "expected 6 fields"),
+        ("q Q0 d 1 1.0 t\n\n\nq Q0 e 2 1.0 t extra\n", 4, "found 7"),
+        ("q Q0 d 1 abc t\n", 1, "score 'abc' is not a number"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2 nan t\n", 2, "NaN"),
+        ("q Q0 d 1 1_0 t\n", 1, "not a number"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2 0.5 t\n\nq Q0 d 3 0.2 t\n", 4, "duplicate document 'd' for query 'q'"),
+        ("q Q0 d 1 1.0 t\nq Q0 d 1 1.0 t\n", 2, "duplicate document"),
+        ("# header\nq\tQ0\td\t1\t1.0\tt\nr\tQ0\td\t1\t1.0\tt\nq\tQ0\td\t1\t2.0\tt\n", 4, "duplicate document"),
+        # one delimiter character per field would see 6 fields with an empty one in each of these
+        ("q Q0 d 1 1.0 t\nq  e 2 1.0 t\n", 2, "expected 6 fields .*found 5"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0  \n", 2, "found 5"),
+        ("q\tQ0\td\t1\t1.0\tt\nq\tQ0\t\t2\t1.0\tt\n", 2, "found 5"),
+        ("q Q0 d 1 1.0 t\nq Q0 e 2  t\n", 2, "found 5"),
+    ],
+)
+def test_malformed_runs_name_file_and_line(tmp_path, text, line, message):
+    path = write(tmp_path, "bad.run", text)
+    with pytest.raises(InputError, match=message) as caught:
+        read_run(path)
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+    assert (caught.value.path, caught.value.line) == (str(path), line)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("q 0 d 1\nq 0 e x\n", 2, "relevance 'x' is not an integer"),
+        ("q 0 d 1\nq 0 e 0.5\n", 2, "not an integer"),
+        ("q 0 d 1\nq 0 e 1 extra\n", 2, "expected 4 fields"),
+        ("q 0 d 1\nq 0 e 0\n\nq 0 d 2\n", 4, "conflicting judgments for query 'q', document 'd': 1 and 2"),
+        ("q 0 d 1 2 3\n", 1, "expected 4 fields .* or 3 fields"),
+    ],
+)
+def test_malformed_qrels_name_file_and_line(tmp_path, text, line, message):
+    path = write(tmp_path, "bad.qrels", text)
+    with pytest.raises(InputError, match=message) as caught:
+        read_qrels(path)
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+
+
+def test_identical_duplicate_qrels_lines_are_allowed(tmp_path):
+    qrels = read_qrels(write(tmp_path, "qrels", "q 0 d 1\nq 0 e 0\nq 0 d 1\n"))
+    assert qrels.to_dict() == {"q": {"d": 1, "e": 0}} and len(qrels) == 2
+
+
+def test_invalid_utf8_and_missing_file(tmp_path):
+    path = write(tmp_path, "bad", b"q Q0 d 1 1.0 t\nq Q0 \xff\xfe 2 1.0 t\n")
+    with pytest.raises(InputError, match=r":2: document id is not valid UTF-8"):
+        read_run(path)
+    with pytest.raises(InputError, match="cannot read"):
+        read_run(tmp_path / "absent.run")
+
+
+def test_in_memory_data_is_checked_too():
+    with pytest.raises(InputError, match="relevance 'high' is not an integer"):
+        Qrels.from_dict({"q": {"d": "high"}})
+    with pytest.raises(InputError, match="score is NaN"):
+        Run.from_dict({"q": {"d": float("nan")}})
+    with pytest.raises(InputError, match="duplicate document 'd'"):
+        Run.from_dict({"q": [("d", 1.0), ("d", 2.0)]})
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast path and the Python path agree
+
+
+def _slow_columns(text: str, layout):
+    return readers._parse_slow(text.encode(), layout, "mem", False)
+
+
+ids = st.text(alphabet="abAB01é中_-.", min_size=1, max_size=6)
+scores = st.one_of(st.floats(allow_nan=False, width=64), st.sampled_from([0.0, 1.0, 0.5]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from(["1", "2", "10", "q"]), ids, scores), min_size=1, max_size=25),
+    separator=st.sampled_from([" ", "\t"]),
+)
+def test_fast_and_python_paths_give_the_same_run(rows, separator):
+    seen, lines = set(), []
+    for qid, doc, score in rows:
+        if (qid, doc) not in seen:
+            seen.add((qid, doc))
+            lines.append(separator.join([qid, "Q0", doc, "0", repr(score), "t"]))
+    text = "\n".join(lines) + "\n"
+    fast = readers._parse_fast(text.encode(), readers.TREC_RUN, False)
+    slow = _slow_columns(text, readers.TREC_RUN)
+    assert fast is not None
+    assert fast.qid.to_pylist() == slow.qid and fast.doc.to_pylist() == slow.doc
+    assert np.array_equal(fast.value, slow.value)
+    from_fast = Run.from_columns(fast.qid, fast.doc, fast.value)
+    from_slow = Run.from_columns(slow.qid, slow.doc, slow.value)
+    assert run_rows(from_fast) == run_rows(from_slow)
+
+
+@pytest.mark.parametrize("field", ["1e2", "+1", "007", "-0", "1.0", "-3"])
+def test_label_forms_read_the_same_on_both_paths(tmp_path, field):
+    text = f"q 0 d {field}\n"
+    slow = _slow_columns(text, readers.TREC_QRELS)
+    fast = readers._parse_fast(text.encode(), readers.TREC_QRELS, False)
+    if fast is not None:
+        assert fast.value.tolist() == slow.value.tolist()
+    assert read_qrels(write(tmp_path, "q", text)).label.tolist() == slow.value.tolist()
+
+
+def test_hex_is_not_a_relevance_on_either_path(tmp_path):
+    with pytest.raises(InputError, match="relevance '0x10' is not an integer"):
+        read_qrels(write(tmp_path, "q", "q 0 d 0x10\n"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+
+
+def test_write_run_ranks_in_tie_rule_order_and_round_trips_scores(tmp_path):
+    scores = [0.1 + 0.2, 1e-300, 2.0, 123456789.123456789, -5e-324, 2.0]
+    run = {"q1": [(f"d{i}", s) for i, s in enumerate(scores)], "q2": {"x": 1.0}}
+    path = tmp_path / "out.trec"
+    write_run(run, path, tag="mine")
+    lines = path.read_text().splitlines()
+    assert lines[0].split() == ["q1", "Q0", "d3", "1", repr(123456789.123456789), "mine"]
+    # d2 and d5 tie at 2.0: d5 first; ranks are 1..n
+    assert [line.split()[2] for line in lines[:6]] == ["d3", "d5", "d2", "d0", "d1", "d4"]
+    assert [line.split()[3] for line in lines[:6]] == ["1", "2", "3", "4", "5", "6"]
+    back = read_run(path)
+    assert back.to_dict() == Run.from_dict(run).to_dict()
+    assert back.name == "mine"
+
+
+def test_write_run_accepts_hits_text_files_and_gzip(tmp_path):
+    hits = {"q": [Hit("b", 1.5), Hit("a", 2.5)]}
+    buffer = io.StringIO()
+    write_run(hits, buffer)
+    assert buffer.getvalue() == "q Q0 a 1 2.5 bm25lab\nq Q0 b 2 1.5 bm25lab\n"
+    binary = io.BytesIO()
+    write_run(Run.from_dict(hits), binary)
+    assert binary.getvalue().decode() == buffer.getvalue()
+    write_run(hits, tmp_path / "run.gz")
+    assert gzip.decompress((tmp_path / "run.gz").read_bytes()).decode() == buffer.getvalue()
+
+
+def test_write_run_refuses_ids_a_trec_file_cannot_hold(tmp_path):
+    with pytest.raises(InputError, match="document id 'two words'"):
+        write_run({"q": {"two words": 1.0}}, tmp_path / "x")
+    with pytest.raises(InputError, match="query id"):
+        write_run({"q 1": {"d": 1.0}}, tmp_path / "x")
+    with pytest.raises(InputError, match="run tag"):
+        write_run({"q": {"d": 1.0}}, tmp_path / "x", tag="")
+
+
+def test_read_then_evaluate_equals_dicts(tmp_path):
+    result_files = evaluate(read_qrels(write(tmp_path, "q", QRELS)), read_run(write(tmp_path, "r", RUN)), ["AP", "nDCG"])
+    qrels = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 0, "d8": -1}}
+    run = {"q1": {"d1": 3.5, "d2": 2.25, "d3": 2.25}, "q2": {"d9": -1e-3}}
+    assert result_files.per_query == evaluate(qrels, run, ["AP", "nDCG"]).per_query
+
+
+def test_ties_are_broken_by_document_id_descending_in_code_point_order():
+    ids = ["a", "B", "é", "中", "Z", "aa", "a1", "A", "", "😀", "ab"]
+    run = Run.from_dict({"q": {doc: 1.0 for doc in ids} | {"top": 2.0, "bottom": 0.0}})
+    ranked = [doc for doc, _ in run.ranked("q")]
+    assert ranked == ["top", *sorted(ids, reverse=True), "bottom"]
+    # UTF-8 byte order is code point order: "😀" (U+1F600) > "中" (U+4E2D) > "é" (U+00E9) > "a"
+    assert ranked[1:5] == ["😀", "中", "é", "ab"]

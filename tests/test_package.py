@@ -1,0 +1,54 @@
+"""The installed package: one import package ``bm25lab`` with its version, public names and entry points."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import bm25lab
+
+PUBLIC = ["Index", "Tokenizer", "evaluate", "compare", "tune", "Qrels", "Run", "read_qrels", "read_run",
+          "write_run", "read_documents", "read_queries", "Hit", "Hits", "Document"]
+
+
+def run_python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """This interpreter (bm25lab as installed), in ``cwd`` so that no source folder shadows it."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_version_is_the_distributions() -> None:
+    assert bm25lab.__version__ == metadata.version("bm25lab")
+
+
+def test_the_distribution_installs_one_import_package(tmp_path: Path) -> None:
+    files = metadata.files("bm25lab") or []
+    tops = {f.parts[0] for f in files if f.suffix == ".py" and not f.parts[0].endswith((".dist-info", ".data"))
+            and not f.name.startswith("__editable__")}  # a development install's import hook
+    assert tops <= {"bm25lab"}
+    for name in ("engine", "evaluation", "corpora"):
+        found = run_python("-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is not None)",
+                           cwd=tmp_path)
+        assert found.returncode == 0, f"a top-level package {name!r} is importable"
+
+
+def test_public_api_is_reachable_from_the_front_door() -> None:
+    for name in PUBLIC:
+        assert getattr(bm25lab, name) is not None, name
+    assert bm25lab.engine.Index is bm25lab.Index
+    assert {"cranfield", "cisi", "cmrc2018", "lecard-10q"} <= set(bm25lab.corpora.names())
+
+
+def test_import_loads_nothing_heavy(tmp_path: Path) -> None:
+    code = ("import sys, bm25lab\n"
+            "heavy = [m for m in ('numpy', 'jieba', 'numba', 'pyarrow', 'typer', 'rich') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    done = run_python("-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_python_dash_m_and_version_flag(tmp_path: Path) -> None:
+    done = run_python("-m", "bm25lab", "--version", cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, f"bm25lab {bm25lab.__version__}")
+    listed = run_python("-m", "bm25lab", "corpora", "--format", "json", cwd=tmp_path)
+    assert listed.returncode == 0 and '"cranfield"' in listed.stdout
