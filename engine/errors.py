@@ -21,6 +21,11 @@ class InputError(BM25LabError, ValueError):
         super().__init__(where + message)
 
 
+class ParameterError(BM25LabError, ValueError):
+    """A parameter out of its range or not among its choices: a k of 0, a b above 1, an unknown BM25
+    variant, backend or tokenizer language."""
+
+
 class IndexFormatError(BM25LabError):
     """An index directory that cannot be loaded: missing, corrupted or of an unknown format version."""
 

@@ -6,10 +6,10 @@
     index.save("my-index"); Index.load("my-index")
     index.add(more_docs); index.delete(["d7"]); index.optimize()
 
-Documents are ``(doc_id, text)`` pairs, :class:`~engine.records.Document` objects, or dicts with
+Documents are ``(doc_id, text)`` pairs, :class:`~bm25lab.engine.records.Document` objects, or dicts with
 ``id`` or ``_id``, ``text``, optional ``title`` and any other keys (kept as metadata).
 
-An index is one or more segments with deletions (:mod:`engine.segments`); search results and scores
+An index is one or more segments with deletions (:mod:`bm25lab.engine.segments`); search results and scores
 are those of a fresh build of the live documents. ``add``, ``delete`` and ``optimize`` on an index
 loaded from a directory commit to that directory (under its writer's lock) and then show the
 committed index; on an index that was never saved they change it in memory only.
@@ -24,26 +24,25 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import accel, segments, storage
+from . import backends, segments, storage
+from .backends import Backend
 from .docstore import SegmentedStore
-from .errors import IndexFormatError, InputError
+from .errors import IndexFormatError, InputError, ParameterError
 from .records import Document, Hits
-from .retrieval import QueryBatch, QueryTerms, Scorer
+from .retrieval import QueryBatch, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
 from .segments import Change, DocLike, Part, Progress, as_document
 from .tokenization import Tokenizer
 
 __all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
-# Batches smaller than this are scored in-process: a worker pool costs more than it saves.
-_MIN_PARALLEL_QUERIES = 64
 # A reader that finds a segment gone re-reads the manifest this many times (a writer committed meanwhile).
 _LOAD_ATTEMPTS = 5
 
 
 def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise ParameterError(f"k must be a positive integer, got {k!r}")
     return int(k)
 
 
@@ -51,20 +50,28 @@ class Index:
     """A searchable BM25 index: postings, document ids, tokenizer and document store."""
 
     def __init__(self, segment: storage.Segment, tokenizer: Tokenizer, path: Path | None = None,
-                 workdir: tempfile.TemporaryDirectory | None = None) -> None:
+                 workdir: tempfile.TemporaryDirectory | None = None, backend: Backend | str | None = None) -> None:
         self.tokenizer = tokenizer
         self.path = path
+        self._backend = backend if isinstance(backend, Backend) else backends.create(backend)
         self._workdirs: list[tempfile.TemporaryDirectory] = [] if workdir is None else [workdir]
         self._attach([Part(segment)])
 
     @classmethod
-    def _of_parts(cls, parts: list[Part], tokenizer: Tokenizer, path: Path | None) -> "Index":
+    def _of_parts(cls, parts: list[Part], tokenizer: Tokenizer, path: Path | None, backend: Backend) -> "Index":
         index = cls.__new__(cls)
         index.tokenizer = tokenizer
         index.path = path
+        index._backend = backend
         index._workdirs = []
         index._attach(parts)
         return index
+
+    @property
+    def backend(self) -> str:
+        """The backend this index searches with: ``"auto"``, ``"numpy"`` or ``"numba"``
+        (see :mod:`bm25lab.engine.backends`)."""
+        return self._backend.name
 
     def _attach(self, parts: list[Part]) -> None:
         """Show ``parts``: one merged view for scoring, the parts' stores for documents."""
@@ -76,22 +83,27 @@ class Index:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Iterable[DocLike], tokenizer: Tokenizer | None = None, *, workers: int | None = None,
-              progress: Progress | None = None, source: str | Path | None = None) -> "Index":
+              progress: Progress | None = None, source: str | Path | None = None,
+              backend: str | None = None) -> "Index":
         """Index ``docs`` (streamed: texts go to the on-disk store, only postings stay in memory).
 
         A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
         when given); an empty document is kept with length 0. ``progress`` is called with the number
-        of documents indexed so far, every 1,000 documents.
+        of documents indexed so far, every 1,000 documents. ``backend`` (``"auto"``, ``"numpy"``,
+        ``"numba"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
         """
         tokenizer = tokenizer or Tokenizer()
-        built = segments.build_segment(docs, tokenizer, workers=workers, progress=progress, source=source)
-        index = cls(built.segment, tokenizer, None, built.workdir)
+        chosen = backends.create(backend)
+        built = segments.build_segment(docs, tokenizer, workers=workers, progress=progress, source=source,
+                                       backend=chosen)
+        index = cls(built.segment, tokenizer, None, built.workdir, chosen)
         weakref.finalize(index, built.workdir.cleanup)
         return index
 
     @classmethod
     def build_tokens(cls, docs: Iterable[tuple[str, Sequence[str] | np.ndarray]], tokenizer: Tokenizer | None = None,
-                     *, vocabulary: Sequence[str] | None = None, progress: Progress | None = None) -> "Index":
+                     *, vocabulary: Sequence[str] | None = None, progress: Progress | None = None,
+                     backend: str | None = None) -> "Index":
         """Index already analysed documents, ``(id, tokens)`` pairs, as they are (no analysis; each
         document's stored text is its tokens joined by spaces). With ``vocabulary`` (distinct terms),
         the tokens are arrays of indices into it instead, the fastest input, and no text is stored.
@@ -99,14 +111,15 @@ class Index:
         ``Tokenizer("whitespace", stopwords=None)``, which gives back such tokens from their joined text.
         """
         tokenizer = tokenizer or Tokenizer("whitespace", stopwords=None)
+        chosen = backends.create(backend)
         try:
             built = segments.build_segment(docs, tokenizer, progress=progress, pretokenized=True,
-                                           vocabulary=vocabulary)
+                                           vocabulary=vocabulary, backend=chosen)
         except InputError:
             raise
         except ValueError as exc:  # the builder's word on the vocabulary or the ids
             raise InputError(str(exc)) from None
-        index = cls(built.segment, tokenizer, None, built.workdir)
+        index = cls(built.segment, tokenizer, None, built.workdir, chosen)
         weakref.finalize(index, built.workdir.cleanup)
         return index
 
@@ -116,15 +129,16 @@ class Index:
         """Add ``docs`` as a new segment; a document whose id is in the index replaces it.
 
         On an index loaded from a directory this commits to the directory (see
-        :func:`engine.segments.add_documents`) and the index then shows the committed state,
+        :func:`bm25lab.engine.segments.add_documents`) and the index then shows the committed state,
         including changes other writers committed meanwhile.
         """
         if self.path is not None:
             change = segments.add_documents(self.path, docs, workers=workers, progress=progress, source=source,
-                                            verify=False)
+                                            verify=False, backend=self._backend)
             self._reload()
             return change
-        built = segments.build_segment(docs, self.tokenizer, workers=workers, progress=progress, source=source)
+        built = segments.build_segment(docs, self.tokenizer, workers=workers, progress=progress, source=source,
+                                       backend=self._backend)
         self._workdirs.append(built.workdir)
         parts, replaced = segments.with_added(self._parts, Part(built.segment))
         self._attach(parts)
@@ -161,14 +175,14 @@ class Index:
 
     def _reload(self) -> None:
         assert self.path is not None
-        fresh = Index.load(self.path, verify=False)
+        fresh = Index.load(self.path, verify=False, backend=self._backend)
         self.tokenizer = fresh.tokenizer
         self._attach(fresh._parts)
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the index to directory ``path`` as one segment, atomically and under the directory's
-        writer lock (see :mod:`engine.storage`, :mod:`engine.locking`)."""
+        writer lock (see :mod:`bm25lab.engine.storage`, :mod:`bm25lab.engine.locking`)."""
         directory = Path(path)
         if (directory / storage.MANIFEST).exists() and not overwrite:
             raise FileExistsError(f"{directory}: an index exists already (use overwrite=True to replace it)")
@@ -178,13 +192,16 @@ class Index:
         return directory
 
     @classmethod
-    def load(cls, path: str | Path, verify: bool = True, mmap: bool = True) -> "Index":
+    def load(cls, path: str | Path, verify: bool = True, mmap: bool = True,
+             backend: Backend | str | None = None) -> "Index":
         """Load a saved index; arrays are memory-mapped. Damage or a foreign version is IndexFormatError.
+        ``backend`` as in :meth:`build`.
 
         Takes no lock: when a writer commits while the index is being read and a file it named is
         gone, the new manifest is read and loading starts again.
         """
         directory = Path(path)
+        chosen = backend if isinstance(backend, Backend) else backends.create(backend)
         for attempt in range(_LOAD_ATTEMPTS):
             raw = storage.read_manifest_bytes(directory)
             manifest = storage.parse_manifest(directory, raw)
@@ -201,7 +218,7 @@ class Index:
                 if attempt + 1 < _LOAD_ATTEMPTS and _manifest_changed(directory, raw):
                     continue
                 raise
-            return cls._of_parts(parts, tokenizer, directory)
+            return cls._of_parts(parts, tokenizer, directory, chosen)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @property
@@ -254,10 +271,7 @@ class Index:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        query = self._scorer.query_terms(tokens)
-        warm = self._scorer.warm_for(params)
-        compiled = accel.query_top_k(self._scorer, query, k, params) if warm else None
-        docs, scores = compiled if compiled is not None else self._scorer.top(query, k, params, use_prepared=warm)
+        docs, scores = self._backend.top_k(self._scorer, self._scorer.query_terms(tokens), k, params)
         return self._hits(docs, scores)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
@@ -275,16 +289,8 @@ class Index:
         """Batch search on analysed queries: per query, (document numbers, scores), best first."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        batch = accel.query_batch(self._scorer, queries)
-        self._scorer.prepare(params)
-        workers = _worker_count(workers)
-        compiled = accel.batch_top_k(self._scorer, batch, k, params, workers)
-        if compiled is not None:
-            return compiled
-        terms = [batch.query(i) for i in range(len(batch))]
-        if workers <= 1 or len(terms) < _MIN_PARALLEL_QUERIES:
-            return [self._scorer.top(q, k, params, use_prepared=True) for q in terms]
-        return _parallel_top(self._scorer, terms, k, params, workers)
+        batch = self._backend.term_batch(self._scorer, queries)
+        return self._backend.top_k_batch(self._scorer, batch, k, params, _worker_count(workers))
 
     def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
         """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
@@ -334,30 +340,3 @@ def _worker_count(workers: int | None) -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
-
-
-_FORKED: tuple[Scorer, list[QueryTerms], int, Params] | None = None
-
-
-def _score_range(bounds: tuple[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    assert _FORKED is not None
-    scorer, terms, k, params = _FORKED
-    return [scorer.top(q, k, params, use_prepared=True) for q in terms[bounds[0]:bounds[1]]]
-
-
-def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Params,
-                  workers: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Score contiguous slices of the batch in forked workers that share the prepared weights."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    global _FORKED
-    chunk = max(16, -(-len(terms) // (workers * 4)))
-    bounds = [(i, min(i + chunk, len(terms))) for i in range(0, len(terms), chunk)]
-    _FORKED = (scorer, terms, k, params)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            parts = list(pool.map(_score_range, bounds))
-    finally:
-        _FORKED = None
-    return [result for part in parts for result in part]

@@ -3,7 +3,7 @@
 One writer at a time: a change (``add``, ``delete``, ``optimize``, ``save``, ``index --overwrite``)
 holds an exclusive ``flock`` on ``<index>/.writer.lock`` while it commits, with its process id
 written inside so that a second writer can say who holds it. Readers take no lock: they read the
-manifest, which is replaced atomically (:mod:`engine.storage`).
+manifest, which is replaced atomically (:mod:`bm25lab.engine.storage`).
 
 The kernel releases a ``flock`` when its holder exits, however it exits, so a writer killed with
 ``kill -9`` leaves no stale lock behind (the file stays; its content is only a hint). Never delete
@@ -54,7 +54,7 @@ def check_unlocked(directory: Path) -> None:
 def write_lock(directory: Path) -> Iterator[None]:
     """Hold the writer's lock of ``directory`` (which must exist) for the ``with`` block.
 
-    Raises :class:`~engine.errors.IndexLockedError` at once, without waiting, when another writer
+    Raises :class:`~bm25lab.engine.errors.IndexLockedError` at once, without waiting, when another writer
     (in this process or any other) holds it.
     """
     import fcntl

@@ -34,8 +34,11 @@ WARM_AFTER = 8
 
 def term_order(upper: np.ndarray) -> np.ndarray:
     """The canonical order of a query's terms: by ``upper`` (the term's largest weight, at least 0,
-    times its multiplicity) descending, ties in term-id order. Scores are sums in this order."""
-    return np.argsort(-upper, kind="stable")
+    times its multiplicity) descending, ties in term-id order. Scores are sums in this order.
+
+    The one definition of the order: the numba kernels compile this very function
+    (:mod:`bm25lab.engine.backends._kernels`), and :class:`QueryBatch` applies it to many queries."""
+    return np.argsort(-upper, kind="mergesort")  # stable (numba knows "mergesort", not "stable")
 
 
 def _upper(weights: np.ndarray, mult: float) -> float:
@@ -146,7 +149,7 @@ class Scorer:
             bounds = np.clip(offsets[first:end + 2], lo, hi)
             term_idf = np.repeat(idf[first:end + 1], np.diff(bounds))
             # + 0.0 turns a -0.0 weight (a negative idf times 0.0) into 0.0: the compiled kernels take
-            # -0.0 for "no posting added yet" (engine._kernels._NO_POSTING); sums are unchanged
+            # -0.0 for "no posting added yet" (backends._kernels._NO_POSTING); sums are unchanged
             np.add(self._posting_weights(slice(lo, hi), term_idf, params, zero), 0.0, out=weights[lo:hi])
         self._weights = (params, weights)
         return weights
@@ -166,6 +169,15 @@ class Scorer:
         self._bounds = (params, upper, prunable)
         return upper, prunable
 
+    def prepared_for(self, params: Params) -> bool:
+        """Whether the weights of all postings are prepared for ``params``."""
+        return self._weights is not None and self._weights[0] == params
+
+    def postings_of(self, queries: QueryTerms | TermBatch) -> int:
+        """How many postings the query's (or the batch's) terms have: the work of searching it."""
+        df = np.diff(np.asarray(self.postings.offsets))
+        return int(df[queries.term_ids].sum())
+
     def constant(self, query: QueryTerms, params: Params) -> float:
         """``sum_t idf(t) * tf_part(0)`` over the query's terms: what ``bm25l``/``bm25+`` add to every
         matching document (0.0 for the other variants)."""
@@ -178,7 +190,7 @@ class Scorer:
         """Whether single searches with ``params`` should use the prepared weights of all postings:
         yes once they exist, or from the ``WARM_AFTER``-th single search with the same parameters (a
         warm process pays the one-off preparation; a one-shot command never does)."""
-        if self._weights is not None and self._weights[0] == params:
+        if self.prepared_for(params):
             return True
         count = self._single_searches.get(params, 0) + 1
         self._single_searches[params] = count
@@ -288,7 +300,8 @@ class QueryBatch:
         if nonempty.any():
             upper[nonempty] = np.maximum(np.maximum.reduceat(w, self._span_begin[nonempty]), 0.0)
         upper *= self._span_mult
-        spans = np.lexsort((np.arange(n), -upper, self._span_query))
+        spans = term_order(upper)  # each query's spans are in term-id order: ties keep it
+        spans = spans[np.argsort(self._span_query[spans], kind="stable")]  # then query by query
         return concat_ranges(self._span_begin[spans], self._span_length[spans])
 
     def top(self, params: Params, k: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -22,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import ParameterError
+
 FloatArray = np.ndarray
 
 DEFAULT_K1 = 0.9
@@ -135,11 +137,11 @@ DEFAULT_VARIANT = "lucene"
 
 
 def get_variant(name: str) -> Variant:
-    """The variant called ``name``; an unknown name is a ValueError listing the known ones."""
+    """The variant called ``name``; an unknown name is a ParameterError listing the known ones."""
     try:
         return VARIANTS[name]
     except KeyError:
-        raise ValueError(f"unknown BM25 variant {name!r}; choose one of: {', '.join(VARIANTS)}") from None
+        raise ParameterError(f"unknown BM25 variant {name!r}; choose one of: {', '.join(VARIANTS)}") from None
 
 
 @dataclass(frozen=True)
@@ -155,12 +157,12 @@ class Params:
         """Check the values and fill in the variant's default delta."""
         variant = get_variant(self.variant)
         if not (math.isfinite(self.k1) and self.k1 >= 0):
-            raise ValueError(f"k1 must be a finite number >= 0, got {self.k1}")
+            raise ParameterError(f"k1 must be a finite number >= 0, got {self.k1}")
         if not (math.isfinite(self.b) and 0 <= self.b <= 1):
-            raise ValueError(f"b must be between 0 and 1, got {self.b}")
+            raise ParameterError(f"b must be between 0 and 1, got {self.b}")
         delta = variant.default_delta if self.delta is None else float(self.delta)
         if not (math.isfinite(delta) and delta >= 0):
-            raise ValueError(f"delta must be a finite number >= 0, got {delta}")
+            raise ParameterError(f"delta must be a finite number >= 0, got {delta}")
         return Params(self.variant, float(self.k1), float(self.b), delta)
 
 

@@ -5,7 +5,7 @@ An index is a list of immutable segments, each with the sorted numbers of its de
 same ids (an id is live in at most one segment); ``delete`` only records deletions; ``optimize``
 rewrites the live documents as one segment.
 
-Searching several segments uses one merged in-memory :class:`~engine.postings.Postings` of the live
+Searching several segments uses one merged in-memory :class:`~bm25lab.engine.postings.Postings` of the live
 documents (:func:`merge`): vocabularies united, term ids and document numbers remapped, deleted
 postings and terms left without postings dropped, tie-break ranks recomputed over the live ids.
 Collection statistics (N, df, avgdl) are therefore global by construction, and every document's
@@ -14,10 +14,10 @@ documents: scores are bit-identical to it. A single segment without deletions is
 (memory-mapped).
 
 Changes to an index directory (:func:`add_documents`, :func:`delete_documents`, :func:`optimize`,
-:func:`replace_all`) hold the writer's lock (:mod:`engine.locking`) only to commit: new documents are
+:func:`replace_all`) hold the writer's lock (:mod:`bm25lab.engine.locking`) only to commit: new documents are
 analysed first, then, under the lock, the current manifest is read again, new segment folders and
 deletion files are written (never a file the manifest names), and one atomic replacement of
-``index.json`` commits (:mod:`engine.storage`). A writer killed at any moment leaves the index as it
+``index.json`` commits (:mod:`bm25lab.engine.storage`). A writer killed at any moment leaves the index as it
 was before or as it is after.
 """
 from __future__ import annotations
@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import storage
+from . import backends, storage
+from .backends import Backend
 from .docstore import DocStore, DocStoreWriter, fields
 from .errors import IndexFormatError, InputError
 from .locking import check_unlocked, write_lock
@@ -129,20 +130,22 @@ class BuiltSegment:
 
 def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
                   progress: Progress | None = None, source: str | Path | None = None,
-                  pretokenized: bool = False, vocabulary: Sequence[str] | None = None) -> BuiltSegment:
+                  pretokenized: bool = False, vocabulary: Sequence[str] | None = None,
+                  backend: Backend | None = None) -> BuiltSegment:
     """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
     in memory). A duplicate id raises InputError naming it (and ``source``, when given).
 
     With ``pretokenized``, ``docs`` are ``(id, tokens)`` pairs indexed as they are (no analysis);
     each stores its tokens joined by spaces as its text. With a ``vocabulary`` as well, the tokens
-    are arrays of indices into it, and no text is stored.
+    are arrays of indices into it, and no text is stored. ``backend`` builds the postings (a new
+    default one when None: see :mod:`bm25lab.engine.backends`).
     """
     workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
     seen: dict[str, int] = {}
     try:
         batches = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
                    else _analysed(docs, tokenizer, workers, seen, source))
-        builder = PostingsBuilder(vocabulary if pretokenized else None)
+        builder = PostingsBuilder(backend or backends.create(), vocabulary if pretokenized else None)
         return BuiltSegment(_build(batches, builder, seen, progress, Path(workdir.name)), workdir)
     except BaseException:
         workdir.cleanup()
@@ -463,7 +466,7 @@ def _transaction(directory: Path, verify: bool,
 
 def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: int | None = None,
                   progress: Progress | None = None, source: str | Path | None = None,
-                  verify: bool = True) -> Change:
+                  verify: bool = True, backend: Backend | None = None) -> Change:
     """Add ``docs`` to the index in ``directory`` as a new segment; an id already in the index
     replaces that document. Bad input raises before anything is written."""
     directory = Path(directory)
@@ -471,7 +474,7 @@ def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: in
     config = manifest["tokenizer"]
     tokenizer = Tokenizer.from_config(config)
     check_unlocked(directory)
-    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source)
+    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend)
     try:
         if built.segment.postings.num_docs == 0:
             return _unchanged(directory, verify)

@@ -32,7 +32,7 @@ Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``), ``jsonl`` (``{"_id
 "query_id", "text" | "query"}``) and ``trec`` topics (``<top> <num> Number: 401 <title> ... </top>``,
 the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others).
 
-Contract for bad input: every problem raises :class:`engine.errors.InputError` with the file and the
+Contract for bad input: every problem raises :class:`bm25lab.engine.errors.InputError` with the file and the
 1-based line (``path:line: message``): malformed lines, text that is not valid UTF-8 (always an
 error, never replaced: the message names the line and the byte), a missing or unreadable file, a
 corrupt gzip stream, a file with no documents or no queries, a JSON line that is not an object or

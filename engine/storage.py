@@ -6,7 +6,7 @@ Layout of an index directory::
     seg-<hex>/            one segment: offsets.npy doc_nums.npy tfs.npy doc_lengths.npy id_rank.npy
                           terms.txt (one term a line) doc_ids.json docs.sqlite
     del-<hex>.npy         the deleted document numbers of one segment (sorted int32), if any
-    .writer.lock          the writers' lock (:mod:`engine.locking`)
+    .writer.lock          the writers' lock (:mod:`bm25lab.engine.locking`)
 
 ``index.json`` lists every segment, in order, with every file's size and SHA-256, and, for a segment
 with deletions, its ``deleted`` file (``{"file", "count", "bytes", "sha256"}``). Files that a manifest
@@ -123,7 +123,7 @@ def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     """Atomically replace ``index.json`` and remove the files it no longer names.
 
-    Only a writer holding the lock (:mod:`engine.locking`) may call this."""
+    Only a writer holding the lock (:mod:`bm25lab.engine.locking`) may call this."""
     tmp = directory / f".{MANIFEST}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, ensure_ascii=False, indent=1)

@@ -11,7 +11,7 @@ Input is per-query values ``{qid: {measure: value}}`` for the baseline and for e
   in sorted id order, so resampling results do not depend on dict order.
 - **Means** are over the compared queries, so ``delta = mean - baseline_mean`` is the mean of the
   per-query differences ``run - baseline``.
-- **p-value**: the chosen paired two-sided test (:data:`evaluation.significance.TESTS`) of run
+- **p-value**: the chosen paired two-sided test (:data:`bm25lab.evaluation.significance.TESTS`) of run
   against baseline. Every (run, measure) uses the same ``seed``, so adding a run never changes the
   others' figures.
 - **Holm.** When more than one run is compared, ``p_holm`` is the Holm-Bonferroni adjustment across

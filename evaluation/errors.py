@@ -1,9 +1,9 @@
 """Errors the evaluation package raises for bad input.
 
-Bad files and bad in-memory data raise the engine's :class:`~engine.errors.InputError`
+Bad files and bad in-memory data raise the engine's :class:`~bm25lab.engine.errors.InputError`
 (``"path:line: message"``, one line); an unknown measure name or a bad option raises
 :class:`MeasureError`, whose message lists the known measures. All derive from
-:class:`~engine.errors.BM25LabError` and :class:`ValueError`; :class:`EvaluationError` is the base of
+:class:`~bm25lab.engine.errors.BM25LabError` and :class:`ValueError`; :class:`EvaluationError` is the base of
 the errors only this package raises.
 """
 from __future__ import annotations

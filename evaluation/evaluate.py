@@ -105,9 +105,9 @@ def evaluate(
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` with the named measures (``["P@10", "nDCG@10", "AP"]``).
 
-    ``qrels`` is a :class:`~evaluation.ranking.Qrels` or ``{qid: {docid: grade}}``; ``run`` a
-    :class:`~evaluation.ranking.Run` or ``{qid: {docid: score}}`` (or lists of pairs or hits).
-    Raises :class:`~evaluation.errors.MeasureError` for an unknown measure or a bad option.
+    ``qrels`` is a :class:`~bm25lab.evaluation.ranking.Qrels` or ``{qid: {docid: grade}}``; ``run`` a
+    :class:`~bm25lab.evaluation.ranking.Run` or ``{qid: {docid: score}}`` (or lists of pairs or hits).
+    Raises :class:`~bm25lab.evaluation.errors.MeasureError` for an unknown measure or a bad option.
     """
     parsed = parse_measures(measures)
     if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:

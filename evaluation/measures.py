@@ -1,6 +1,6 @@
 """Every measure of ``METRICS.md``: one small function each over the judged ranking, and a registry.
 
-A measure function takes a :class:`~evaluation.ranking.JudgedRanking` and its parameter (a cutoff
+A measure function takes a :class:`~bm25lab.evaluation.ranking.JudgedRanking` and its parameter (a cutoff
 ``k``, a fraction such as a recall level ``r``, or None) and returns one float64 per query, NaN where the measure is
 undefined for that query (only ``AUC`` has such queries). The judged ranking already ranked the
 documents (score descending, ties by document id descending), attached the labels and counted R

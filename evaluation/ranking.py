@@ -1,7 +1,7 @@
 """Columnar qrels and runs, trec_eval's tie rule, and the judged ranking every measure reads.
 
 Data flows one way: readers (or plain dicts) -> :class:`Qrels`, :class:`Run` ->
-:func:`judged_ranking` -> :class:`JudgedRanking` -> the measures of :mod:`evaluation.measures`.
+:func:`judged_ranking` -> :class:`JudgedRanking` -> the measures of :mod:`bm25lab.evaluation.measures`.
 
 **Columnar form.** A :class:`Qrels` or :class:`Run` holds one row per judgment or retrieved document:
 the query as a segment of rows (``offsets``), the document id as a string (``doc_ids``, a pyarrow
@@ -219,7 +219,7 @@ class Qrels:
     ``qids`` lists the judged queries (each with at least one judgment) in first-appearance order;
     the judgments of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]`` (in hash order), with document
     ids ``doc_ids``, their hashes ``doc_hash`` and integer judgments ``label``. Build one with
-    :func:`evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
+    :func:`bm25lab.evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
@@ -319,7 +319,7 @@ class Run:
     ``qids`` lists the queries in first-appearance order (a query from a dict may have no documents);
     the documents of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]``, ranked by score descending, ties
     by document id descending, with ids ``doc_ids``, their hashes ``doc_hash`` and float64 scores
-    ``score``. ``name`` is the run tag. Build one with :func:`evaluation.read_run`, :meth:`from_dict`
+    ``score``. ``name`` is the run tag. Build one with :func:`bm25lab.evaluation.read_run`, :meth:`from_dict`
     or :meth:`from_columns`.
     """
 

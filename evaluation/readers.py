@@ -3,7 +3,7 @@
 Formats (fields separated by any run of spaces or tabs, ``.gz`` files accepted by their content):
 
 - TREC run: ``qid Q0 docid rank score tag``. The rank and ``Q0`` columns are ignored: documents are
-  ranked by score with trec_eval's tie rule (:mod:`evaluation.ranking`). Scores are read as float64,
+  ranked by score with trec_eval's tie rule (:mod:`bm25lab.evaluation.ranking`). Scores are read as float64,
   as trec_eval's ``atof``.
 - TREC qrels: ``qid iteration docid relevance``; relevance an integer (``2`` or ``2.0``), negative
   meaning "in the pool, unjudged".
@@ -13,7 +13,7 @@ Strictness: blank lines and lines starting with ``#`` are skipped (as trec_eval 
 must have exactly the format's number of fields, a number where a score is due (NaN refused), an
 integer where a relevance is due. A repeated (query, document) pair in a run is an error, as in
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
-:class:`~engine.errors.InputError` naming the file and the line.
+:class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
 Two parsing paths, one result. The fast path hands the bytes to pyarrow's CSV reader, whose
 delimiter is a single character: it is taken when the fields are separated by single spaces (or
@@ -79,7 +79,7 @@ class _Columns:
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a TREC run file into a :class:`~evaluation.ranking.Run` named by its first line's tag."""
+    """Read a TREC run file into a :class:`~bm25lab.evaluation.ranking.Run` named by its first line's tag."""
     data = _load(path)
     first = _first_fields(data)
     name = first[1][5].decode("utf-8", "replace") if first and len(first[1]) == 6 else ""
@@ -91,7 +91,7 @@ def read_run(path: str | Path) -> Run:
 
 
 def read_qrels(path: str | Path, *, format: Literal["auto", "trec", "beir"] = "auto") -> Qrels:
-    """Read TREC qrels or BEIR qrels TSV into :class:`~evaluation.ranking.Qrels`.
+    """Read TREC qrels or BEIR qrels TSV into :class:`~bm25lab.evaluation.ranking.Qrels`.
 
     ``format="auto"`` decides by the first line: 4 fields is TREC, 3 is BEIR. A BEIR file's first line
     is taken as its header when its score field is not a number.
@@ -303,7 +303,7 @@ def _label(field: bytes, path: str | Path, line: int) -> int:
 def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], tag: str = "bm25lab") -> None:
     """Write a TREC run: ``qid Q0 docid rank score tag`` lines, ranks 1..n in tie-rule order.
 
-    ``run`` is a :class:`~evaluation.ranking.Run` or ``{qid: [(docid, score), ...]}``,
+    ``run`` is a :class:`~bm25lab.evaluation.ranking.Run` or ``{qid: [(docid, score), ...]}``,
     ``{qid: {docid: score}}`` or ``{qid: [Hit, ...]}`` (objects with ``doc_id`` and ``score``).
     Queries keep their order; scores are written in the shortest decimal form that reads back to
     the same float64. A path ending in ``.gz`` is gzip-compressed; a file object gets text or bytes

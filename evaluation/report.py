@@ -1,6 +1,6 @@
 """Render evaluation results: rich tables, trec_eval-style text, JSON and CSV. Pure functions.
 
-Every renderer takes one :class:`~evaluation.evaluate.EvaluationResult` (named by its run's tag, or
+Every renderer takes one :class:`~bm25lab.evaluation.evaluate.EvaluationResult` (named by its run's tag, or
 ``"run"``), a mapping ``{run name: result}`` or a sequence of ``(run name, result)`` pairs, and
 returns a string or rich objects; nothing is printed.
 

@@ -1,6 +1,6 @@
 """Grid search of BM25's k1 and b with k-fold cross-validation over the queries (``bm25lab tune``).
 
-Data flows one way: queries + index -> one :class:`~engine.index.PreparedBatch` (tokens and postings
+Data flows one way: queries + index -> one :class:`~bm25lab.engine.index.PreparedBatch` (tokens and postings
 gathered once) -> for every (k1, b) of the grid, a run scored from the same postings -> per-query
 values of one measure -> a ``(len(k1_grid), len(b_grid), num_queries)`` array -> :func:`cross_validate`.
 
@@ -121,7 +121,7 @@ def parse_grid(text: str, name: str = "grid") -> tuple[float, ...]:
 
 _TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp",
                              "Judged"})
-"""Measure families (canonical names of :data:`evaluation.MEASURES`) whose value with cutoff n depends
+"""Measure families (canonical names of :data:`bm25lab.evaluation.MEASURES`) whose value with cutoff n depends
 only on the top n documents of each query (their denominators, such as R or the ideal DCG, come from
 the qrels)."""
 
@@ -129,7 +129,7 @@ the qrels)."""
 def search_depth(measure: str, k: int) -> int:
     """Results per query that ``measure`` needs: ``min(n, k)`` for a top-n measure ``NAME@n``, else ``k``.
 
-    An unknown measure name is a :class:`~evaluation.errors.MeasureError` listing the known ones.
+    An unknown measure name is a :class:`~bm25lab.evaluation.errors.MeasureError` listing the known ones.
     """
     from .measures import parse_measure
 
@@ -264,7 +264,7 @@ def _per_query(result: Any, qids: Sequence[str], measure: str) -> np.ndarray:
 
 
 class _RunColumns:
-    """Turns :meth:`PreparedBatch.search` results into a columnar :class:`~evaluation.ranking.Run`.
+    """Turns :meth:`PreparedBatch.search` results into a columnar :class:`~bm25lab.evaluation.ranking.Run`.
 
     Costs two flat passes over the results (document codes, scores) and one ``Run.from_columns``:
     about 2.5 times faster than ``Run.from_dict`` on Cranfield's 225 queries x 1000 documents.

@@ -1,6 +1,6 @@
 """`bm25lab add`, `delete` and `optimize`: changing an index in place.
 
-Each change is committed atomically under the index's writer lock (:mod:`engine.segments`): a
+Each change is committed atomically under the index's writer lock (:mod:`bm25lab.engine.segments`): a
 reader sees the index before or after it, a second writer gets "index is locked by process N", and
 bad input stops the command before anything is written.
 """

@@ -20,7 +20,7 @@ B_GRID_HELP = "b values: start:stop:step (stop included) or a comma list. Defaul
 def _tune_with_progress(index_dir: Path, queries: Path, qrels: Path, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
                         seed: int) -> "TuneResult":
-    """Load everything, then run :func:`evaluation.tuning.tune` under a progress bar on stderr."""
+    """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..engine import Index

@@ -1,6 +1,6 @@
 """Speed of evaluation, files to results: bm25lab vs parsing + pytrec_eval (and trec_eval, if installed).
 
-Not collected by pytest. Run ``python tests/bench_evaluate.py [--queries 10000] [--depth 1000]``:
+Not collected by pytest. Run ``python tests/benchmarks/bench_evaluate.py [--queries 10000] [--depth 1000]``:
 it writes a run of ``queries x depth`` lines (scores with 3 decimals, so ties occur, in rank order as
 retrieval systems write them) and graded qrels (about 50 judgments per query, half of them on
 retrieved documents) into a temporary folder, then times, three times each, in one process:
@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MEASURES = ["P@10", "R@100", "nDCG@10", "nDCG", "AP", "RR", "bpref", "Rprec"]
 
@@ -97,9 +95,10 @@ def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, float, di
     return time.perf_counter() - start, time.process_time() - cpu, values
 
 
-def time_command(command: list[str]) -> float:
+def time_command(command: list[str], cwd: Path) -> float:
+    """Wall seconds of ``command`` run in ``cwd`` (an empty folder: no checkout shadows bm25lab)."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     return time.perf_counter() - start
 
 
@@ -133,6 +132,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_path, qrels_path = generate(Path(tmp), args.queries, args.depth)
+        cwd = Path(tmp) / "cwd"
+        cwd.mkdir()
         print(f"run: {args.queries} queries x {args.depth} documents, {run_path.stat().st_size / 1e6:.0f} MB; "
               f"qrels {qrels_path.stat().st_size / 1e6:.1f} MB; measures {', '.join(MEASURES)}")
         ours, theirs, c_times, cli_times = [], [], [], []
@@ -142,9 +143,9 @@ def main() -> None:
             ours.append(seconds)
             *seconds, their_values = time_pytrec_eval(run_path, qrels_path)
             theirs.append(seconds)
-            cli_times.append(time_command(bm25lab_command(run_path, qrels_path)))
+            cli_times.append(time_command(bm25lab_command(run_path, qrels_path), cwd))
             if binary:
-                c_times.append(time_command(trec_eval_command(binary, run_path, qrels_path)))
+                c_times.append(time_command(trec_eval_command(binary, run_path, qrels_path), cwd))
         for label, times in (("bm25lab read + evaluate", ours), ("pytrec_eval parse + evaluate", theirs)):
             walls = ", ".join(f"{w:.2f}" for w, _ in times)
             print(f"{label:30s} wall median {statistics.median(w for w, _ in times):6.2f} s (runs {walls}); "

@@ -28,10 +28,10 @@ import benchlib as bl  # noqa: E402
 
 K1, B = 0.9, 0.4
 
-# Run in a fresh interpreter: argv = [system, index dir, queries JSON]; prints one JSON line.
+# Run in a fresh interpreter, in an empty temporary folder (bm25lab as installed, never the
+# checkout's folder): argv = [system, index dir, queries JSON]; prints one JSON line.
 CHILD = r"""
 import json, sys, time
-sys.path.insert(0, {root!r})
 def rss():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"):
@@ -51,8 +51,8 @@ else:
     index = bm25s.BM25.load(directory, mmap=True, load_corpus=False, show_progress=False)
     load_s = time.perf_counter() - t; loaded = rss()
     index.retrieve(queries, k=10, n_threads=0, show_progress=False, backend_selection="numpy")
-print(json.dumps({{"import_mb": before, "load_mb": loaded - before, "batch_mb": rss() - loaded,
-                  "total_mb": rss(), "load_s": load_s}}))
+print(json.dumps({"import_mb": before, "load_mb": loaded - before, "batch_mb": rss() - loaded,
+                  "total_mb": rss(), "load_s": load_s}))
 """
 
 
@@ -79,9 +79,9 @@ def dir_mb(path: Path, skip_suffix: str = "\0") -> float:
 
 
 def measure(system: str, directory: Path, queries_path: Path) -> dict[str, float]:
-    code = CHILD.format(root=str(bl.ROOT))
-    done = subprocess.run([sys.executable, "-c", code, system, str(directory), str(queries_path)],
-                          capture_output=True, text=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="bm25lab-bench-cwd-") as cwd:
+        done = subprocess.run([sys.executable, "-c", CHILD, system, str(directory), str(queries_path)],
+                              capture_output=True, text=True, check=False, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(f"{system} child failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])

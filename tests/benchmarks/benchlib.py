@@ -3,6 +3,11 @@
 Not a test module (pytest collects only ``test_*.py``). The scripts in this folder import it as a
 sibling module, which works because Python puts a script's own folder first on ``sys.path``.
 
+bm25lab is imported as installed (``pip install -e ".[bench]"`` or a wheel), never from the checkout:
+the checkout's root is not put on ``sys.path`` (its ``bm25lab/`` folder would shadow the installed
+package, whose sub-packages are mapped from ``engine/``, ``evaluation/`` and ``corpora/``), and
+child processes run in a temporary folder. ``ROOT`` is only where ``git`` reads the commit.
+
 Timing protocol: every repetition runs every system once, in an order rotated by one each
 repetition (so no system always runs first on a cold cache); the figure reported is the median
 over repetitions; ratios are ``bm25lab time / peer time`` (below 1 means bm25lab is faster).
@@ -14,7 +19,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # run from a checkout without installing: engine, corpora importable
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]  # the checkout, for its commit only (see the docstring)
 
 
 # ---------------------------------------------------------------------- synthetic corpus
@@ -190,7 +192,8 @@ def source_version() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + (" + local changes" if git("status", "--porcelain", "--", "bm25lab", "engine", "evaluation", "corpora") else "")
+    changed = git("status", "--porcelain", "--", "bm25lab", "engine", "evaluation", "corpora", "pyproject.toml")
+    return commit + (" + local changes" if changed else "")
 
 
 def machine_info() -> dict[str, str]:
@@ -219,13 +222,17 @@ def machine_info() -> dict[str, str]:
         "numba": _version("numba"),
         "rank-bm25": _version("rank-bm25"),
         "jieba": _version("jieba"),
+        "pyterrier-pisa": _version("pyterrier-pisa"),
+        "python-terrier": _version("python-terrier"),
+        "tantivy": _version("tantivy"),
     }
 
 
 def machine_line(info: dict[str, str]) -> str:
     return (f"{info['date']}, bm25lab {info.get('bm25lab', 'unknown')}; {info['cpu']}, {info['nproc']} cores, {info['memory']} RAM, {info['os']}; "
             f"Python {info['python']}, numpy {info['numpy']}, bm25s {info['bm25s']}, numba {info['numba']}, "
-            f"rank-bm25 {info['rank-bm25']}, jieba {info['jieba']}; 1-min load average at start {info['loadavg']}")
+            f"rank-bm25 {info['rank-bm25']}, jieba {info['jieba']}, pyterrier-pisa {info.get('pyterrier-pisa', '?')}, "
+            f"tantivy {info.get('tantivy', '?')}; 1-min load average at start {info['loadavg']}")
 
 
 def quiet_logs() -> None:

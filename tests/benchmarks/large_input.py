@@ -36,14 +36,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
 
-# Run in a fresh interpreter: argv = [root, index dir, documents, seed, pad]; prints one JSON line.
+# The children import bm25lab as installed: they run in an empty temporary folder and put only this
+# folder (for ``synthetic_documents``) on sys.path, never the checkout's root, whose bm25lab/ folder
+# would shadow the installed package.
+# Run in a fresh interpreter: argv = [this folder, index dir, documents, seed, pad]; prints one JSON line.
 INDEX_CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/tests/benchmarks")
 from large_input import synthetic_documents
 from bm25lab.engine import Index, Tokenizer
 
@@ -59,10 +61,9 @@ print(json.dumps({"seconds_build": built, "seconds_total": time.perf_counter() -
                   "peak_rss_children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
 """
 
-# argv = [root, *bm25lab arguments]; runs the command line and prints one JSON line on stderr's last line.
+# argv = [this folder, *bm25lab arguments]; runs the command line and prints one JSON line on stderr's last line.
 CLI_CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
 from bm25lab.cli import app
 started = time.perf_counter()
 code = 0
@@ -104,8 +105,9 @@ def synthetic_documents(count: int, seed: int, stats: dict | None = None, prefix
 
 
 def _child(code: str, *args: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", code, str(ROOT), *args], capture_output=True, text=True,
-                            cwd=ROOT, env=dict(os.environ, COLUMNS="200"))
+    with tempfile.TemporaryDirectory(prefix="bm25lab-large-cwd-") as cwd:
+        result = subprocess.run([sys.executable, "-c", code, str(HERE), *args], capture_output=True, text=True,
+                                cwd=cwd, env=dict(os.environ, COLUMNS="200"))
     if result.returncode != 0:
         raise SystemExit(f"child failed ({result.returncode}):\n{result.stderr[-3000:]}")
     line = result.stdout.strip().splitlines()[-1] if code is INDEX_CHILD else result.stderr.strip().splitlines()[-1]

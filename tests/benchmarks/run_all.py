@@ -7,8 +7,11 @@
 
 Each benchmark runs as its own process (``bench_<name>.py --json RESULTS/<name>.json``), so one
 system's memory or JIT state never leaks into another's figures; their own tables stream to the
-terminal as they finish. ``tests/bench_evaluate.py`` (the evaluation benchmark, kept elsewhere) is
-run too when it exists; its output is appended as printed, since its format is its own.
+terminal as they finish. ``bench_engines`` starts a fresh process per system itself (bm25lab's
+public API beside PISA, tantivy, bm25s and rank-bm25). ``bench_evaluate.py`` (the evaluation
+benchmark) is run too; its output is appended as printed, since its format is its own. Every
+benchmark runs in an empty temporary folder, so bm25lab is the installed package, never the
+checkout's ``bm25lab/`` folder.
 
 Summary columns: the bm25lab figure, the peer's, ``ratio`` = bm25lab / peer in time (or resource)
 units, so below 1 means bm25lab is faster or smaller; ``target`` is the issue's bound on that ratio.
@@ -19,6 +22,7 @@ import argparse
 import json
 import math
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,29 +33,30 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benchlib as bl  # noqa: E402
 
-BENCHMARKS = ("search", "memory", "cold_search", "tokenize")
-EVALUATE_SCRIPT = bl.ROOT / "tests" / "bench_evaluate.py"
+BENCHMARKS = ("engines", "search", "memory", "cold_search", "tokenize")
+EVALUATE_SCRIPT = HERE / "bench_evaluate.py"
+CWD = Path(tempfile.mkdtemp(prefix="bm25lab-bench-cwd-"))  # empty: nothing in it shadows an installed package
 
 
 def run_benchmark(name: str, results: Path, small: bool, extra: Sequence[str]) -> int:
     cmd = [sys.executable, str(HERE / f"bench_{name}.py"), "--json", str(results / f"{name}.json")]
     cmd += (["--small"] if small else []) + list(extra)
     print(f"\n## {' '.join(cmd)}", flush=True)
-    return subprocess.run(cmd, check=False).returncode
+    return subprocess.run(cmd, check=False, cwd=CWD).returncode
 
 
 def run_evaluate(results: Path, small: bool, extra: Sequence[str]) -> str | None:
-    """Run tests/bench_evaluate.py if present; its stdout (also saved to RESULTS/evaluate.txt)."""
+    """Run bench_evaluate.py if present; its stdout (also saved to RESULTS/evaluate.txt)."""
     if not EVALUATE_SCRIPT.exists():
         return None
     helptext = subprocess.run([sys.executable, str(EVALUATE_SCRIPT), "--help"], capture_output=True, text=True,
-                              check=False).stdout
+                              check=False, cwd=CWD).stdout
     cmd = [sys.executable, str(EVALUATE_SCRIPT)]
     if small:  # its own small switch if it has one, else a tenth of the queries
         cmd += ["--small"] if "--small" in helptext else ["--queries", "1000"] if "--queries" in helptext else []
     cmd += list(extra)
     print(f"\n## {' '.join(cmd)}", flush=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=CWD)
     out = done.stdout + (f"\n(exit code {done.returncode}: {done.stderr.strip()[-500:]})" if done.returncode else "")
     print(out, flush=True)
     (results / "evaluate.txt").write_text(out, encoding="utf-8")
@@ -73,13 +78,15 @@ def summary(loaded: dict[str, dict[str, Any]], evaluate: str | None) -> str:
             rows.append((row["case"], row["bm25lab"], row["peer"],
                          "-" if ratio is None or math.isnan(ratio) else f"{ratio:.2f}", row["target"], met))
     runs = [f"- {name}: {r['machine']['date']}, bm25lab {r['machine'].get('bm25lab', 'unknown')}, "
-            f"1-min load average at start {r['machine']['loadavg']}" for name, r in loaded.items()]
+            f"1-min load average at start {r['machine']['loadavg']}"
+            + (f", at the end {r['loadavg_end']:.1f}" if "loadavg_end" in r else "") for name, r in loaded.items()]
     parts = ["## Benchmark summary", "", f"Machine: {bl.machine_line(machine)}.", "", "Runs:", *runs, "",
              bl.markdown_table(["case", "bm25lab", "peer", "ratio bm25lab/peer", "target", "met"], rows)]
-    if "search" in loaded:
-        parts += ["", f"Synthetic corpus: {loaded['search']['config']}."]
+    for name in ("engines", "search"):
+        if name in loaded:
+            parts += ["", f"Synthetic corpus of {name}: {loaded[name]['config']}."]
     if evaluate is not None:
-        parts += ["", "### Evaluation (tests/bench_evaluate.py, as printed)", "", "```", evaluate.strip(), "```"]
+        parts += ["", "### Evaluation (bench_evaluate.py, as printed)", "", "```", evaluate.strip(), "```"]
     return "\n".join(parts)
 
 
@@ -114,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         evaluate = (results / "evaluate.txt").read_text(encoding="utf-8")
     print("\n" + summary(load_results(results), evaluate))
     print(f"\n(JSON figures in {results})")
+    shutil.rmtree(CWD, ignore_errors=True)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -106,15 +106,14 @@ def test_grown_chinese_index_equals_fresh_build(tmp_path: Path, cmrc) -> None:
     assert index.document(docs[3].id).title == "换过的标题"
 
 
-def test_merged_view_on_the_compiled_path(monkeypatch, cranfield) -> None:
+def test_merged_view_on_the_compiled_path(cranfield) -> None:
     docs = list(cranfield.documents())[:400]
     queries = dict(list(cranfield.judged_queries().items())[:30])
     tok = Tokenizer("en")
-    grown = Index.build(docs[:200], tokenizer=tok, workers=1)
+    grown = Index.build(docs[:200], tokenizer=tok, workers=1, backend="numba")
     grown.add(docs[200:], workers=1)
     grown.delete([docs[7].id])
-    fresh = Index.build([d for d in docs if d.id != docs[7].id], tokenizer=tok, workers=1)
-    monkeypatch.setenv("BM25LAB_NUMBA", "1")
+    fresh = Index.build([d for d in docs if d.id != docs[7].id], tokenizer=tok, workers=1, backend="numpy")
     for variant in ("lucene", "bm25l"):
         a = grown.search_many(queries, k=20, variant=variant, workers=2)
         b = fresh.search_many(queries, k=20, variant=variant, workers=2)

@@ -264,6 +264,7 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra
     # trailing NULs) and decodes them at once, split at a newline, at another character when a term
     # holds a newline, or one by one when every ASCII character is in some term
     from bm25lab.engine import postings, selection
+    from bm25lab.engine.backends import numba_backend, numpy_backend
 
     rng = np.random.default_rng(7)
     alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + list(extra)
@@ -276,14 +277,14 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra
     position = {w: i for i, w in enumerate(used)}
     id_docs = [(i, np.array([position[t] for t in ts], dtype=np.int64)) for i, ts in docs]
     taken: dict[str, list] = {"arrow": [], "numba": []}
-    split = postings._split_and_encode
-    monkeypatch.setattr(postings, "_split_and_encode", lambda *a: taken["arrow"].append(split(*a)) or
+    split = numpy_backend._split_and_encode
+    monkeypatch.setattr(numpy_backend, "_split_and_encode", lambda *a: taken["arrow"].append(split(*a)) or
                         taken["arrow"][-1])
-    compiled = postings.CompiledVocabulary.term_ids
-    monkeypatch.setattr(postings.CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
+    compiled = numba_backend.CompiledVocabulary.term_ids
+    monkeypatch.setattr(numba_backend.CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
                         compiled(self, *a))
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
-    from bm25lab.engine import _kernels
+    _kernels = numba_backend.kernels()
 
     separators = []
     joined_terms = _kernels.joined_terms
@@ -291,10 +292,10 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra
                         joined_terms(*a))
 
     def build(mode: str, tokens: list) -> Index:
-        monkeypatch.setenv("BM25LAB_NUMBA", "1" if mode == "numba" else "0")
-        monkeypatch.setattr(postings, "_ARROW_MIN_TOKENS", 1 if mode == "arrow" else 10**9)
+        monkeypatch.setattr(numpy_backend, "_ARROW_MIN_TOKENS", 1 if mode == "arrow" else 10**9)
         monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1 if mode != "python" else 10**9)
-        return Index.build_tokens(tokens, vocabulary=used if tokens is id_docs else None)
+        return Index.build_tokens(tokens, vocabulary=used if tokens is id_docs else None,
+                                  backend="numba" if mode == "numba" else "numpy")
 
     plain = build("python", docs)
     assert not taken["arrow"] and not taken["numba"]

@@ -1,8 +1,8 @@
-"""numba kernels for search (imported only through :mod:`engine.accel`).
+"""numba kernels for search and building (imported only by :mod:`bm25lab.engine.backends.numba_backend`).
 
-The arithmetic is exactly that of :meth:`engine.retrieval.Scorer.score`: float64 weights, a repeated
+The arithmetic is exactly that of :meth:`bm25lab.engine.retrieval.Scorer.score`: float64 weights, a repeated
 query term multiplies its weight, each document's weights are added from 0.0 in the query's
-canonical term order (:func:`engine.retrieval.term_order`: largest weight first), then the
+canonical term order (:func:`bm25lab.engine.retrieval.term_order`: largest weight first), then the
 per-query constant is added. Selection is exact top-k with bm25lab's tie rule (score descending,
 then document id descending via ``id_rank``).
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+
+from ..retrieval import term_order
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -43,7 +45,7 @@ _BUCKETS = 4096
 
 # acc[d] holds -0.0 while no posting has been added to it, and a sum of postings never has these bits
 # (-0.0 + w is exactly w, as 0.0 + w is, and x + y is -0.0 only when both are; prepared weights are
-# never -0.0, see engine.retrieval.Scorer.prepare): the scores mark the scored documents themselves
+# never -0.0, see bm25lab.engine.retrieval.Scorer.prepare): the scores mark the scored documents themselves
 _NO_POSTING = np.int64(-(2 ** 63))  # -0.0 viewed as int64
 
 
@@ -424,18 +426,8 @@ def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarr
                 acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
 
 
-@njit(cache=True, nogil=True)
-def _term_order(upper: np.ndarray) -> np.ndarray:
-    """Positions of the query's terms by largest weight descending, ties in term-id order (a stable
-    insertion sort: queries have few terms); the same order as :func:`engine.retrieval.term_order`."""
-    m = upper.shape[0]
-    order = np.arange(m)
-    for i in range(1, m):
-        j = i
-        while j > 0 and upper[order[j]] > upper[order[j - 1]]:
-            order[j], order[j - 1] = order[j - 1], order[j]
-            j -= 1
-    return order
+# the canonical term order, compiled from its one definition
+_term_order = njit(cache=True, nogil=True)(term_order)
 
 
 @njit(cache=True, nogil=True)
@@ -557,7 +549,7 @@ def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, off
                 term_upper: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray,
                 id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
                 out_scores: np.ndarray, out_len: np.ndarray) -> None:
-    """:func:`query_top_k` for every query of a :class:`engine.retrieval.TermBatch` (``q_ptr``,
+    """:func:`query_top_k` for every query of a :class:`bm25lab.engine.retrieval.TermBatch` (``q_ptr``,
     ``term_ids``, ``counts``) with ``offsets`` of the postings and each term's largest weight
     ``term_upper``, in ``n_chunks`` parallel chunks (queries ``c``, ``c + n_chunks``, ...)."""
     nq = q_ptr.shape[0] - 1
@@ -587,7 +579,7 @@ def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, off
 
 
 # ---------------------------------------------------------------------------------------------
-# Building: token strings to term ids, and (term, document, tf) triples, for engine.postings
+# Building: token strings to term ids, and (term, document, tf) triples, for bm25lab.engine.postings
 
 
 @njit(cache=True, nogil=True)
@@ -693,7 +685,7 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
 @njit(cache=True, nogil=True)
 def group_query_terms(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Queries' token ids (query ``q``: the next ``lengths[q]`` of ``ids``; -1: not in the vocabulary)
-    as :class:`engine.retrieval.TermBatch` arrays: (q_ptr, each query's distinct known ids ascending,
+    as :class:`bm25lab.engine.retrieval.TermBatch` arrays: (q_ptr, each query's distinct known ids ascending,
     how often each occurs)."""
     nq = lengths.shape[0]
     q_ptr = np.zeros(nq + 1, np.int64)

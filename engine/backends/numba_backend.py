@@ -1,0 +1,332 @@
+"""The numba backend: compiled kernels (:mod:`._kernels`) for searching and building.
+
+numba is imported when a numba backend first works, never at ``import bm25lab``. The kernels are
+compiled on first use and cached on disk by numba (``cache=True``); later processes load them in
+about 0.4 s. :func:`compile_all` compiles them ahead (``python -m
+bm25lab.engine.backends.numba_backend``) and marks the installation as compiled (:func:`ready`),
+which is what ``auto`` asks before it counts on a cheap load; ``auto`` runs it in a background
+process (:func:`compile_in_background`) the first time its kernels would have paid off.
+
+Results are identical to the numpy backend's: the same float64 sums in the same order (the
+canonical term order of :func:`bm25lab.engine.retrieval.term_order`, compiled from the same
+source), the same tie rule. The search kernels prune (MaxScore) but re-score exactly what they keep.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import subprocess
+import sys
+import threading
+import weakref
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import BM25LabError
+from ..retrieval import TermBatch
+from ..scoring import zero_tf_part
+from . import Backend, Ranked
+
+if TYPE_CHECKING:
+    from ..retrieval import QueryTerms, Scorer
+    from ..scoring import Params
+
+KERNELS = f"{__package__}._kernels"
+# What ``auto`` counts loading the cached kernels as (measured 0.3-0.4 s: importing numba ~0.26 s,
+# reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
+LOAD_SECONDS = 0.5
+COMPILE_SECONDS = 30.0
+
+
+@lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether numba is installed."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def loaded() -> bool:
+    """Whether this process has imported the kernels already (using them then costs nothing more)."""
+    return KERNELS in sys.modules
+
+
+def kernels() -> ModuleType:
+    """The kernel module (imports numba; compiles nothing yet)."""
+    if not available():
+        raise BM25LabError("the numba backend needs numba: pip install numba (or use backend='numpy')")
+    return importlib.import_module(KERNELS)
+
+
+# ---------------------------------------------------------------------- compiled ahead, or not yet
+def _marker() -> Path:
+    """The file that says this installation's kernels are compiled: named after what numba's cache
+    depends on (numba's and Python's versions, the kernels' source files and their time stamps)."""
+    from importlib.metadata import version
+
+    from ..tokenization import cache_dir
+
+    here = Path(__file__).resolve().parent
+    sources = [here / "_kernels.py", here.parent / "retrieval.py"]
+    facts = [version("numba"), sys.version, *(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)]
+    key = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:20]
+    return cache_dir() / "kernels" / f"compiled-{key}"
+
+
+def ready() -> bool:
+    """Whether :func:`compile_all` has run for this installation (so loading the kernels is cheap)."""
+    try:
+        return _marker().exists()
+    except OSError:
+        return False
+
+
+def worth_loading(numpy_seconds: float) -> bool:
+    """Whether ``numpy_seconds`` of numpy work (counted so far, the next operation included) pay for
+    taking the kernels: their loading time once compiled; before that, the first time it would have
+    paid, a background process compiles them, and only work worth the compilation itself waits for none."""
+    if numpy_seconds < LOAD_SECONDS or not available():
+        return False
+    if ready():
+        return True
+    compile_in_background()
+    return numpy_seconds >= COMPILE_SECONDS
+
+
+_BACKGROUND: list[subprocess.Popen] = []  # this process's one compiling child, once started
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def compile_in_background() -> None:
+    """Start, once per process, a low-priority process that runs :func:`compile_all` and exits."""
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND:
+            return
+        code = f"import os; os.nice(10); from {__name__} import compile_all; compile_all()"
+        try:
+            _BACKGROUND.append(subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent,
+                                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL, start_new_session=True))
+        except OSError:
+            _BACKGROUND.append(None)  # type: ignore[arg-type]  # could not start one: do not try again
+
+
+def compile_all() -> Path:
+    """Compile (or load) every kernel for the argument types an index gives them, built in memory
+    and memory-mapped from disk, then mark the installation compiled; returns the marker."""
+    import tempfile
+
+    from ..index import Index
+    from ..tokenization import Tokenizer
+
+    docs = [(f"d{i}", " ".join(f"w{(i * j) % 23}" for j in range(1 + i % 7))) for i in range(64)]
+    queries = {"q1": "w1 w2 w3", "q2": "w5 w5", "q3": "nothing"}
+    with tempfile.TemporaryDirectory(prefix="bm25lab-compile-") as folder:
+        built = Index.build(docs, Tokenizer("whitespace", stopwords=None), workers=1, backend="numba")
+        built.save(Path(folder) / "index")
+        for index in (built, Index.load(Path(folder) / "index", backend="numba")):
+            for variant in ("lucene", "bm25l"):
+                index.search_many(queries, k=5, variant=variant, workers=1)
+                index.search("w1 w2", k=5, variant=variant)
+    marker = _marker()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    return marker
+
+
+# ---------------------------------------------------------------------- the backend
+@dataclass
+class _Scratch:
+    """Per-document work arrays of single searches, kept between searches (as the kernels leave them:
+    ``acc`` all -0.0, ``marks`` all zero)."""
+
+    n_docs: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.acc = np.full(self.n_docs, -0.0)
+        self.marks = np.zeros(self.n_docs, np.uint8)
+        self.cand = np.empty(self.n_docs, np.int64)
+        self.keep = np.empty(self.n_docs, np.int64)
+        self.buf = np.empty(self.n_docs, np.float64)
+
+
+@dataclass
+class _IndexState:
+    """What the backend keeps for the scorer (index view) it last served."""
+
+    scorer: "weakref.ref[Scorer]"
+    vocabulary: CompiledVocabulary | None = None
+    scratch: _Scratch | None = None
+
+
+class NumbaBackend(Backend):
+    name = "numba"
+
+    def __init__(self) -> None:
+        self._kernels = kernels()
+        self._state: _IndexState | None = None
+        self._lock = threading.Lock()
+
+    def _of(self, scorer: Scorer) -> _IndexState:
+        """The state kept for ``scorer``; a new one when the index now shows another scorer."""
+        state = self._state
+        if state is None or state.scorer() is not scorer:
+            with self._lock:
+                state = self._state
+                if state is None or state.scorer() is not scorer:
+                    state = self._state = _IndexState(weakref.ref(scorer))
+        return state
+
+    def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
+        """The tokens, joined, are looked up from their UTF-8 in a compiled copy of the index's
+        vocabulary (made by the first batch; look-ups never change it, so threads may share it) and
+        grouped per query by the kernels: no Python dict look-up per token."""
+        state = self._of(scorer)
+        if state.vocabulary is None:
+            state.vocabulary = CompiledVocabulary.of_terms(self._kernels, scorer.postings.terms)
+        lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
+        tokens = list(chain.from_iterable(queries))
+        ids = state.vocabulary.look_up([" ".join(tokens)], tokens, len(tokens))
+        return TermBatch(*self._kernels.group_query_terms(ids, lengths))
+
+    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
+        """In the calling thread, with per-document work arrays kept for the index (fresh ones when
+        another thread is using them)."""
+        weights = scorer.prepare(params)
+        upper, prunable = scorer.bounds(params)
+        offsets = scorer.postings.offsets
+        terms = query.term_ids
+        state = self._of(scorer)
+        scratch = state.scratch
+        if scratch is None:
+            scratch = state.scratch = _Scratch(scorer.n_docs)
+        if not scratch.lock.acquire(blocking=False):
+            scratch = _Scratch(scorer.n_docs)
+            scratch.lock.acquire()
+        try:
+            k_eff = max(1, min(k, scorer.n_docs))
+            docs = np.empty(k_eff, dtype=np.int64)
+            scores = np.empty(k_eff, dtype=np.float64)
+            n = self._kernels.query_top_k(
+                offsets[terms], offsets[terms + 1], query.counts, upper[terms] * query.counts,
+                scorer.constant(query, params), scorer.postings.doc_nums, weights, scorer.id_rank, k_eff, prunable,
+                scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
+                np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores)
+        finally:
+            scratch.lock.release()
+        return docs[:n], scores[:n]
+
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> list[Ranked]:
+        weights = scorer.prepare(params)
+        upper, prunable = scorer.bounds(params)
+        offsets = np.asarray(scorer.postings.offsets)
+        k_eff = max(1, min(k, scorer.n_docs))
+        out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
+        out_scores = np.zeros((len(batch), k_eff), dtype=np.float64)
+        out_len = np.zeros(len(batch), dtype=np.int64)
+        self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, upper,
+                                  _constants(scorer, batch, params), scorer.postings.doc_nums, weights,
+                                  scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
+                                  out_docs, out_scores, out_len)
+        return _rows(out_docs, out_scores, out_len)
+
+    def vocabulary(self, terms: Sequence[str] = ()) -> CompiledVocabulary:
+        return CompiledVocabulary.of_terms(self._kernels, terms)
+
+    def group_by_term(self, term_ids: np.ndarray, lengths: np.ndarray, first_doc: int,
+                      num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._kernels.group_by_term(term_ids, lengths, first_doc, num_terms)
+
+
+def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
+    """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
+    :meth:`Scorer.score` computes it, query by query."""
+    if zero_tf_part(params):
+        return np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
+    return np.zeros(len(batch))
+
+
+def _rows(docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray) -> list[Ranked]:
+    """Row ``i`` of ``docs`` and ``scores``, cut to ``lengths[i]``: the rows as views (made in C), the
+    few short ones cut again."""
+    doc_rows, score_rows = list(docs), list(scores)
+    for i in np.flatnonzero(lengths < docs.shape[1]).tolist():
+        n = int(lengths[i])
+        doc_rows[i], score_rows[i] = doc_rows[i][:n], score_rows[i][:n]
+    return list(zip(doc_rows, score_rows))
+
+
+class CompiledVocabulary:
+    """A vocabulary kept by the kernels (:func:`._kernels.encode_tokens`): term ids come straight
+    from the UTF-8 of many tokens at once. A build's grows as it meets new terms, which become Python
+    strings only at the end, sorted (:meth:`sorted_terms`); a search's holds an index's terms
+    (:meth:`of_terms`) and only looks tokens up (:meth:`look_up`)."""
+
+    def __init__(self, kernels: ModuleType) -> None:
+        self._kernels = kernels
+        self._state: tuple = (np.full(1 << 12, -1, dtype=np.int32), np.empty(1 << 11, dtype=np.uint64),
+                              np.empty(1 << 11, dtype=np.int64), np.empty(1 << 11, dtype=np.int64),
+                              np.empty(1 << 14, dtype=np.uint8), 0, 0)
+
+    def __len__(self) -> int:
+        return self._state[5]
+
+    @classmethod
+    def of_terms(cls, kernels: ModuleType, terms: Sequence[str]) -> "CompiledVocabulary":
+        """The vocabulary of distinct ``terms``, term ``i`` with id ``i``."""
+        vocabulary = cls(kernels)
+        if len(terms):
+            vocabulary.term_ids(list(terms), terms, len(terms))
+        return vocabulary
+
+    def term_ids(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
+        """The term id of each of ``tokens`` (``num_tokens`` of them; ``joined``: the same tokens joined
+        by spaces, in groups such as documents), a new term numbered next. Lone surrogates pass
+        through UTF-8 as in "surrogatepass", whose byte order is still the code point order."""
+        return self._encode(joined, tokens, num_tokens, True)
+
+    def look_up(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:
+        """:meth:`term_ids` that adds no term: -1 for a token not in the vocabulary."""
+        return self._encode(joined, tokens, num_tokens, False)
+
+    def _encode(self, joined: list[str], tokens: Iterable[str], num_tokens: int, insert: bool) -> np.ndarray:
+        text = np.frombuffer(" ".join(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        ends = np.zeros(0, dtype=np.int64)  # the tokens are the pieces between spaces
+        if self._kernels.count_pieces(text) != num_tokens:  # a token holds a space: every token's own end
+            pieces = [token.encode("utf-8", "surrogatepass") for token in tokens]
+            ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens))
+            text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, insert, *self._state)
+        self._state = tuple(state)
+        return ids
+
+    def terms_by_id(self) -> list[str]:
+        """Every term, term ``i`` at position ``i`` (decoded one at a time: used only to hand a
+        vocabulary over, never per build)."""
+        _, _, starts, lengths, data, distinct, _ = self._state
+        raw = data.tobytes()
+        return [raw[a:a + b].decode("utf-8", "surrogatepass")
+                for a, b in zip(starts[:distinct].tolist(), lengths[:distinct].tolist())]
+
+    def sorted_terms(self) -> tuple[list[str], np.ndarray]:
+        """The terms in code point order, and the id of each (sorted by the kernels, then decoded
+        all at once and split at a byte no term holds)."""
+        _, _, starts, lengths, data, distinct, used = self._state
+        order = self._kernels.sort_terms(starts, lengths, data, distinct)
+        if not distinct:
+            return [], order
+        joined, separator = self._kernels.joined_terms(order, starts, lengths, data, used)
+        if separator >= 0:
+            return joined.tobytes().decode("utf-8", "surrogatepass").split(chr(separator)), order
+        raw = data.tobytes()  # every ASCII character is in some term: one at a time
+        spans = zip(starts[order].tolist(), lengths[order].tolist())
+        return [raw[a:a + b].decode("utf-8", "surrogatepass") for a, b in spans], order
+
+
+if __name__ == "__main__":
+    print(f"compiled bm25lab's numba kernels -> {compile_all()}")

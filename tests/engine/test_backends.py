@@ -1,0 +1,331 @@
+"""The backends: the numba backend gives exactly the numpy backend's results (same documents, same
+float64 scores, same order, for every variant and for k below and above the candidate counts), each
+tested by name; and ``auto`` chooses between them by the work done, as documented."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bm25lab.engine import backends
+from bm25lab.engine.backends import numba_backend
+from bm25lab.engine.backends.numba_backend import CompiledVocabulary, NumbaBackend
+from bm25lab.engine.backends.numpy_backend import NumpyBackend
+from bm25lab.engine.errors import ParameterError
+from bm25lab.engine.retrieval import TermBatch
+from bm25lab.engine.scoring import Params
+
+NUMBA = NumbaBackend()
+NUMPY = NumpyBackend()
+
+
+@pytest.mark.parametrize("variant", ["lucene", "robertson", "atire", "bm25l", "bm25+", "okapi"])
+def test_compiled_equals_numpy(variant, cranfield_index, cranfield) -> None:
+    scorer = cranfield_index._scorer
+    queries = [scorer.query_terms(cranfield_index.tokenizer.tokenize(t))
+               for t in cranfield.judged_queries().values()]
+    queries.append(scorer.query_terms([]))  # an empty query
+    queries.append(scorer.query_terms(["flow", "flow", "flow"]))  # a repeated term
+    params = Params(variant, 1.2, 0.75).resolved()
+    for k in (1, 10, 1000, 5000):
+        _assert_compiled_equals_numpy(scorer, queries, k, params, threads=2)
+
+
+def _assert_compiled_equals_numpy(scorer, queries, k: int, params: Params, threads: int, single: bool = False,
+                                  use_prepared: bool = False) -> None:
+    """The numba backend's batch (and, with ``single``, each single search) gives the numpy
+    backend's arrays, both its batch and the plain reference :meth:`Scorer.top`."""
+    batch = TermBatch.of(queries)
+    compiled = NUMBA.top_k_batch(scorer, batch, k, params, threads)
+    plain = NUMPY.top_k_batch(scorer, batch, k, params, threads)
+    for q, (docs, scores), (numpy_docs, numpy_scores) in zip(queries, compiled, plain):
+        ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=use_prepared)
+        assert np.array_equal(docs, ref_docs) and np.array_equal(numpy_docs, ref_docs)
+        assert np.array_equal(scores, ref_scores) and np.array_equal(numpy_scores, ref_scores)
+        if single:
+            one = NUMBA.top_k(scorer, q, k, params)
+            assert np.array_equal(one[0], ref_docs) and np.array_equal(one[1], ref_scores)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba", "auto"])
+def test_warm_single_searches_equal_cold_ones(backend, cranfield) -> None:
+    # from the WARM_AFTER-th search on, single searches use prepared weights (numpy), the compiled
+    # kernel uses them from the first: the results must not change
+    from bm25lab.engine import Index, Tokenizer
+    from bm25lab.engine.retrieval import WARM_AFTER
+
+    index = Index.build(cranfield.documents(), tokenizer=Tokenizer("en"), backend=backend)
+    queries = list(cranfield.judged_queries().values())[: WARM_AFTER + 6]
+    cold = [[(h.doc_id, h.score) for h in index.search(q, k=50, variant="bm25l")] for q in queries[:1]] * 2
+    again = [[(h.doc_id, h.score) for h in index.search(queries[0], k=50, variant="bm25l")]
+             for _ in range(WARM_AFTER + 2)]
+    assert all(run == cold[0] for run in again)
+    assert index._scorer._weights is not None  # warm now
+    fresh = Index.build(cranfield.documents(), tokenizer=Tokenizer("en"), backend="numpy")
+    for q in queries:
+        assert [(h.doc_id, h.score) for h in index.search(q, k=50, variant="bm25l")] == \
+               [(h.doc_id, h.score) for h in fresh.search(q, k=50, variant="bm25l")]
+
+
+def _zipf_index(n_docs: int = 20_000, vocab: int = 30_000, seed: int = 3):
+    """A Zipf collection large enough for every path of the pruned kernel: listed and dense
+    candidates, pruning by galloping and by marks, the histogram floor, crowds of equal scores."""
+    from bm25lab.engine import Index, Tokenizer
+
+    rng = np.random.default_rng(seed)
+    probs = 1.0 / np.arange(1, vocab + 1)
+    probs /= probs.sum()
+    lengths = rng.integers(1, 80, n_docs)
+    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    present = np.unique(flat)
+    queries = [[f"w{t}" for t in rng.choice(present, size=int(m), p=probs[present] / probs[present].sum())]
+               for m in rng.integers(1, 8, 150)]
+    queries += [["w0", "w1"], ["w0", "w0", "w5"], [f"w{present[-1]}", "w0"]]  # common terms, repeats, rare + common
+    return index, queries
+
+
+@pytest.mark.parametrize("variant", ["lucene", "bm25+", "okapi"])
+def test_pruned_kernel_equals_numpy_on_a_zipf_collection(variant) -> None:
+    index, queries = _zipf_index()
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in queries]
+    params = Params(variant, 0.9, 0.4).resolved()
+    assert scorer.bounds(params)[1]  # no negative weight: the kernel prunes
+    for k in (1, 10, 100, 1000, 30_000):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
+
+
+def test_crowds_of_equal_scores_keep_the_tie_rule() -> None:
+    # every document has the same length: the documents of a term all score the same, and only the
+    # tie rule (document id descending) orders them: the heap, the sort with its runs of ties and
+    # the heap the sort falls back to when a crowd defeats the histogram floor must all keep it
+    from bm25lab.engine import Index, Tokenizer
+
+    rng = np.random.default_rng(5)
+    n_docs = 50_000
+    words = np.where(np.arange(n_docs) < 2_000, "listed", np.where(np.arange(n_docs) < 42_000, "dense", "other"))
+    names = rng.permutation(n_docs)  # ids in no relation to the document numbers
+    docs = [(f"d{names[i]}", f"{words[i]} u{i % 7}") for i in range(n_docs)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in (["listed"], ["dense"], ["listed", "dense"], ["u3"], ["listed", "u3"])]
+    for variant in ("lucene", "okapi"):
+        params = Params(variant, 1.2, 0.75).resolved()
+        for k in (1, 10, 64, 100, 500, 1999, 5_000, 45_000):
+            _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
+
+
+def test_kernel_without_pruning_when_a_weight_is_negative() -> None:
+    # a negative weight voids the MaxScore bound: the kernel must then add every posting
+    index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    scorer = index._scorer
+    params = Params("lucene", 0.9, 0.4).resolved()
+    weights = scorer.prepare(params)
+    weights[::7] *= -1.0  # in place: the prepared weights of these params
+    scorer._bounds = None
+    assert not scorer.bounds(params)[1]
+    terms = [scorer.query_terms(q) for q in queries]
+    for k in (1, 10, 500):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=1, use_prepared=True)
+
+
+def test_documents_whose_every_weight_is_zero_still_match(monkeypatch) -> None:
+    # the kernels take an accumulator holding -0.0 for "no posting added yet": a prepared weight of
+    # -0.0 would hide the documents it alone matches, so preparing turns -0.0 into 0.0; the documents
+    # scoring exactly 0 are then found by the dense and the listed paths and the single search alike
+    from bm25lab.engine.retrieval import Scorer
+
+    index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    scorer = index._scorer
+    computed = Scorer._posting_weights
+
+    def with_signed_zeros(self, sl, idf, params, zero):
+        weights = computed(self, sl, idf, params, zero)
+        weights[::3] = -0.0
+        return weights
+
+    monkeypatch.setattr(Scorer, "_posting_weights", with_signed_zeros)
+    params = Params("lucene", 0.9, 0.4).resolved()
+    weights = scorer.prepare(params)
+    assert (weights == 0).sum() > weights.shape[0] // 4 and not np.signbit(weights).any()
+    single_terms = [[t] for t in sorted({t for q in queries for t in q})[:60]]
+    terms = [scorer.query_terms(q) for q in queries + single_terms]
+    for k in (1, 10, 500, 3_000):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
+
+
+def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
+    scorer = cranfield_index._scorer
+    queries = [cranfield_index.tokenizer.tokenize(t) for t in cranfield.judged_queries().values()]
+    queries += [[], ["no-such-term"], ["flow", "flow", "no-such-term", "flow", "wing"]]
+    batch = scorer.query_batch(queries)
+    assert len(batch) == len(queries)
+    for i, tokens in enumerate(queries):
+        one, expected = batch.query(i), scorer.query_terms(tokens)
+        assert np.array_equal(one.term_ids, expected.term_ids)
+        assert np.array_equal(one.counts, expected.counts)
+
+
+@pytest.mark.parametrize("backend", [NUMPY, NUMBA])
+def test_compiled_query_batch_equals_query_batch(backend, cranfield_index, cranfield) -> None:
+    # the compiled look-up (tokens joined, hashed from their UTF-8) and grouping give Scorer.query_batch's
+    # arrays, whatever the tokens hold; the numpy backend's is Scorer.query_batch itself
+    scorer = cranfield_index._scorer
+    queries = [cranfield_index.tokenizer.tokenize(t) for t in cranfield.judged_queries().values()]
+    long_query = [t for q in queries[:6] for t in q] * 3  # more tokens than the insertion sort takes
+    odd = [[], ["no such term"], ["flow", "", "flow", "\ud800", "wing"], ["", ""], ("wing", "flow"), long_query,
+           ["flüssigkeit", "流体", "flow"], []]
+    for batch_queries in (queries + odd, odd, [["flow"]], []):
+        expected = scorer.query_batch(batch_queries)
+        got = backend.term_batch(scorer, batch_queries)
+        for name in ("q_ptr", "term_ids", "counts"):
+            assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+            assert getattr(got, name).dtype == getattr(expected, name).dtype, name
+
+
+def test_compiled_vocabulary_of_an_index_finds_every_term() -> None:
+    # terms holding spaces, NUL bytes, lone surrogates or nothing at all keep their ids
+    terms = sorted({"", " ", "a b", "a", "b", "a\x00", "\x00", "\ud800x", "流", "é", "e\u0301"})
+    vocabulary = CompiledVocabulary.of_terms(numba_backend.kernels(), terms)
+    assert len(vocabulary) == len(terms)
+    probe = terms + ["missing", "a b c", "\ud801"]
+    ids = vocabulary.look_up(probe, probe, len(probe))
+    assert ids.tolist() == list(range(len(terms))) + [-1, -1, -1]
+    assert len(vocabulary) == len(terms)  # looking up added nothing
+
+
+
+# ---------------------------------------------------------------------- choosing a backend
+def test_backend_names_and_the_environment_default(monkeypatch) -> None:
+    monkeypatch.delenv(backends.ENV_VARIABLE, raising=False)
+    assert backends.default_name() == "auto"
+    assert [backends.create(name).name for name in backends.BACKENDS] == list(backends.BACKENDS)
+    monkeypatch.setenv(backends.ENV_VARIABLE, "numpy")
+    assert backends.create().name == "numpy" and backends.create("numba").name == "numba"  # an argument wins
+    monkeypatch.setenv(backends.ENV_VARIABLE, "gpu")
+    with pytest.raises(ParameterError, match="BM25LAB_BACKEND='gpu' is not a backend; choose one of: auto, numpy, numba"):
+        backends.create()
+    with pytest.raises(ParameterError, match="unknown backend 'fast'; choose one of: auto, numpy, numba"):
+        backends.create("fast")
+
+
+class _Counting:
+    """Stands in for the numba backend's module-level facts, to drive ``auto`` deterministically."""
+
+    def __init__(self, monkeypatch, *, loaded: bool = False, ready: bool = True, available: bool = True) -> None:
+        self.started = 0
+        monkeypatch.setattr(numba_backend, "loaded", lambda: loaded)
+        monkeypatch.setattr(numba_backend, "ready", lambda: ready)
+        monkeypatch.setattr(numba_backend, "available", lambda: available)
+        monkeypatch.setattr(numba_backend, "compile_in_background", self._start)
+
+    def _start(self) -> None:
+        self.started += 1
+
+
+def test_auto_rents_numpy_until_the_work_would_pay_for_loading_the_kernels(monkeypatch) -> None:
+    facts = _Counting(monkeypatch)
+    auto = backends.Auto()
+    small = numba_backend.LOAD_SECONDS / 4
+    assert [auto.choose(small).name for _ in range(3)] == ["numpy"] * 3  # 3/4 of the price paid in rent
+    assert auto.spent == pytest.approx(3 * small)
+    assert auto.choose(small).name == "numba"  # the fourth would reach the price: buy
+    assert auto.choose(0.0).name == "numba" and auto.current().name == "numba"  # and keep it
+    assert backends.Auto().choose(numba_backend.LOAD_SECONDS).name == "numba"  # one large batch: at once
+    assert facts.started == 0
+
+
+def test_auto_takes_loaded_kernels_at_once_and_never_missing_ones(monkeypatch) -> None:
+    _Counting(monkeypatch, loaded=True)
+    assert backends.Auto().choose(0.0).name == "numba"
+    _Counting(monkeypatch, available=False)
+    auto = backends.Auto()
+    assert auto.choose(10 * numba_backend.COMPILE_SECONDS).name == "numpy"
+
+
+def test_auto_compiles_in_the_background_before_it_counts_on_the_kernels(monkeypatch) -> None:
+    facts = _Counting(monkeypatch, ready=False)
+    auto = backends.Auto()
+    assert auto.choose(numba_backend.LOAD_SECONDS).name == "numpy"  # not compiled yet: keep renting
+    assert facts.started == 1
+    assert auto.choose(numba_backend.COMPILE_SECONDS).name == "numba"  # work worth compiling in-process
+
+
+def test_a_one_shot_search_with_auto_never_imports_numba(tmp_path: Path, cranfield) -> None:
+    from bm25lab.engine import Index, Tokenizer
+
+    Index.build(list(cranfield.documents())[:300], Tokenizer("en"), backend="numpy").save(tmp_path / "idx")
+    code = ("import sys\nfrom bm25lab import Index\n"
+            f"index = Index.load({str(tmp_path / 'idx')!r}, backend='auto')\n"
+            "assert index.search('boundary layer', k=10)\n"
+            "assert index.search_many({'1': 'flow', '2': 'wing'}, k=10)['2']\n"
+            "assert 'numba' not in sys.modules, 'numba was imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**__import__("os").environ, backends.ENV_VARIABLE: "auto"})
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_every_backend_by_name_through_the_public_api(backend, cranfield) -> None:
+    # the same documents and scores as the numpy backend's, for single searches and batches, whatever
+    # ran before in this process
+    from bm25lab.engine import Index, Tokenizer
+
+    docs = list(cranfield.documents())
+    queries = cranfield.judged_queries()
+    index = Index.build(docs, Tokenizer("en"), backend=backend, workers=1)
+    reference = Index.build(docs, Tokenizer("en"), backend="numpy", workers=1)
+    assert index.backend == backend
+    for variant in ("lucene", "bm25+"):
+        got = index.search_many(queries, k=100, variant=variant, workers=2)
+        expected = reference.search_many(queries, k=100, variant=variant, workers=1)
+        assert {q: (h.doc_ids, h.scores) for q, h in got.items()} == \
+               {q: (h.doc_ids, h.scores) for q, h in expected.items()}
+    for text in list(queries.values())[:20]:
+        assert index.search(text, k=20, variant="okapi") == reference.search(text, k=20, variant="okapi")
+
+
+class _RecordingAuto(backends.Auto):
+    def __init__(self) -> None:
+        super().__init__()
+        self.chosen: list[str] = []
+
+    def choose(self, numpy_seconds: float) -> backends.Backend:
+        chosen = super().choose(numpy_seconds)
+        self.chosen.append(chosen.name)
+        return chosen
+
+
+def test_auto_moves_a_build_to_the_kernels_between_chunks(monkeypatch) -> None:
+    # the vocabulary is handed over with its ids: the index equals the numpy backend's
+    from bm25lab.engine import Index, Tokenizer, postings, segments
+
+    _Counting(monkeypatch)
+    monkeypatch.setattr(postings, "_CHUNK_TOKENS", 500)
+    monkeypatch.setattr(segments, "_BATCH_DOCS", 10)  # documents reach the builder 10 at a time
+    monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_TOKEN", numba_backend.LOAD_SECONDS / 1800)
+    rng = np.random.default_rng(11)
+    docs = [(f"d{i}", [f"t{w}" for w in rng.integers(0, 400, size=int(rng.integers(0, 40)))]) for i in range(300)]
+    auto = _RecordingAuto()
+    tokenizer = Tokenizer("whitespace", stopwords=None)
+    built = segments.build_segment(docs, tokenizer, pretokenized=True, backend=auto)
+    moved = Index(built.segment, tokenizer, None, built.workdir, auto)
+    assert auto.chosen[:3] == ["numpy"] * 3 and auto.chosen[-1] == "numba"
+    plain = Index.build_tokens(docs, backend="numpy")
+    a, b = moved._segment.postings, plain._segment.postings
+    assert list(a.terms) == list(b.terms)
+    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_compile_all_marks_the_installation_compiled(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BM25LAB_CACHE_DIR", str(tmp_path))
+    assert not numba_backend.ready()
+    marker = numba_backend.compile_all()
+    assert marker.is_relative_to(tmp_path) and numba_backend.ready()
