@@ -26,14 +26,17 @@ _EXPORTS = {
     "Document": ".engine.records",
     "Hit": ".engine.records",
     "Hits": ".engine.records",
+    "Results": ".engine.records",
     "Change": ".engine.segments",
     "VARIANTS": ".engine.scoring",
+    "BACKENDS": ".engine.backends",
     "read_documents": ".engine.sources",
     "read_queries": ".engine.sources",
     "BM25LabError": ".engine.errors",
     "InputError": ".engine.errors",
     "IndexFormatError": ".engine.errors",
     "IndexLockedError": ".engine.errors",
+    "ParameterError": ".engine.errors",
     "EvaluationError": ".evaluation.errors",
     "MeasureError": ".evaluation.errors",
     "Qrels": ".evaluation.ranking",
@@ -53,9 +56,10 @@ __all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from . import corpora, engine, evaluation
-    from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
+    from .engine.backends import BACKENDS
+    from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
     from .engine.index import Index
-    from .engine.records import Document, Hit, Hits
+    from .engine.records import Document, Hit, Hits, Results
     from .engine.scoring import VARIANTS
     from .engine.segments import Change
     from .engine.sources import read_documents, read_queries

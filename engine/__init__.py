@@ -1,13 +1,59 @@
 """bm25lab's search engine: tokenizers, an inverted index, BM25 variants and fast top-k search.
 
     from bm25lab.engine import Tokenizer, Index, Hit
-"""
-from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError
-from .index import Index
-from .records import Document, Hit, Hits
-from .segments import Change
-from .scoring import VARIANTS
-from .tokenization import Tokenizer
 
-__all__ = ["BM25LabError", "Change", "Document", "Hit", "Hits", "Index", "IndexFormatError", "IndexLockedError",
-           "InputError", "Tokenizer", "VARIANTS"]
+Modules follow the data: ``sources`` (documents and queries in), ``tokenization`` (text to terms),
+``postings`` and ``segments`` (terms to an index), ``storage``, ``docstore`` and ``locking`` (the
+index on disk), ``scoring`` (BM25 variants), ``retrieval`` (weights and the numpy reference search),
+``backends`` (the numpy and numba implementations of the hot operations), ``selection`` (top-k and the
+tie rule), ``records`` (documents, hits, results), ``index`` (the ``Index`` that ties them).
+Names are loaded on first use: importing this package imports no numpy.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module (relative to this package) that defines it
+_EXPORTS = {
+    "BM25LabError": ".errors",
+    "IndexFormatError": ".errors",
+    "IndexLockedError": ".errors",
+    "InputError": ".errors",
+    "ParameterError": ".errors",
+    "Index": ".index",
+    "PreparedBatch": ".index",
+    "Document": ".records",
+    "Hit": ".records",
+    "Hits": ".records",
+    "Results": ".records",
+    "Change": ".segments",
+    "VARIANTS": ".scoring",
+    "Tokenizer": ".tokenization",
+    "BACKENDS": ".backends",
+    "read_documents": ".sources",
+    "read_queries": ".sources",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .backends import BACKENDS
+    from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
+    from .index import Index, PreparedBatch
+    from .records import Document, Hit, Hits, Results
+    from .scoring import VARIANTS
+    from .segments import Change
+    from .sources import read_documents, read_queries
+    from .tokenization import Tokenizer
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bm25lab.engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

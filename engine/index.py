@@ -28,7 +28,7 @@ from . import backends, segments, storage
 from .backends import Backend
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
-from .records import Document, Hits
+from .records import DocIds, Document, Hits, Results
 from .retrieval import QueryBatch, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
 from .segments import Change, DocLike, Part, Progress, as_document
@@ -77,6 +77,7 @@ class Index:
         """Show ``parts``: one merged view for scoring, the parts' stores for documents."""
         self._parts = parts
         self._segment = segments.merge(parts)
+        self._ids = DocIds(self._segment.doc_ids)
         self._scorer = Scorer(self._segment.postings, self._segment.id_rank)
         self._store = SegmentedStore([p.store for p in parts])
 
@@ -276,12 +277,12 @@ class Index:
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None) -> dict[str, Hits]:
-        """Search every query of ``{qid: text}``; every core is used for large batches."""
+                    workers: int | None = None) -> Results:
+        """Search every query of ``{qid: text}``; every core is used for large batches. The
+        :class:`Results` read as ``{qid: Hits}`` and hand their columns to the evaluation as they are."""
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
-        results = self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers)
-        return {qid: self._hits(d, s) for qid, (d, s) in zip(qids, results)}
+        return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers))
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
@@ -302,6 +303,9 @@ class Index:
     def _hits(self, docs: np.ndarray, scores: np.ndarray) -> Hits:
         return Hits(docs, scores, self._segment.doc_ids, self._store.get)
 
+    def _results(self, qids: Sequence[str], ranked: Sequence[tuple[np.ndarray, np.ndarray]]) -> Results:
+        return Results.of(qids, ranked, self._ids, self._store.get)
+
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
         return f"Index(documents={self.num_docs}, terms={self.num_terms}{where})"
@@ -316,13 +320,11 @@ class PreparedBatch:
         self._batch = batch
 
     def search(self, k: int = 1000, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-               delta: float | None = None) -> dict[str, list[tuple[str, float]]]:
-        """``{qid: [(doc_id, score), ...]}``, best first: the same results as :meth:`Index.search_many`."""
+               delta: float | None = None) -> Results:
+        """The same :class:`Results` as :meth:`Index.search_many` gives for these parameters."""
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
-        ids = self.index.doc_ids
-        return {qid: [(ids[d], s) for d, s in zip(docs.tolist(), scores.tolist())]
-                for qid, (docs, scores) in zip(self.qids, self._batch.top(params, k))}
+        return self.index._results(self.qids, self._batch.top(params, k))
 
 
 def _manifest_changed(directory: Path, raw: bytes) -> bool:

@@ -1,12 +1,20 @@
-"""Immutable records at the engine's boundaries."""
+"""Immutable records at the engine's boundaries: documents in, hits and batches of results out.
+
+:class:`Results` is the one columnar result type from the engine to the evaluation: a batch's
+rankings as flat arrays, in the tie-rule order, with the index's document ids and their hashes, so
+that :meth:`bm25lab.evaluation.Run.from_results` makes a run of it without sorting or hashing.
+"""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, overload
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, overload
+
+import numpy as np
 
 if TYPE_CHECKING:
-    import numpy as np
+    import pyarrow as pa
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,3 +114,107 @@ class Hits(Sequence[Hit]):
         shown = ", ".join(map(repr, self[:3]))
         more = f", ... {len(self) - 3} more" if len(self) > 3 else ""
         return f"Hits([{shown}{more}])"
+
+
+class DocIds(Sequence[str]):
+    """An index's external document ids by document number, with the string column and the hash of
+    every id (:func:`bm25lab.engine.columns.string_hashes`) made once, when first asked for."""
+
+    __slots__ = ("ids", "__dict__")
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.ids = ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self.ids[i]
+
+    @cached_property
+    def column(self) -> pa.Array:
+        """The ids as a pyarrow string array."""
+        from .columns import string_array
+
+        return string_array(self.ids)
+
+    @cached_property
+    def hashes(self) -> np.ndarray:
+        """The 64-bit hash of every id (uint64)."""
+        from .columns import string_hashes
+
+        return string_hashes(self.column)
+
+
+class Results(Mapping[str, Hits]):
+    """A batch's results: for each query, in the order given, its best documents as :class:`Hits`.
+
+    A mapping ``{qid: Hits}`` to read, and flat columns to compute with: query ``qids[i]`` owns the
+    rows ``offsets[i]:offsets[i + 1]`` of ``doc_nums`` (document numbers into ``doc_ids``) and
+    ``scores`` (float64), best first, ties by document id descending (trec_eval's order).
+    """
+
+    __slots__ = ("qids", "offsets", "doc_nums", "scores", "doc_ids", "_fetch", "_position")
+
+    def __init__(self, qids: Sequence[str], offsets: np.ndarray, doc_nums: np.ndarray, scores: np.ndarray,
+                 doc_ids: DocIds, fetch: Callable[[str], Document | None] | None = None) -> None:
+        self.qids = tuple(qids)
+        self.offsets = offsets
+        self.doc_nums = doc_nums
+        self.scores = scores
+        self.doc_ids = doc_ids
+        self._fetch = fetch
+        self._position: dict[str, int] | None = None
+
+    @classmethod
+    def of(cls, qids: Sequence[str], ranked: Sequence[tuple[np.ndarray, np.ndarray]], doc_ids: DocIds,
+           fetch: Callable[[str], Document | None] | None = None) -> "Results":
+        """The results of ``qids[i]`` = ``ranked[i]`` (document numbers, scores), laid end to end."""
+        offsets = np.zeros(len(ranked) + 1, dtype=np.int64)
+        np.cumsum([docs.shape[0] for docs, _ in ranked], out=offsets[1:])
+        if ranked:
+            doc_nums = np.concatenate([np.asarray(docs, dtype=np.int64) for docs, _ in ranked])
+            scores = np.concatenate([np.asarray(s, dtype=np.float64) for _, s in ranked])
+        else:
+            doc_nums, scores = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return cls(qids, offsets, doc_nums, scores, doc_ids, fetch)
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.qids)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._positions()
+
+    def __getitem__(self, qid: str) -> Hits:
+        i = self._positions()[qid]
+        a, z = int(self.offsets[i]), int(self.offsets[i + 1])
+        return Hits(self.doc_nums[a:z], self.scores[a:z], self.doc_ids.ids, self._fetch)
+
+    def _positions(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {qid: i for i, qid in enumerate(self.qids)}
+        return self._position
+
+    @property
+    def num_results(self) -> int:
+        """How many (query, document) results the batch holds."""
+        return int(self.doc_nums.shape[0])
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {doc_id: score}}``, queries in order, documents best first."""
+        ids, scores = self.doc_ids.ids, self.scores.tolist()
+        names = list(map(ids.__getitem__, self.doc_nums.tolist()))
+        bounds = zip(self.qids, self.offsets[:-1].tolist(), self.offsets[1:].tolist())
+        return {qid: dict(zip(names[a:z], scores[a:z])) for qid, a, z in bounds}
+
+    def __repr__(self) -> str:
+        return f"Results({len(self)} queries, {self.num_results} results)"

@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from ..engine.columns import string_array as _string_array
+from ..engine.columns import string_hashes
 from ..engine.postings import concat_ranges
+from ..engine.records import Results
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -52,21 +55,6 @@ def natural_key(qid: str) -> tuple[tuple[Any, ...], str]:
 
 # ---------------------------------------------------------------------------------------------
 # Strings: pyarrow arrays, query codes, hashes
-
-
-def _string_array(values: Any) -> pa.Array | pa.ChunkedArray:
-    """A pyarrow string array (chunked arrays stay chunked) from pyarrow data or a sequence of str."""
-    import pyarrow as pa
-
-    if isinstance(values, pa.ChunkedArray):
-        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-            values = values.cast(pa.string())
-        return values
-    if isinstance(values, pa.Array):
-        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-            values = values.cast(pa.string())
-        return values
-    return pa.array(values, type=pa.string())
 
 
 def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -89,75 +77,21 @@ def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tup
     return codes, tuple(chunks[-1].dictionary.to_pylist())  # one memo table: the last dictionary has all
 
 
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place on uint64 arrays (wrapping arithmetic)."""
-    h ^= h >> np.uint64(30)
-    h *= _MIX1
-    h ^= h >> np.uint64(27)
-    h *= _MIX2
-    h ^= h >> np.uint64(31)
-    return h
-
-
-def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
-    """Hashes of one string array's values, read 8 bytes at a time from its offsets and data buffers."""
-    import pyarrow as pa
-
-    n = len(chunk)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint64)
-    offset_type = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-    buffers = chunk.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=offset_type)[chunk.offset : chunk.offset + n + 1].astype(np.int64)
-    first, last = int(offsets[0]), int(offsets[-1])
-    data = np.zeros(last - first + 8, dtype=np.uint8)
-    if buffers[2] is not None and last > first:
-        data[: last - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:last]
-    words = np.ndarray(shape=(data.size - 7,), dtype="<u8", buffer=data, strides=(1,))  # 8 bytes from any byte
-    start = offsets[:-1] - first
-    length = offsets[1:] - offsets[:-1]
-    h = length.astype(np.uint64) * _GOLDEN
-    for at in range(0, int(length.max()), 8):
-        rows = None if at == 0 else np.flatnonzero(length > at)
-        word = words[start + at] if rows is None else words[start[rows] + at]
-        remaining = length - at if rows is None else length[rows] - at
-        short = remaining < 8
-        if short.any():
-            keep = (np.uint64(1) << (np.clip(remaining, 0, 7).astype(np.uint64) * np.uint64(8))) - np.uint64(1)
-            word &= np.where(short, keep, np.uint64(0xFFFFFFFFFFFFFFFF))
-        if rows is None:
-            h = _mix(h ^ word)
-        else:
-            h[rows] = _mix(h[rows] ^ word)
-    return h
-
-
-def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A 64-bit hash of every string's UTF-8 bytes: equal strings, equal hashes (the converse is checked
-    wherever it matters)."""
-    import pyarrow as pa
-
-    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
-    if not chunks:
-        return np.zeros(0, dtype=np.uint64)
-    return np.concatenate([_chunk_hashes(chunk) for chunk in chunks])
-
-
 def _strings_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
     import pyarrow.compute as pc
 
     return np.array(pc.equal(a, b).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _take(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+def pa_indices(rows: np.ndarray) -> pa.Array:
+    """``rows`` as a pyarrow int64 array, for ``take``."""
     import pyarrow as pa
 
-    return values.take(pa.array(rows, type=pa.int64()))
+    return pa.array(rows, type=pa.int64())
+
+
+def _take(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+    return values.take(pa_indices(rows))
 
 
 def _key_bits(count: int) -> int:
@@ -375,14 +309,27 @@ class Run:
         return cls(all_qids, _offsets(q, len(all_qids)), doc, hashes, scores, name)
 
     @classmethod
+    def from_results(cls, results: Results, *, name: str = "") -> Run:
+        """A run of the engine's search results as they are: their rankings are in the tie-rule order
+        already, hold no duplicate, and their ids were hashed once per index, so nothing is sorted,
+        hashed or checked again (equal to :meth:`from_dict` of the same results; the tests compare)."""
+        doc_nums = pa_indices(results.doc_nums)
+        ids = results.doc_ids
+        return cls(results.qids, results.offsets.copy(), ids.column.take(doc_nums), ids.hashes[results.doc_nums],
+                   results.scores + 0.0, name)
+
+    @classmethod
     def from_dict(cls, ranking: Mapping[str, Any], *, name: str = "") -> Run:
-        """A run from ``{qid: {docid: score}}``, ``{qid: [(docid, score), ...]}`` or ``{qid: [Hit, ...]}``.
+        """A run from ``{qid: {docid: score}}``, ``{qid: [(docid, score), ...]}`` or ``{qid: [Hit, ...]}``
+        (or the engine's :class:`~bm25lab.engine.records.Results`: :meth:`from_results`).
 
         Hits are any objects with ``doc_id`` and ``score`` (the engine's ``Hit``). The order given
         is ignored: documents are ranked by the tie rule.
         """
         if isinstance(ranking, Run):
             return ranking
+        if isinstance(ranking, Results):
+            return cls.from_results(ranking, name=name)
         qids, docs, values = _flatten(ranking)
         try:
             scores = np.array(values, dtype=np.float64)

@@ -193,7 +193,14 @@ def source_version() -> str:
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     changed = git("status", "--porcelain", "--", "bm25lab", "engine", "evaluation", "corpora", "pyproject.toml")
-    return commit + (" + local changes" if changed else "")
+    checkout = commit + (" + local changes" if changed else "")
+    import importlib.util
+
+    spec = importlib.util.find_spec("bm25lab")  # where it would be imported from (nothing is executed)
+    origin = Path(spec.origin).resolve().parent if spec and spec.origin else None
+    if origin is None or origin.is_relative_to(ROOT):
+        return checkout  # an editable install of this checkout
+    return f"{_version('bm25lab')} installed at {origin} (not this checkout, which is at {checkout})"
 
 
 def machine_info() -> dict[str, str]:

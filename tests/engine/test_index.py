@@ -212,7 +212,10 @@ def test_prepared_batch_equals_search_many(cranfield_index, cranfield) -> None:
     for params in (dict(), dict(variant="okapi", k1=1.5, b=0.75), dict(variant="bm25l", k1=1.2, b=0.3)):
         expected = cranfield_index.search_many(queries, k=100, workers=1, **params)
         got = batch.search(k=100, **params)
-        assert got == {q: [(h.doc_id, h.score) for h in hits] for q, hits in expected.items()}
+        assert type(got) is type(expected) and got.qids == expected.qids
+        assert np.array_equal(got.offsets, expected.offsets) and np.array_equal(got.doc_nums, expected.doc_nums)
+        assert np.array_equal(got.scores, expected.scores)
+        assert got == expected and got.to_dict() == expected.to_dict()
 
 
 def test_build_tokens_equals_a_build_from_text(cranfield) -> None:

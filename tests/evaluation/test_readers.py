@@ -274,3 +274,27 @@ def test_ties_are_broken_by_document_id_descending_in_code_point_order():
     assert ranked == ["top", *sorted(ids, reverse=True), "bottom"]
     # UTF-8 byte order is code point order: "😀" (U+1F600) > "中" (U+4E2D) > "é" (U+00E9) > "a"
     assert ranked[1:5] == ["😀", "中", "é", "ab"]
+
+
+def test_a_run_from_search_results_equals_one_from_their_dict() -> None:
+    # Run.from_results takes the engine's order and hashes as they are; from_dict sorts and hashes
+    # anew: equal columns, ties (identical documents under ids that differ in case, length and
+    # script) included, and an empty query
+    import numpy as np
+
+    from bm25lab.engine import Index, Tokenizer
+    from bm25lab.evaluation.ranking import Run
+
+    texts = ["wind tunnel flow", "wind tunnel flow", "flow", "tunnel", "flow flow wind", "wind tunnel flow"]
+    ids = ["b", "B", "ä", "a10", "a9", "流"]
+    index = Index.build(list(zip(ids, texts)), Tokenizer("en", stem=False), backend="numpy")
+    results = index.search_many({"q1": "wind flow", "q2": "nothing here", "q3": "tunnel"}, k=10)
+    fast, plain = Run.from_results(results), Run.from_dict(results.to_dict())
+    assert fast.qids == plain.qids == ("q1", "q2", "q3")
+    assert fast.doc_ids.to_pylist() == plain.doc_ids.to_pylist()
+    for name in ("offsets", "doc_hash", "score"):
+        assert np.array_equal(getattr(fast, name), getattr(plain, name)), name
+    assert Run.from_dict(results).doc_ids.to_pylist() == fast.doc_ids.to_pylist()  # from_dict hands over
+    ranked = fast.ranked("q1")
+    tied = [doc for doc, score in ranked if score == dict(ranked)["b"]]
+    assert tied == ["流", "b", "B"]  # identical documents: id descending, code point order

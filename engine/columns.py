@@ -1,0 +1,90 @@
+"""String columns (pyarrow arrays) and 64-bit hashes of their values, computed without a Python loop.
+
+The engine hashes an index's document ids once (:class:`bm25lab.engine.records.DocIds`) and the
+evaluation hashes the ids of qrels and runs (:mod:`bm25lab.evaluation.ranking`) with the same
+function, so that a run made from search results needs no hashing of its own.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["string_array", "string_hashes"]
+
+
+def string_array(values: Any) -> pa.Array | pa.ChunkedArray:
+    """A pyarrow string array (chunked arrays stay chunked) from pyarrow data or a sequence of str."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            values = values.cast(pa.string())
+        return values
+    if isinstance(values, pa.Array):
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            values = values.cast(pa.string())
+        return values
+    return pa.array(values, type=pa.string())
+
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place on uint64 arrays (wrapping arithmetic)."""
+    h ^= h >> np.uint64(30)
+    h *= _MIX1
+    h ^= h >> np.uint64(27)
+    h *= _MIX2
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
+    """Hashes of one string array's values, read 8 bytes at a time from its offsets and data buffers."""
+    import pyarrow as pa
+
+    n = len(chunk)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offset_type = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    buffers = chunk.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=offset_type)[chunk.offset : chunk.offset + n + 1].astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(last - first + 8, dtype=np.uint8)
+    if buffers[2] is not None and last > first:
+        data[: last - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:last]
+    words = np.ndarray(shape=(data.size - 7,), dtype="<u8", buffer=data, strides=(1,))  # 8 bytes from any byte
+    start = offsets[:-1] - first
+    length = offsets[1:] - offsets[:-1]
+    h = length.astype(np.uint64) * _GOLDEN
+    for at in range(0, int(length.max()), 8):
+        rows = None if at == 0 else np.flatnonzero(length > at)
+        word = words[start + at] if rows is None else words[start[rows] + at]
+        remaining = length - at if rows is None else length[rows] - at
+        short = remaining < 8
+        if short.any():
+            keep = (np.uint64(1) << (np.clip(remaining, 0, 7).astype(np.uint64) * np.uint64(8))) - np.uint64(1)
+            word &= np.where(short, keep, np.uint64(0xFFFFFFFFFFFFFFFF))
+        if rows is None:
+            h = _mix(h ^ word)
+        else:
+            h[rows] = _mix(h[rows] ^ word)
+    return h
+
+
+def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit hash of every string's UTF-8 bytes: equal strings, equal hashes (the converse is checked
+    wherever it matters)."""
+    import pyarrow as pa
+
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if not chunks:
+        return np.zeros(0, dtype=np.uint64)
+    return np.concatenate([_chunk_hashes(chunk) for chunk in chunks])
