@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 if TYPE_CHECKING:
     from ..engine.records import Document
 
-__all__ = ["Corpus", "FORMAT_VERSION", "get", "names"]
+__all__ = ["Corpus", "FORMAT_VERSION", "documents_of", "get", "names"]
 
 ROOT = Path(__file__).resolve().parent
 FORMAT_VERSION = 1
@@ -102,3 +102,17 @@ def get(name: str) -> Corpus:
             folder / META_FILE,
         )
     return Corpus(path=folder, **meta)
+
+
+def documents_of(source: str | Path) -> Iterator[Document]:
+    """The documents of ``source``: a file or folder in any format
+    :func:`bm25lab.engine.sources.read_documents` reads, else the bundled collection of that name."""
+    from ..engine.errors import InputError
+    from ..engine.sources import read_documents
+
+    path = Path(source)
+    if path.exists():
+        return read_documents(path)
+    if str(source) in names():
+        return get(str(source)).documents()
+    raise InputError(f"no such file or folder, nor a bundled corpus ({', '.join(names())})", source)

@@ -20,7 +20,7 @@ import os
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from . import backends, segments, storage
 from .backends import Backend
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
-from .records import DocIds, Document, Hits, Results
+from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
 from .segments import Change, DocLike, Part, Progress, as_document
@@ -36,6 +36,8 @@ from .tokenization import Tokenizer
 
 __all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
+# A batch searched with a progress callback is searched this many queries at a time (at least).
+_PROGRESS_STEP = 512
 # A reader that finds a segment gone re-reads the manifest this many times (a writer committed meanwhile).
 _LOAD_ATTEMPTS = 5
 
@@ -253,6 +255,14 @@ class Index:
         return {"documents": self.num_docs, "terms": self.num_terms, "postings": self.num_postings,
                 "total_length": int(lengths.sum(dtype=np.int64))}
 
+    def info(self) -> IndexInfo:
+        """The index's counts, size on disk, format version, backend and tokenizer configuration."""
+        return IndexInfo(path=None if self.path is None else str(self.path), format_version=storage.FORMAT_VERSION,
+                         documents=self.num_docs, terms=self.num_terms, postings=self.num_postings,
+                         average_length=self.avgdl,
+                         size_bytes=None if self.path is None else storage.size_on_disk(self.path),
+                         segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config())
+
     def document(self, doc_id: str) -> Document | None:
         """The stored document (title, text, metadata), or None for an unknown or deleted id."""
         return self._store.get(doc_id)
@@ -277,12 +287,20 @@ class Index:
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None) -> Results:
+                    workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> Results:
         """Search every query of ``{qid: text}``; every core is used for large batches. The
-        :class:`Results` read as ``{qid: Hits}`` and hand their columns to the evaluation as they are."""
+        :class:`Results` read as ``{qid: Hits}`` and hand their columns to the evaluation as they are.
+        ``progress``, when given, is called with (queries done, queries in all) as the batch goes."""
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
-        return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers))
+        if progress is None:
+            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers))
+        ranked: list[tuple[np.ndarray, np.ndarray]] = []
+        step = max(_PROGRESS_STEP, -(-len(tokens) // 100))
+        for start in range(0, len(tokens), step):
+            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers)
+            progress(len(ranked), len(tokens))
+        return self._results(qids, ranked)
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,

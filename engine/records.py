@@ -116,6 +116,25 @@ class Hits(Sequence[Hit]):
         return f"Hits([{shown}{more}])"
 
 
+@dataclass(frozen=True)
+class IndexInfo:
+    """What :meth:`bm25lab.engine.Index.info` tells of an index."""
+
+    path: str | None  # None for an index that was never saved
+    format_version: int
+    documents: int
+    terms: int
+    postings: int
+    average_length: float
+    size_bytes: int | None  # on disk; None for an index that was never saved
+    segments: int
+    backend: str
+    tokenizer: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
 class DocIds(Sequence[str]):
     """An index's external document ids by document number, with the string column and the hash of
     every id (:func:`bm25lab.engine.columns.string_hashes`) made once, when first asked for."""

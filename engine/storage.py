@@ -57,6 +57,11 @@ class Segment:
     store_path: Path | None  # None for a merged in-memory view of several segments
 
 
+def size_on_disk(directory: Path) -> int:
+    """Bytes of every file under ``directory``."""
+    return sum(p.stat().st_size for p in Path(directory).rglob("*") if p.is_file())
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -58,6 +58,9 @@ __all__ = [
 
 PerQuery = Mapping[str, Mapping[str, float]]
 
+# what ``bm25lab compare`` compares when no measure is named
+DEFAULT_MEASURES = ("nDCG@10", "AP")
+
 JSON_KEYS = (
     "run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_holm",
     "ci_low", "ci_high", "wins", "ties", "losses",

@@ -29,10 +29,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .errors import MeasureError
-from .measures import parse_measures
+from .measures import ELEVEN_POINTS, parse_measures
 from .ranking import Qrels, Run, judged_ranking, natural_key
 
-__all__ = ["EvaluationResult", "QuerySelection", "evaluate", "select_queries"]
+__all__ = ["EvaluationResult", "QuerySelection", "evaluate", "precision_recall_curve", "select_queries"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,21 @@ def evaluate(
         run_name=run.name,
         totals=tuple(m.name for m in parsed if m.definition.total),
     )
+
+
+def precision_recall_curve(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Any],
+    *,
+    rel: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+) -> dict[float, float]:
+    """``{recall level: mean interpolated precision}`` at the eleven standard levels 0.0, 0.1, ..., 1.0
+    (the means of ``iprec@r``, as trec_eval's ``iprec_at_recall``), for a precision-recall plot."""
+    names = [f"iprec@{level:.1f}" for level in ELEVEN_POINTS]
+    result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only)
+    return {level: result.mean[name] for level, name in zip(ELEVEN_POINTS, names)}
 
 
 def _score_missing_as_zero(values: np.ndarray, in_run: np.ndarray) -> np.ndarray:

@@ -24,7 +24,8 @@ import numpy as np
 from .errors import MeasureError
 from .ranking import JudgedRanking
 
-__all__ = ["MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure", "parse_measures"]
+__all__ = ["DEFAULT_MEASURES", "ELEVEN_POINTS", "MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure",
+           "parse_measures"]
 
 Param = int | float | None
 ParamKind = Literal["none", "cutoff", "optional cutoff", "fraction"]
@@ -314,6 +315,8 @@ _DEFS = (
 )
 
 MEASURES: dict[str, MeasureDef] = {d.name: d for d in _DEFS}
+# what ``bm25lab evaluate`` and ``experiment`` report when no measure is named
+DEFAULT_MEASURES = ("nDCG@10", "AP", "P@10", "R@100", "RR", "bpref")
 """The registry: canonical name -> definition."""
 
 _LOOKUP: dict[str, MeasureDef] = {}

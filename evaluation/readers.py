@@ -308,22 +308,45 @@ def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], 
     Queries keep their order; scores are written in the shortest decimal form that reads back to
     the same float64. A path ending in ``.gz`` is gzip-compressed; a file object gets text or bytes
     according to its kind. Ids and the tag must be non-empty and free of whitespace.
+
+    A path is written atomically: to a temporary file beside it, then renamed over it, so that a
+    reader (or a failure half-way) never sees half a run and an existing file is replaced whole.
     """
     run = Run.from_dict(run)
     _check_token(tag, "run tag")
     payload = _run_bytes(run, tag)
     if isinstance(path_or_file, (str, Path)):
         target = Path(path_or_file)
-        try:
-            if target.suffix == ".gz":
-                payload = gzip.compress(payload, mtime=0)
-            target.write_bytes(payload)
-        except OSError as error:
-            raise InputError(f"cannot write: {error.strerror or error}", target) from None
+        _write_atomically(target, gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
     elif isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
         path_or_file.write(payload.decode("utf-8"))
     else:
         path_or_file.write(payload)
+
+
+def _write_atomically(target: Path, payload: bytes) -> None:
+    """``payload`` into ``target`` by way of a temporary file in the same folder and a rename; an
+    error names ``target`` and leaves neither it nor a temporary file changed."""
+    import os
+    import tempfile
+
+    if target.is_dir():
+        raise InputError("is a directory; give a file name for the run", target)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as open() would have made it (mkstemp makes 0600)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(payload)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror or error}", target) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _check_token(value: str, what: str) -> None:

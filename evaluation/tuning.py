@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
-from .errors import InputError
+from .errors import InputError, ParameterError
 
 if TYPE_CHECKING:
     from ..engine import Index
@@ -78,42 +78,38 @@ def grid_range(start: float, stop: float, step: float) -> tuple[float, ...]:
     (0.0, 0.25, 0.5, 0.75, 1.0)
     """
     if not all(math.isfinite(x) for x in (start, stop, step)):
-        raise ValueError("grid bounds and step must be finite numbers")
+        raise ParameterError("grid bounds and step must be finite numbers")
     if step <= 0:
-        raise ValueError(f"grid step must be > 0, got {step:g}")
+        raise ParameterError(f"grid step must be > 0, got {step:g}")
     if stop < start:
-        raise ValueError(f"grid stop {stop:g} is below its start {start:g}")
+        raise ParameterError(f"grid stop {stop:g} is below its start {start:g}")
     count = int(math.floor((stop - start) / step + 1e-9)) + 1
     if count > _MAX_GRID_VALUES:
-        raise ValueError(f"grid {start:g}:{stop:g}:{step:g} has {count} values; at most {_MAX_GRID_VALUES}")
+        raise ParameterError(f"grid {start:g}:{stop:g}:{step:g} has {count} values; at most {_MAX_GRID_VALUES}")
     return tuple(round(start + i * step, _DECIMALS) for i in range(count))
 
 
-DEFAULT_K1_GRID: tuple[float, ...] = grid_range(0.2, 3.0, 0.1)
-"""k1 = 0.2, 0.3, ..., 3.0 (29 values)."""
-DEFAULT_B_GRID: tuple[float, ...] = grid_range(0.0, 1.0, 0.05)
-"""b = 0.0, 0.05, ..., 1.0 (21 values)."""
 
 
 def parse_grid(text: str, name: str = "grid") -> tuple[float, ...]:
     """Grid values from ``"start:stop:step"`` or ``"v1,v2,..."``, sorted ascending without duplicates.
 
-    A bad string is a ValueError in one line that starts with ``name`` (e.g. ``--k1-grid``).
+    A bad string is a ParameterError in one line that starts with ``name`` (e.g. ``--k1-grid``).
     """
     hint = "expected start:stop:step (e.g. 0.2:3.0:0.1) or a comma list (e.g. 0.5,0.9,1.2)"
     try:
         if ":" in text:
             parts = [float(p) for p in text.split(":")]
             if len(parts) != 3:
-                raise ValueError(hint)
+                raise ParameterError(hint)
             values = grid_range(*parts)
         else:
             values = tuple(float(p) for p in text.split(","))
             if not all(math.isfinite(v) for v in values):
-                raise ValueError("grid values must be finite numbers")
+                raise ParameterError("grid values must be finite numbers")
     except ValueError as exc:
         reason = str(exc) if str(exc) and not str(exc).startswith("could not convert") else hint
-        raise ValueError(f"{name} {text!r}: {reason}") from None
+        raise ParameterError(f"{name} {text!r}: {reason}") from None
     return tuple(sorted({round(v, _DECIMALS) for v in values}))
 
 
@@ -124,6 +120,14 @@ _TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "CG", "DCG",
 """Measure families (canonical names of :data:`bm25lab.evaluation.MEASURES`) whose value with cutoff n depends
 only on the top n documents of each query (their denominators, such as R or the ideal DCG, come from
 the qrels)."""
+
+
+DEFAULT_K1_SPEC = "0.2:3.0:0.1"
+DEFAULT_K1_GRID: tuple[float, ...] = parse_grid(DEFAULT_K1_SPEC)
+"""k1 = 0.2, 0.3, ..., 3.0 (29 values)."""
+DEFAULT_B_SPEC = "0:1:0.05"
+DEFAULT_B_GRID: tuple[float, ...] = parse_grid(DEFAULT_B_SPEC)
+"""b = 0.0, 0.05, ..., 1.0 (21 values)."""
 
 
 def search_depth(measure: str, k: int) -> int:
@@ -167,9 +171,9 @@ class CrossValidation:
 def fold_assignment(num_queries: int, folds: int, seed: int = 0) -> list[np.ndarray]:
     """Query positions of each fold: a seeded permutation cut into ``folds`` near-equal parts."""
     if folds < 2:
-        raise ValueError(f"cross-validation needs at least 2 folds, got {folds}")
+        raise ParameterError(f"cross-validation needs at least 2 folds, got {folds}")
     if folds > num_queries:
-        raise ValueError(f"{folds} folds need at least {folds} queries; there are {num_queries}")
+        raise ParameterError(f"{folds} folds need at least {folds} queries; there are {num_queries}")
     permutation = np.random.default_rng(seed).permutation(num_queries)
     return [np.sort(part) for part in np.array_split(permutation, folds)]
 
@@ -188,9 +192,9 @@ def cross_validate(per_query_grid: np.ndarray, k1_grid: Sequence[float], b_grid:
     """
     values = np.asarray(per_query_grid, dtype=np.float64)
     if values.ndim != 3 or values.shape[:2] != (len(k1_grid), len(b_grid)):
-        raise ValueError(f"per-query grid has shape {values.shape}; expected ({len(k1_grid)}, {len(b_grid)}, queries)")
+        raise ParameterError(f"per-query grid has shape {values.shape}; expected ({len(k1_grid)}, {len(b_grid)}, queries)")
     if np.isnan(values).any():
-        raise ValueError("per-query grid has missing (NaN) values")
+        raise ParameterError("per-query grid has missing (NaN) values")
     num_queries = values.shape[2]
     held_out = np.empty(num_queries, dtype=np.float64)
     chosen: list[Fold] = []
@@ -250,7 +254,7 @@ def _judged(qrels: Any, queries: Mapping[str, str]) -> tuple[list[str], Any]:
 
 def _check_grid(variant: str, k1_grid: Sequence[float], b_grid: Sequence[float]) -> None:
     if not k1_grid or not b_grid:
-        raise ValueError("the k1 and b grids need at least one value each")
+        raise ParameterError("the k1 and b grids need at least one value each")
     for k1 in k1_grid:
         Params(variant, k1, DEFAULT_B).resolved()
     for b in b_grid:
@@ -288,7 +292,7 @@ def tune(index: "Index", queries: Mapping[str, str], qrels: Any, measure: str = 
     k1_grid, b_grid = tuple(float(v) for v in k1_grid), tuple(float(v) for v in b_grid)
     _check_grid(variant, k1_grid, b_grid)
     if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+        raise ParameterError(f"k must be >= 1, got {k}")
     qids, judged = _judged(qrels, queries)
     fold_assignment(len(qids), folds, seed)  # fail before searching when there are too few queries
     depth = search_depth(measure, k)

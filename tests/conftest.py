@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import shutil
+import tempfile
 
 import pytest
 
-os.environ.setdefault("BM25LAB_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "bm25lab"))
+# bm25lab's user cache (jieba's dictionary, experiments' indexes, the kernels' mark) goes to a folder
+# of this run, removed at its end: nothing is reused from an earlier run or another version of the code
+_CACHE = tempfile.mkdtemp(prefix="bm25lab-tests-cache-")
+os.environ["BM25LAB_CACHE_DIR"] = _CACHE
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

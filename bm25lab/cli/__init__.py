@@ -1,17 +1,20 @@
 """The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, tune, corpora,
 experiment, info.
 
-Each area lives in its own module; this one only assembles the app. Errors in bad input are one
-line on stderr and exit code 1; bad usage is exit code 2 (typer's own).
+Each area lives in its own module; this one only assembles the app. The commands parse their
+arguments, call the library and render what it returns. Bad input or data is one line on stderr
+and exit code 1; bad usage exit code 2; an internal error (a bug) one line and exit code 3, with the
+traceback under ``--debug`` (:func:`bm25lab.cli.common.handles_errors`).
 """
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
 from . import corpora_cmds, engine_cmds, evaluate_cmds, growth_cmds, tune_cmds
-from .common import EXIT_CODES_HELP
+from .common import DEBUG_VARIABLE, EXIT_CODES_HELP
 
 app = typer.Typer(
     name="bm25lab",
@@ -37,8 +40,12 @@ def _print_version(value: bool) -> None:
 def _options(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
                                           callback=_print_version)] = False,
+    debug: Annotated[bool, typer.Option("--debug", help=f"Show the traceback of an internal error (also "
+                                                        f"{DEBUG_VARIABLE}=1).")] = False,
 ) -> None:
     """BM25 search for Chinese and English with a trec_eval-exact evaluation harness."""
+    if debug:
+        os.environ[DEBUG_VARIABLE] = "1"  # read by handles_errors, in this process only
 
 
 _EPILOG = {"epilog": EXIT_CODES_HELP}

@@ -1,39 +1,58 @@
-"""Shared pieces of the command line: error handling, console, output formats, parameters."""
+"""Shared pieces of the command line: choices taken from the library's registries, options, errors,
+console output and progress bars. Nothing here computes a result: the library does."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import typer
 
+from ..engine.backends import BACKENDS
+from ..engine.errors import BM25LabError, ParameterError
+from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
+from ..engine.tokenization import LANGUAGES
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXIT_CODES_HELP = "Exit codes: 0 success, 1 bad input or data (one line on stderr), 2 bad usage."
+EXIT_CODES_HELP = ("Exit codes: 0 success, 1 bad input or data (one line on stderr), 2 bad usage, "
+                   "3 an internal error (a bug: --debug shows where).")
+DEBUG_VARIABLE = "BM25LAB_DEBUG"
 
 
-class Language(str, Enum):
-    auto = "auto"
-    zh = "zh"
-    en = "en"
-    whitespace = "whitespace"
+def _choices(name: str, values: Any) -> type[Enum]:
+    """An Enum of a registry's names, for typer's choice checking and help."""
+    return Enum(name, {value: value for value in values}, type=str)  # type: ignore[return-value]
 
 
-class VariantName(str, Enum):
-    lucene = "lucene"
-    robertson = "robertson"
-    atire = "atire"
-    bm25l = "bm25l"
-    bm25plus = "bm25+"
-    okapi = "okapi"
+Language = _choices("Language", LANGUAGES)
+VariantName = _choices("VariantName", VARIANTS)
+BackendName = _choices("BackendName", BACKENDS)
 
 
 class TableFormat(str, Enum):
     table = "table"
     json = "json"
+
+
+VARIANT_OPT = typer.Option("--variant", help="BM25 variant.")
+K1_OPT = typer.Option("--k1", help="BM25 k1 (term frequency saturation).", min=0.0)
+B_OPT = typer.Option("--b", help="BM25 b (length normalisation), 0..1.", min=0.0, max=1.0)
+DELTA_OPT = typer.Option("--delta", help="delta of bm25l / bm25+ (default: the variant's).", min=0.0)
+BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (numba once the work pays for "
+                                             "loading it). Default: $BM25LAB_BACKEND or auto.")
+DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
+__all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "K1_OPT",
+           "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
+           "document_progress", "fail", "handles_errors", "human_bytes", "progress_bars", "query_progress"]
+
+
+def backend_name(choice: Optional[Enum]) -> Optional[str]:
+    return None if choice is None else choice.value
 
 
 def console(stderr: bool = False) -> Any:
@@ -42,38 +61,31 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types that mean bad input, not a bug: reported in one line, exit code 1."""
-    from ..engine.errors import BM25LabError
-
-    types: list[type[BaseException]] = [BM25LabError, OSError, ValueError, UnicodeError]
-    try:
-        from ..evaluation.errors import EvaluationError
-        types.append(EvaluationError)
-    except ImportError:  # pragma: no cover - evaluation always ships it
-        pass
-    return tuple(types)
-
-
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print ``bm25lab: error: message`` on stderr and return the Exit to raise."""
     print(f"bm25lab: error: {message}", file=sys.stderr)
     return typer.Exit(code)
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"{exc.filename}: no such file or directory"
-    if isinstance(exc, PermissionError) and exc.filename:
-        return f"{exc.filename}: permission denied"
-    if isinstance(exc, IsADirectoryError) and exc.filename:
-        return f"{exc.filename}: is a directory"
+def debugging() -> bool:
+    """Whether ``--debug`` or ``$BM25LAB_DEBUG`` asks for tracebacks of internal errors."""
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+
+
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
 
+def _describe_os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return where + (exc.strerror or _first_line(exc)).lower()
+
+
 def handles_errors(func: F) -> F:
-    """Turn the user errors a command raises into one stderr line and exit code 1."""
+    """Report what a command raises in one stderr line: the library's errors for bad input or data
+    (exit 1) or a bad parameter (exit 2), a file the system could not read or write (exit 1), and
+    anything else as the bug it is (exit 3; ``--debug`` or ``BM25LAB_DEBUG=1`` re-raises it)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -83,8 +95,17 @@ def handles_errors(func: F) -> F:
             raise
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
-        except user_errors() as exc:
-            raise fail(_describe(exc)) from None
+        except ParameterError as exc:
+            raise fail(_first_line(exc), 2) from None
+        except BM25LabError as exc:
+            raise fail(_first_line(exc)) from None
+        except OSError as exc:  # the environment: a file missing, unreadable or unwritable, a full disk
+            raise fail(_describe_os_error(exc)) from None
+        except Exception as exc:
+            if debugging():
+                raise
+            raise fail(f"internal error: {type(exc).__name__}: {_first_line(exc)} (a bug in bm25lab; run again "
+                       f"with --debug, or {DEBUG_VARIABLE}=1, to see where)", 3) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -98,25 +119,62 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def dir_size(path: Any) -> int:
-    from pathlib import Path
+class ProgressBars:
+    """Live progress bars on stderr, several in one display (rich shows one display at a time)."""
 
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+
+    def documents(self, label: str) -> Callable[[int], None]:
+        """A "documents, documents per second" bar, shown from its first call; returns the
+        ``progress(done)`` callback."""
+        task = self._task(label)
+        started = time.perf_counter()
+
+        def advance(done: int) -> None:
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            self._bar.update(task(), completed=done, count=f"{done:,} docs", rate=f"{rate:,.0f} docs/s")
+
+        return advance
+
+    def queries(self, label: str = "searching") -> Callable[[int, int], None]:
+        """A "queries done of all" bar, shown from its first call; returns the ``progress(done, total)``
+        callback."""
+        task = self._task(label)
+
+        def advance(done: int, total: int) -> None:
+            self._bar.update(task(), completed=done, total=total, count=f"{done:,}/{total:,} queries")
+
+        return advance
+
+    def _task(self, label: str) -> Callable[[], Any]:
+        made: list[Any] = []
+
+        def task() -> Any:
+            if not made:
+                made.append(self._bar.add_task(label, total=None, count="", rate=""))
+            return made[0]
+
+        return task
+
+
+@contextmanager
+def progress_bars() -> Iterator[ProgressBars]:
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
+               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        yield ProgressBars(bar)
 
 
 @contextmanager
 def document_progress(label: str) -> Iterator[Callable[[int], None]]:
-    """A live "documents, documents per second" bar on stderr; yields the callback that feeds it."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    with progress_bars() as bars:
+        yield bars.documents(label)
 
-    started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed:,} docs"),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=None, rate="")
 
-        def advance(done: int) -> None:
-            rate = done / max(time.perf_counter() - started, 1e-9)
-            bar.update(task, completed=done, rate=f"{rate:,.0f} docs/s")
-
-        yield advance
+@contextmanager
+def query_progress(label: str = "searching") -> Iterator[Callable[[int, int], None]]:
+    with progress_bars() as bars:
+        yield bars.queries(label)

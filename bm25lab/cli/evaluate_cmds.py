@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
 
 import typer
 
-from .common import console, handles_errors
+from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
+from ..evaluation.measures import DEFAULT_MEASURES
+from ..evaluation.significance import TESTS
+from .common import _choices, console, handles_errors
 
 if TYPE_CHECKING:
     from ..evaluation.evaluate import EvaluationResult
-
-DEFAULT_MEASURES = ["nDCG@10", "AP", "P@10", "R@100", "RR", "bpref"]
-RECALL_LEVELS = [round(i / 10, 1) for i in range(11)]
 
 
 class EvalFormat(str, Enum):
@@ -30,12 +30,7 @@ class CompareFormat(str, Enum):
     latex = "latex"
 
 
-class TestName(str, Enum):
-    t = "t"
-    randomization = "randomization"
-    bootstrap = "bootstrap"
-
-
+TestName = _choices("TestName", TESTS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure name, repeatable (e.g. -m nDCG@10 -m AP).")
 RUNS_ARG = typer.Argument(help="TREC run file(s).", exists=True, dir_okay=False)
 QRELS_ARG = typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)
@@ -59,15 +54,6 @@ def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str,
         typer.echo(report.to_csv(named, per_query=per_query), nl=False)
 
 
-def pr_curve(qrels: Any, run: Any, rel: int, complete: bool, judged_only: bool) -> dict[float, float]:
-    """Mean interpolated precision at the 11 standard recall levels."""
-    from ..evaluation import evaluate
-
-    names = [f"iprec@{r:.1f}" for r in RECALL_LEVELS]
-    result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only)
-    return {r: result.mean[n] for r, n in zip(RECALL_LEVELS, names)}
-
-
 @handles_errors
 def evaluate_cmd(
     qrels: Annotated[Path, QRELS_ARG],
@@ -82,11 +68,12 @@ def evaluate_cmd(
 ) -> None:
     """Evaluate TREC run(s) against qrels with trec_eval's conventions.
 
-    Default measures: nDCG@10 AP P@10 R@100 RR bpref.
+    Default measures: {defaults}.
 
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
     from ..evaluation import evaluate, read_qrels, read_run
+    from ..evaluation.evaluate import precision_recall_curve
 
     measures = measure or DEFAULT_MEASURES
     judgments = read_qrels(qrels)
@@ -95,7 +82,8 @@ def evaluate_cmd(
         run = read_run(path)
         named.append((path.stem, evaluate(judgments, run, measures, rel=rel, complete=complete, judged_only=judged_only)))
         if plot is not None:
-            curves[path.stem] = pr_curve(judgments, run, rel, complete, judged_only)
+            curves[path.stem] = precision_recall_curve(judgments, run, rel=rel, complete=complete,
+                                                       judged_only=judged_only)
     render_results(named, format.value, per_query)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves
@@ -104,13 +92,16 @@ def evaluate_cmd(
         console(stderr=True).print(f"precision-recall curve -> {plot}")
 
 
+evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
+
+
 @handles_errors
 def compare_cmd(
     qrels: Annotated[Path, QRELS_ARG],
     baseline: Annotated[Path, typer.Argument(help="Baseline TREC run.", exists=True, dir_okay=False)],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName.t,
+    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName("t"),
     trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
@@ -124,14 +115,16 @@ def compare_cmd(
 
     Example: bm25lab compare qrels.trec bm25.run tuned.run rm3.run --test randomization
     """
+    from ..engine.errors import ParameterError
     from ..evaluation import evaluate, read_qrels, read_run
-    from ..evaluation.compare import compare, to_json, to_latex, to_markdown, to_rich_table, notes
+    from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown, to_rich_table
+    from ..evaluation.evaluate import precision_recall_curve
 
-    measures = measure or ["nDCG@10", "AP"]
+    measures = measure or list(COMPARE_MEASURES)
     judgments = read_qrels(qrels)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):
-        raise ValueError(f"two runs have the same name (file stem): {', '.join(names)}")
+        raise ParameterError(f"two runs have the same name (file stem): {', '.join(names)}")
     loaded = {p.stem: read_run(p) for p in [baseline, *runs]}
     per_query = {name: evaluate(judgments, run, measures, complete=complete).per_query for name, run in loaded.items()}
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
@@ -146,6 +139,6 @@ def compare_cmd(
     if plot is not None:
         from ..evaluation.plots import plot_comparison
 
-        curves = {name: pr_curve(judgments, run, 1, complete, False) for name, run in loaded.items()}
+        curves = {name: precision_recall_curve(judgments, run, complete=complete) for name, run in loaded.items()}
         plot_comparison(result, curves, plot)
         console(stderr=True).print(f"plot -> {plot}")

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from .common import document_progress, handles_errors
-from .engine_cmds import documents_from
 
 if TYPE_CHECKING:
     from ..engine.segments import Change
@@ -38,10 +37,11 @@ def add(
 
     Example: bm25lab add my-index new-docs.jsonl
     """
+    from ..corpora import documents_of
     from ..engine.segments import add_documents
 
     started = time.perf_counter()
-    docs = documents_from(source)
+    docs = documents_of(source)
     with document_progress(f"adding {source}") as advance:
         change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
     replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""

@@ -8,18 +8,20 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import TableFormat, VariantName, console, handles_errors
+from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
+from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, VARIANT_OPT, BackendName, TableFormat, VariantName,
+                     backend_name, console, handles_errors)
 
 if TYPE_CHECKING:
     from ..evaluation.tuning import TuneResult
 
-K1_GRID_HELP = "k1 values: start:stop:step (stop included) or a comma list. Default 0.2:3.0:0.1."
-B_GRID_HELP = "b values: start:stop:step (stop included) or a comma list. Default 0:1:0.05."
+K1_GRID_HELP = f"k1 values: start:stop:step (stop included) or a comma list. Default {DEFAULT_K1_SPEC}."
+B_GRID_HELP = f"b values: start:stop:step (stop included) or a comma list. Default {DEFAULT_B_SPEC}."
 
 
 def _tune_with_progress(index_dir: Path, queries: Path, qrels: Path, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
-                        seed: int) -> "TuneResult":
+                        seed: int, backend: Optional[str]) -> "TuneResult":
     """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -32,7 +34,7 @@ def _tune_with_progress(index_dir: Path, queries: Path, qrels: Path, measure: st
     b_grid = parse_grid(b_text, "--b-grid") if b_text else DEFAULT_B_GRID
     judgments = read_qrels(qrels)
     topics = read_queries(queries)
-    idx = Index.load(index_dir)
+    idx = Index.load(index_dir, backend=backend)
     columns = (TextColumn("[bold]tuning k1 x b"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
     started = time.perf_counter()
@@ -83,7 +85,7 @@ def tune(
     queries: Annotated[Path, typer.Argument(help="Queries: TSV qid<TAB>text, JSONL {_id|id, text}, or TREC topics.", exists=True, dir_okay=False)],
     qrels: Annotated[Path, typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)],
     measure: Annotated[str, typer.Option("--measure", "-m", help="Measure to maximise (e.g. nDCG@10, AP, P@10).")] = "nDCG@10",
-    variant: Annotated[VariantName, typer.Option("--variant", help="BM25 variant.")] = VariantName.lucene,
+    variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1_grid: Annotated[Optional[str], typer.Option("--k1-grid", help=K1_GRID_HELP)] = None,
     b_grid: Annotated[Optional[str], typer.Option("--b-grid", help=B_GRID_HELP)] = None,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds over the queries.", min=2)] = 5,
@@ -91,6 +93,7 @@ def tune(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random assignment of queries to folds.")] = 0,
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a k1 x b heat map of the measure to this PNG.")] = None,
+    backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries.
 
@@ -99,7 +102,8 @@ def tune(
 
     Example: bm25lab tune my-index topics.tsv qrels.trec -m nDCG@10 --k1-grid 0.5:2.0:0.1 --plot grid.png
     """
-    result = _tune_with_progress(directory, queries, qrels, measure, variant.value, k1_grid, b_grid, folds, k, seed)
+    result = _tune_with_progress(directory, queries, qrels, measure, variant.value, k1_grid, b_grid, folds, k, seed,
+                                 backend_name(backend))
     if format is TableFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=1))
     else:

@@ -214,7 +214,8 @@ def test_bad_qrels_and_runs_name_file_and_line(case: str, judged: Path, tmp_path
 @pytest.mark.parametrize("measure, fragment", [("nDCG@x", "unknown measure 'nDCG@x'; known: P@k"),
                                                ("P@0", "measure 'P@0'"), ("bogus", "unknown measure 'bogus'")])
 def test_unknown_measure_and_bad_cutoff(measure: str, fragment: str, judged: Path) -> None:
-    fails(["evaluate", str(judged / "qrels"), str(judged / "run"), "-m", measure], fragment)
+    # a measure the command cannot take is bad usage (exit 2), in one line
+    fails(["evaluate", str(judged / "qrels"), str(judged / "run"), "-m", measure], fragment, code=2)
 
 
 def test_bad_queries_file_writes_no_run(built: Path, tmp_path: Path) -> None:

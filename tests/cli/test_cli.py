@@ -257,3 +257,39 @@ def test_compare_formats_and_plot(two_runs, tmp_path: Path) -> None:
     result = invoke("compare", str(qrels), str(base), str(other), "--plot", str(plot))
     assert result.exit_code == 0, result.output
     assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_an_internal_error_is_one_line_with_a_hint_and_debug_shows_it(workdir: Path, monkeypatch) -> None:
+    from bm25lab.engine import Index
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(Index, "search", broken)
+    monkeypatch.delenv("BM25LAB_DEBUG", raising=False)
+    result = invoke("search", str(workdir / "idx"), "flutter")
+    assert result.exit_code == 3
+    line = one_error_line(result)
+    assert "internal error: KeyError: 'boom'" in line and "--debug" in line
+    debugged = runner.invoke(app, ["--debug", "search", str(workdir / "idx"), "flutter"])
+    assert isinstance(debugged.exception, KeyError)  # raised, with its traceback, not reported in one line
+    monkeypatch.delenv("BM25LAB_DEBUG", raising=False)  # --debug set it for this process
+
+
+def test_version_option() -> None:
+    from bm25lab import __version__
+
+    result = invoke("--version")
+    assert (result.exit_code, result.stdout.strip()) == (0, f"bm25lab {__version__}")
+
+
+def test_run_replaces_the_output_whole_and_names_it_on_error(workdir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bm25.run"
+    out.write_text("an older run\n")
+    assert invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(out)).exit_code == 0
+    assert out.read_text().startswith("q1 Q0 ") and sorted(p.name for p in tmp_path.iterdir()) == ["bm25.run"]
+    failed = invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(tmp_path))
+    assert failed.exit_code == 1 and one_error_line(failed) == f"bm25lab: error: {tmp_path}: is a directory; give a file name for the run"
+    missing = tmp_path / "no" / "such" / "x.run"
+    failed = invoke("run", str(workdir / "idx"), str(workdir / "queries.tsv"), "--out", str(missing))
+    assert failed.exit_code == 1 and str(missing) in one_error_line(failed) and ".tmp" not in one_error_line(failed)

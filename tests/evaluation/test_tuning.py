@@ -281,9 +281,9 @@ def test_cli_table_and_plot(cli_files, tmp_path: Path) -> None:
     [(["--k1-grid", "1:2"], "--k1-grid '1:2'"), (["--b-grid", "0.2,x"], "--b-grid '0.2,x'"),
      (["--b-grid", "0:2:0.5"], "b must be between 0 and 1"), (["-m", "nDGC@10"], "unknown measure")],
 )
-def test_cli_bad_input_is_one_line(cli_files, args: list[str], needle: str) -> None:
+def test_cli_bad_parameters_are_one_line_and_exit_2(cli_files, args: list[str], needle: str) -> None:
     result = runner.invoke(app, ["tune", *cli_files, *args])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bm25lab: error: ") and needle in lines[0], result.stderr
     assert "Traceback" not in result.output

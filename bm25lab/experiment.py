@@ -1,0 +1,148 @@
+"""Experiments end to end: index a collection (cached), search its judged queries, evaluate the run.
+
+    result = experiment("cranfield", k1=1.2, b=0.75)
+    result.evaluation.mean["nDCG@10"], result.results["1"][0].doc_id
+
+A collection is a bundled one by name (:mod:`bm25lab.corpora`) or a folder holding a documents
+file, a queries file and a qrels file (:func:`open_collection`). Its index is built once per
+tokenizer configuration and kept in the user's cache directory (:func:`cached_index`). This module
+sits above the engine, the evaluation and the corpora, and is the only one that uses all three.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+from .engine.errors import IndexFormatError, InputError
+from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
+
+if TYPE_CHECKING:
+    from .engine import Index, Tokenizer
+    from .engine.records import Document, Results
+    from .evaluation.evaluate import EvaluationResult
+
+__all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
+
+# the files a collection folder may hold, in the order they are looked for
+DOCUMENT_FILES = ("docs.jsonl.gz", "docs.jsonl", "corpus.jsonl.gz", "corpus.jsonl", "docs.tsv", "docs.csv")
+QUERY_FILES = ("queries.jsonl", "queries.tsv", "topics.txt", "queries.trec")
+QRELS_FILES = ("qrels.trec", "qrels.txt", "qrels.tsv")
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What an experiment needs of a collection, bundled or given as a folder."""
+
+    name: str
+    language: str  # the tokenizer language that suits it: "en", "zh" or "auto"
+    documents: Callable[[], Iterator["Document"]]
+    queries: Callable[[], dict[str, str]]  # the judged queries, {qid: text}
+    qrels_path: Path
+    fingerprint: str  # of the documents file: a changed file gets a new cached index
+
+
+def open_collection(spec: str | Path) -> Collection:
+    """A bundled collection by name, or a folder with a documents, a queries and a qrels file."""
+    from . import corpora
+
+    if str(spec) in corpora.names():
+        c = corpora.get(str(spec))
+        return Collection(c.name, c.language, c.documents, c.judged_queries, c.qrels_path, _fingerprint(c.docs_path))
+    folder = Path(spec)
+    if not folder.is_dir():
+        raise InputError(f"neither a bundled corpus ({', '.join(corpora.names())}) nor a folder", spec)
+    docs, queries, qrels = _find(folder, DOCUMENT_FILES), _find(folder, QUERY_FILES), _find(folder, QRELS_FILES)
+
+    def read_docs() -> Iterator[Document]:
+        from .engine.sources import read_documents
+
+        return read_documents(docs)
+
+    def judged() -> dict[str, str]:
+        from .engine.sources import read_queries
+        from .evaluation import read_qrels
+
+        judged_ids = set(read_qrels(qrels).qids)
+        return {q: t for q, t in read_queries(queries).items() if q in judged_ids}
+
+    return Collection(folder.name, "auto", read_docs, judged, qrels, _fingerprint(docs))
+
+
+def _find(folder: Path, names: Sequence[str]) -> Path:
+    for name in names:
+        if (folder / name).is_file():
+            return folder / name
+    raise InputError(f"the folder holds none of {', '.join(names)}", folder)
+
+
+def _fingerprint(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool = False,
+                 progress: Callable[[int], None] | None = None, backend: str | None = None) -> tuple[Index, bool]:
+    """The collection's index from the user's cache (built and saved there on first use, keyed by the
+    documents' fingerprint, the tokenizer's configuration and the index format), and whether it
+    came from the cache. A damaged cached index is rebuilt."""
+    from .engine import Index
+    from .engine.storage import FORMAT_VERSION
+    from .engine.tokenization import cache_dir
+
+    key = hashlib.sha256(json.dumps([collection.fingerprint, tokenizer.config(), FORMAT_VERSION],
+                                    sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    path = cache_dir() / "indexes" / f"{collection.name}-{key}"
+    if not rebuild and (path / "index.json").exists():
+        try:
+            return Index.load(path, backend=backend), True
+        except IndexFormatError:
+            pass  # a damaged cache entry is rebuilt below
+    built = Index.build(collection.documents(), tokenizer=tokenizer, progress=progress, backend=backend)
+    built.save(path, overwrite=True)
+    return Index.load(path, backend=backend), False
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """An experiment's index, search results and evaluation."""
+
+    collection: Collection
+    index: Index
+    cached: bool  # whether the index came from the cache
+    results: Results
+    evaluation: EvaluationResult
+    variant: str
+    k1: float
+    b: float
+    k: int
+    seconds: float
+
+
+def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+               delta: float | None = None, measures: Sequence[str] | None = None, k: int = 1000,
+               tokenizer: Tokenizer | None = None, rebuild: bool = False, backend: str | None = None,
+               index_progress: Callable[[int], None] | None = None,
+               search_progress: Callable[[int, int], None] | None = None) -> ExperimentResult:
+    """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
+    evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
+    over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``."""
+    from .engine import Tokenizer
+    from .evaluation import evaluate, read_qrels
+    from .evaluation.measures import DEFAULT_MEASURES
+
+    started = time.perf_counter()
+    collection = open_collection(spec)
+    index, cached = cached_index(collection, tokenizer or Tokenizer(collection.language), rebuild=rebuild,
+                                 progress=index_progress, backend=backend)
+    results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
+                                progress=search_progress)
+    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES)
+    return ExperimentResult(collection, index, cached, results, evaluation, variant, k1, b, k,
+                            time.perf_counter() - started)

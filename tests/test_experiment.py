@@ -1,0 +1,71 @@
+"""bm25lab.experiment: collections (bundled or a folder), the cached index, and the whole pipeline,
+whose figures are the README's results table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bm25lab import corpora
+from bm25lab.engine.errors import InputError
+from bm25lab.experiment import cached_index, experiment, open_collection
+
+# the README's "Results on the bundled collections" (default settings, every judged query)
+README_RESULTS = {
+    "cranfield": (225, 0.3616, 0.2997, 0.2289),
+    "cisi": (76, 0.3829, 0.2146, 0.3487),
+    "cmrc2018": (4221, 0.9838, 0.9806, 0.0993),
+    "lecard-10q": (10, 0.6195, 0.7703, 0.7800),
+}
+
+
+@pytest.mark.parametrize("name", sorted(README_RESULTS))
+def test_the_readme_results_table(name: str) -> None:
+    queries, ndcg, ap, p10 = README_RESULTS[name]
+    result = experiment(name, measures=["nDCG@10", "AP", "P@10"])
+    assert result.evaluation.num_queries == len(result.results) == queries
+    assert [round(result.evaluation.mean[m], 4) for m in ("nDCG@10", "AP", "P@10")] == [ndcg, ap, p10]
+
+
+def test_the_index_is_cached_per_tokenizer(tmp_path: Path, monkeypatch) -> None:
+    from bm25lab.engine import Tokenizer
+
+    monkeypatch.setenv("BM25LAB_CACHE_DIR", str(tmp_path))
+    collection = open_collection("cisi")
+    first, cached = cached_index(collection, Tokenizer("en"))
+    assert not cached and first.num_docs == 1460
+    again, cached = cached_index(collection, Tokenizer("en"))
+    assert cached and again.path == first.path
+    other, cached = cached_index(collection, Tokenizer("en", stem=False))
+    assert not cached and other.path != first.path
+    (first.path / "index.json").write_text("{}")  # a damaged cache entry is rebuilt
+    rebuilt, cached = cached_index(collection, Tokenizer("en"))
+    assert not cached and rebuilt.num_docs == 1460
+
+
+def test_a_folder_collection_equals_the_bundled_one(tmp_path: Path) -> None:
+    bundled = corpora.get("cranfield")
+    folder = tmp_path / "cran"
+    folder.mkdir()
+    for source in (bundled.docs_path, bundled.queries_path, bundled.qrels_path):
+        (folder / source.name).write_bytes(source.read_bytes())
+    ours = experiment(folder, measures=["nDCG@10", "AP"], k=100)
+    theirs = experiment("cranfield", measures=["nDCG@10", "AP"], k=100)
+    assert ours.collection.name == "cran" and ours.evaluation.per_query == theirs.evaluation.per_query
+
+
+def test_collection_errors_name_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="neither a bundled corpus .* nor a folder"):
+        open_collection(tmp_path / "nothing")
+    (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    with pytest.raises(InputError, match=f"{tmp_path}: the folder holds none of queries.jsonl"):
+        open_collection(tmp_path)
+
+
+def test_search_progress_reports_every_query() -> None:
+    seen: list[tuple[int, int]] = []
+    result = experiment("cranfield", measures=["AP"], search_progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (225, 225) and all(t == 225 for _, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert result.index.info().documents == 1400 and result.index.info().size_bytes > 0
