@@ -1,4 +1,4 @@
-"""Every measure of ``METRICS.md``: one small function each over the judged ranking, and a registry.
+"""Every measure of ``evaluation/MEASURES.md``: one small function each over the judged ranking, and a registry.
 
 A measure function takes a :class:`~bm25lab.evaluation.ranking.JudgedRanking` and its parameter (a cutoff
 ``k``, a fraction such as a recall level ``r``, or None) and returns one float64 per query, NaN where the measure is
@@ -315,9 +315,9 @@ _DEFS = (
 )
 
 MEASURES: dict[str, MeasureDef] = {d.name: d for d in _DEFS}
-# what ``bm25lab evaluate`` and ``experiment`` report when no measure is named
-DEFAULT_MEASURES = ("nDCG@10", "AP", "P@10", "R@100", "RR", "bpref")
 """The registry: canonical name -> definition."""
+DEFAULT_MEASURES = ("nDCG@10", "AP", "P@10", "R@100", "RR", "bpref")
+"""What ``bm25lab evaluate`` and ``experiment`` report when no measure is named."""
 
 _LOOKUP: dict[str, MeasureDef] = {}
 for _d in _DEFS:
