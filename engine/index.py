@@ -188,7 +188,7 @@ class Index:
         writer lock (see :mod:`bm25lab.engine.storage`, :mod:`bm25lab.engine.locking`)."""
         directory = Path(path)
         if (directory / storage.MANIFEST).exists() and not overwrite:
-            raise FileExistsError(f"{directory}: an index exists already (use overwrite=True to replace it)")
+            raise InputError("an index exists already (use overwrite=True to replace it)", directory)
         if directory.exists() and not directory.is_dir():
             raise InputError("exists and is not a directory", directory)
         segments.replace_all(directory, self._parts, self.tokenizer.config(), overwrite)

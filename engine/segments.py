@@ -526,7 +526,7 @@ def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[s
     directory.mkdir(parents=True, exist_ok=True)
     with write_lock(directory):
         if (directory / storage.MANIFEST).exists() and not overwrite:
-            raise FileExistsError(f"{directory}: an index exists already (use overwrite=True to replace it)")
+            raise InputError("an index exists already (use overwrite=True to replace it)", directory)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}
         if len(parts) == 1 and parts[0].deleted.shape[0] == 0:

@@ -51,7 +51,7 @@ from math import log
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .errors import IndexFormatError, InputError
+from .errors import IndexFormatError, InputError, ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -564,7 +564,7 @@ class Tokenizer:
     def _setup(self, language: str, stem: bool, stopwords: Iterable[str], mode: str, user_dict: str | None) -> None:
         """Set every field from already-normalised values (shared by ``__init__``, ``from_config``, unpickling)."""
         if mode not in MODES:
-            raise ValueError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
+            raise ParameterError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
         self._language = language
         self._spec = LANGUAGES[language]
         self._stem = stem
@@ -606,7 +606,7 @@ class Tokenizer:
         whitespace analysis always runs here: unpickling a worker's tokens costs more than splitting.
         """
         if chunksize < 1:
-            raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+            raise ParameterError(f"chunksize must be at least 1, got {chunksize}")
         count = _resolve_workers(workers)
         iterator = iter(texts)
         if count == 1 or self._spec.in_process:
@@ -715,17 +715,17 @@ class Tokenizer:
 def _language_spec(language: str) -> _Language:
     spec = LANGUAGES.get(language) if isinstance(language, str) else None
     if spec is None:
-        raise ValueError(f"unknown tokenizer language {language!r}; valid languages: {', '.join(LANGUAGES)}")
+        raise ParameterError(f"unknown tokenizer language {language!r}; valid languages: {', '.join(LANGUAGES)}")
     return spec
 
 
 def _check_jieba_options(language: str, spec: _Language, mode: str, user_dict: object) -> None:
     if mode not in MODES:
-        raise ValueError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
+        raise ParameterError(f"unknown tokenizer mode {mode!r}; valid modes: {', '.join(MODES)}")
     if spec.jieba_options or (mode == "default" and user_dict is None):
         return
     applies = ", ".join(name for name, lang in LANGUAGES.items() if lang.jieba_options)
-    raise ValueError(f"mode and user_dict do not apply to language {language!r}; they apply to: {applies}")
+    raise ParameterError(f"mode and user_dict do not apply to language {language!r}; they apply to: {applies}")
 
 
 def _resolve_stem(language: str, spec: _Language, stem: bool | None) -> bool:
@@ -733,7 +733,7 @@ def _resolve_stem(language: str, spec: _Language, stem: bool | None) -> bool:
         return DEFAULT_STEM if spec.stemmable else False
     if stem and not spec.stemmable:
         stemmable = ", ".join(name for name, lang in LANGUAGES.items() if lang.stemmable)
-        raise ValueError(f"stemming does not apply to language {language!r}; it applies to: {stemmable}")
+        raise ParameterError(f"stemming does not apply to language {language!r}; it applies to: {stemmable}")
     return bool(stem)
 
 
@@ -746,7 +746,7 @@ def _resolve_stopwords(spec: _Language, stopwords: str | Path | Iterable[str] | 
         return _word_list(_read_text(stopwords, "stopword file"))
     words = list(stopwords)
     if not all(isinstance(word, str) for word in words):
-        raise TypeError("stopwords must be 'default', 'none', None, a path, or an iterable of strings")
+        raise ParameterError("stopwords must be 'default', 'none', None, a path, or an iterable of strings")
     return words
 
 
@@ -800,7 +800,7 @@ def _resolve_workers(workers: int | None) -> int:
         except AttributeError:  # pragma: no cover - not Linux
             return os.cpu_count() or 1
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+        raise ParameterError(f"workers must be at least 1, got {workers}")
     return workers
 
 

@@ -1,9 +1,10 @@
 """bm25lab through its public API beside PISA, tantivy, bm25s and rank-bm25, each in a fresh process.
 
-    python tests/benchmarks/bench_engines.py --small              # 5,000 docs, 200 queries (~2 min)
-    python tests/benchmarks/bench_engines.py                      # 150,000 docs, 1,000 queries (~25 min)
+    python tests/benchmarks/bench_engines.py --small              # 5,000 docs, 200 queries (~1 min)
+    python tests/benchmarks/bench_engines.py                      # 150,000 docs, 1,000 queries (~10 min)
     python tests/benchmarks/bench_engines.py --docs 1000000 --systems bm25lab,pisa,tantivy,bm25s
     python tests/benchmarks/bench_engines.py --json out.json --reps 5
+    python tests/benchmarks/bench_engines.py --report out.json      # reprint a saved run's report
 
 What a user gets: every system runs in its own fresh Python process (``engine_runner.py``), started
 in a temporary folder with the parent's environment less any ``BM25LAB_*`` variable, and imports
@@ -358,12 +359,29 @@ def report(results: dict[str, Any]) -> str:
                   bl.markdown_table(["system", "queries", "same 10 documents as bm25lab", "mean overlap (of 10)",
                                      "own formula", "= exact top-10 of own formula", "max rel. score diff. from it"],
                                     a_rows), ""]
+    parts += ["#### Per process: median warm batch, top-10 / top-1000 (s), and the 1-min load average at its start",
+              "(a row with 2 threads or workers slows down when another program takes a core)",
+              bl.markdown_table(["system", *[f"process {i + 1}" for i in range(results["reps"])]],
+                                per_process_rows(results)), ""]
     if results["skipped"]:
         parts += ["Not run: " + "; ".join(f"{s}: {why}" for s, why in results["skipped"].items()), ""]
     m = results["machine"]
     parts += [f"1-min load average: {m['loadavg']} at start, {results['loadavg_end']:.1f} at the end; "
               f"per process at its start: {results['loadavg_processes']}."]
     return "\n".join(parts)
+
+
+def per_process_rows(results: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for label, system, config in ROWS:
+        if label not in results["rows"] or system == "rank-bm25":
+            continue
+        cells = []
+        for proc in results["runs"][system]:
+            warm = [bl.median(proc["batches"][f"k={k}{config}"]["warm_s"]) for k in KS]
+            cells.append(" / ".join(f"{w:.3f}" for w in warm) + f" (load {proc['loadavg_start']:.1f})")
+        rows.append([label, *cells, *[""] * (results["reps"] - len(cells))])
+    return rows
 
 
 def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -419,6 +437,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-warmup", action="store_true", help="no untimed bm25lab process first")
     parser.add_argument("--workdir", help="where the corpus file and the indexes go (default: the system's temp)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--report", metavar="JSON", help="run nothing: print the report of a saved --json file")
     args = parser.parse_args(argv)
     args.reps = args.reps or (2 if args.small else 3)
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
@@ -429,6 +448,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    if args.report:
+        saved = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        print(bl.machine_line(saved["machine"]))
+        print(report(saved))
+        return saved
     base = bl.SyntheticConfig.small() if args.small else bl.SyntheticConfig()
     config = bl.SyntheticConfig(docs=args.docs or base.docs, doc_len=base.doc_len, vocab=base.vocab,
                                 queries=args.queries or base.queries, seed=args.seed)

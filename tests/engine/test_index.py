@@ -152,7 +152,7 @@ def test_save_load_identical(tmp_path: Path, cranfield_index, cranfield) -> None
 def test_save_refuses_to_overwrite(tmp_path: Path) -> None:
     index = Index.build([("a", "x")], tokenizer=WS)
     index.save(tmp_path / "i")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(InputError, match="an index exists already"):
         index.save(tmp_path / "i")
     Index.build([("b", "y")], tokenizer=WS).save(tmp_path / "i", overwrite=True)
     assert list(Index.load(tmp_path / "i").doc_ids) == ["b"]
