@@ -8,7 +8,7 @@
 The package has three layers, each a sub-package: :mod:`bm25lab.engine` (tokenizers, index,
 BM25, top-k search; imports nothing else of bm25lab), :mod:`bm25lab.evaluation` (qrels, runs,
 measures, comparisons, tuning; uses the engine only through its result type) and
-:mod:`bm25lab.corpora` (the bundled collections). :mod:`bm25lab.experiment` and the command line
+:mod:`bm25lab.corpora` (the bundled collections). :mod:`bm25lab.experiments` and the command line
 (:mod:`bm25lab.cli`) sit above the three. This module only hands their public names on, each
 loaded when first used: ``import bm25lab`` imports no numpy, jieba or numba.
 """
@@ -44,14 +44,15 @@ _EXPORTS = {
     "read_qrels": ".evaluation.readers",
     "read_run": ".evaluation.readers",
     "write_run": ".evaluation.readers",
-    "evaluate": ".evaluation.evaluate",
-    "EvaluationResult": ".evaluation.evaluate",
+    "evaluate": ".evaluation.evaluator",
+    "EvaluationResult": ".evaluation.evaluator",
     "MEASURES": ".evaluation.measures",
     "parse_measure": ".evaluation.measures",
     "compare": ".evaluation.compare",
     "tune": ".evaluation.tuning",
+    "experiment": ".experiments",
 }
-_SUBPACKAGES = ("engine", "evaluation", "corpora", "cli")
+_SUBPACKAGES = ("engine", "evaluation", "corpora", "experiments", "cli")
 __all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -66,11 +67,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .engine.tokenization import Tokenizer
     from .evaluation.compare import compare
     from .evaluation.errors import EvaluationError, MeasureError
-    from .evaluation.evaluate import EvaluationResult, evaluate
+    from .evaluation.evaluator import EvaluationResult, evaluate
     from .evaluation.measures import MEASURES, parse_measure
     from .evaluation.ranking import Qrels, Run
     from .evaluation.readers import read_qrels, read_run, write_run
     from .evaluation.tuning import tune
+    from .experiments import experiment
 
 
 def __getattr__(name: str) -> Any:

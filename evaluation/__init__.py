@@ -5,7 +5,7 @@
     result.per_query["1"]["AP"], result.mean["nDCG@10"], result.num_queries
 
 Modules follow the data: ``readers`` (files in and out), ``ranking`` (columnar qrels and runs, the tie
-rule, the judged ranking), ``measures`` (registry of measures), ``evaluate`` (which queries count,
+rule, the judged ranking), ``measures`` (registry of measures), ``evaluator`` (which queries count,
 means), ``report`` (table, trec_eval text, JSON, CSV).
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ _EXPORTS = {
     "EvaluationError": ".errors",
     "InputError": ".errors",
     "MeasureError": ".errors",
-    "EvaluationResult": ".evaluate",
-    "evaluate": ".evaluate",
+    "EvaluationResult": ".evaluator",
+    "evaluate": ".evaluator",
     "MEASURES": ".measures",
     "parse_measure": ".measures",
     "Qrels": ".ranking",
@@ -32,7 +32,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .errors import EvaluationError, InputError, MeasureError
-    from .evaluate import EvaluationResult, evaluate
+    from .evaluator import EvaluationResult, evaluate
     from .measures import MEASURES, parse_measure
     from .ranking import Qrels, Run
     from .readers import read_qrels, read_run, write_run

@@ -1,6 +1,6 @@
 """Render evaluation results: rich tables, trec_eval-style text, JSON and CSV. Pure functions.
 
-Every renderer takes one :class:`~bm25lab.evaluation.evaluate.EvaluationResult` (named by its run's tag, or
+Every renderer takes one :class:`~bm25lab.evaluation.evaluator.EvaluationResult` (named by its run's tag, or
 ``"run"``), a mapping ``{run name: result}`` or a sequence of ``(run name, result)`` pairs, and
 returns a string or rich objects; nothing is printed.
 
@@ -22,7 +22,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
-from .evaluate import EvaluationResult
+from .evaluator import EvaluationResult
 from .ranking import natural_key
 
 if TYPE_CHECKING:

@@ -270,7 +270,7 @@ def _per_query(result: Any, qids: Sequence[str], measure: str) -> np.ndarray:
 def _scorer(prepared: "PreparedBatch", qrels: Any, qids: Sequence[str], measure: str, variant: str,
             depth: int) -> Callable[[float, float], np.ndarray]:
     """``score(k1, b)``: the per-query values of ``measure`` (query order ``qids``) at one grid point."""
-    from .evaluate import evaluate
+    from .evaluator import evaluate
     from .ranking import Run
 
     def score(k1: float, b: float) -> np.ndarray:

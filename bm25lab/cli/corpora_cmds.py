@@ -66,7 +66,7 @@ def experiment(
     Example: bm25lab experiment cranfield --k1 1.2 --b 0.75
     """
     from ..evaluation import write_run
-    from ..experiment import experiment as run_experiment, open_collection
+    from ..experiments import experiment as run_experiment, open_collection
     from .evaluate_cmds import render_results
 
     collection = open_collection(corpus)

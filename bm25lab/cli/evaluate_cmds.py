@@ -13,7 +13,7 @@ from ..evaluation.significance import TESTS
 from .common import _choices, console, handles_errors
 
 if TYPE_CHECKING:
-    from ..evaluation.evaluate import EvaluationResult
+    from ..evaluation.evaluator import EvaluationResult
 
 
 class EvalFormat(str, Enum):
@@ -73,7 +73,7 @@ def evaluate_cmd(
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
     from ..evaluation import evaluate, read_qrels, read_run
-    from ..evaluation.evaluate import precision_recall_curve
+    from ..evaluation.evaluator import precision_recall_curve
 
     measures = measure or DEFAULT_MEASURES
     judgments = read_qrels(qrels)
@@ -118,7 +118,7 @@ def compare_cmd(
     from ..engine.errors import ParameterError
     from ..evaluation import evaluate, read_qrels, read_run
     from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown, to_rich_table
-    from ..evaluation.evaluate import precision_recall_curve
+    from ..evaluation.evaluator import precision_recall_curve
 
     measures = measure or list(COMPARE_MEASURES)
     judgments = read_qrels(qrels)

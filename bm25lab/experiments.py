@@ -23,7 +23,7 @@ from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
 if TYPE_CHECKING:
     from .engine import Index, Tokenizer
     from .engine.records import Document, Results
-    from .evaluation.evaluate import EvaluationResult
+    from .evaluation.evaluator import EvaluationResult
 
 __all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
 

@@ -1,4 +1,4 @@
-"""bm25lab.experiment: collections (bundled or a folder), the cached index, and the whole pipeline,
+"""bm25lab.experiments: collections (bundled or a folder), the cached index, and the whole pipeline,
 whose figures are the README's results table."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from bm25lab import corpora
 from bm25lab.engine.errors import InputError
-from bm25lab.experiment import cached_index, experiment, open_collection
+from bm25lab.experiments import cached_index, experiment, open_collection
 
 # the README's "Results on the bundled collections" (default settings, every judged query)
 README_RESULTS = {
