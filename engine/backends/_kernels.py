@@ -108,34 +108,54 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
     return floor
 
 
+# A dense selection takes its first floor from a histogram of every _SAMPLE-th document's score
+# (when the documents are many next to k), checked by counting: a sample can only cost a second pass
+_SAMPLE = 16
+
+
 @njit(cache=True, nogil=True)
 def _dense_select(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray,
                   keep: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray,
                   out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """:func:`_select` of the scored documents (all weights >= 0, ``top`` above every score) without
     listing them all: a histogram of their scores over ``[const, top)`` gives a floor of the k-th
-    best (its bucket's lower edge less a margin for rounding), one more pass lists the documents at
-    or above it, and a crowded bucket is histogrammed again (:func:`_refine_floor`)."""
-    # four interleaved histograms: the unscored documents all add 0 to one bucket, and a single
-    # histogram would chain those adds through memory
+    best (the lower edge of the bucket where the count from the top reaches k, less a margin for
+    rounding), one pass lists the documents at or above it, and a crowded bucket is histogrammed
+    again (:func:`_refine_floor`).
+
+    The histogram is first made of every :data:`_SAMPLE`-th document only, its floor set where the
+    sample holds about twice its share of k; exactness needs only that at least k documents are
+    listed (then the k-th best score is at or above the floor, and so is every document of the top
+    k, ties included), which the listing counts: when the sample promised too much, the histogram
+    of every document is made and the documents listed again."""
     bits = acc.view(np.int64)
-    counts4 = np.zeros((4, _BUCKETS), np.int64)
+    n = acc.shape[0]
     scale = _BUCKETS / (top - const)
-    for d in range(np.uint64(acc.shape[0])):
-        counts4[d & np.uint64(3), min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
-    b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, k)
-    floor = -np.inf  # k or fewer documents: all of them
-    edge = const
-    if b >= 0:
-        edge = const + b / scale
-        floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
-    m = 0
-    for d in range(np.uint64(acc.shape[0])):
-        if acc[d] + const >= floor and bits[d] != _NO_POSTING:
-            keep[m] = d
-            m += 1
+    stride = _SAMPLE if n >= 64 * k else 1
+    while True:
+        # four interleaved histograms: the unscored documents all add 0 to one bucket, and a single
+        # histogram would chain those adds through memory
+        counts4 = np.zeros((4, _BUCKETS), np.int64)
+        for i in range(np.uint64(n // stride + (n % stride > 0))):
+            d = i * np.uint64(stride)
+            counts4[i & np.uint64(3), min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
+        wanted = k if stride == 1 else 2 * (k // stride) + 16
+        b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, wanted)
+        floor = -np.inf  # k or fewer documents: all of them
+        edge = const
+        if b >= 0:
+            edge = const + b / scale
+            floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
+        m = 0
+        for d in range(np.uint64(n)):
+            if acc[d] + const >= floor and bits[d] != _NO_POSTING:
+                keep[m] = d
+                m += 1
+        if m >= k or b < 0 or stride == 1:
+            break
+        stride = 1  # the sample promised more documents than there are: count every one
     if b >= 0 and m > _SORT_MAX * k:
-        floor = _refine_floor(keep, m, acc, const, k, edge, const + (b + 1) / scale, floor, 2)
+        floor = _refine_floor(keep, m, acc, const, k, edge, top if stride > 1 else const + (b + 1) / scale, floor, 2)
     return _select(keep, m, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs, out_scores)
 
 

@@ -329,3 +329,18 @@ def test_compile_all_marks_the_installation_compiled(monkeypatch, tmp_path: Path
     assert not numba_backend.ready()
     marker = numba_backend.compile_all()
     assert marker.is_relative_to(tmp_path) and numba_backend.ready()
+
+
+def test_a_dense_selection_whose_sample_promises_too_much_counts_every_document() -> None:
+    # every 16th document (the sampled ones) scores high, but only 50 of them do, fewer than k: the
+    # floor the sample gives leaves fewer than k documents, and the histogram of all must be made
+    from bm25lab.engine import Index, Tokenizer
+
+    n_docs = 20_000
+    docs = [(f"d{i:05d}", "alpha alpha beta" if i % 16 == 0 and i < 16 * 50 else f"alpha beta u{i % 9}")
+            for i in range(n_docs)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    scorer = index._scorer
+    terms = [scorer.query_terms(["alpha"]), scorer.query_terms(["alpha", "beta"])]
+    for k in (64, 100, 300):
+        _assert_compiled_equals_numpy(scorer, terms, k, Params("lucene", 1.2, 0.75).resolved(), threads=1, single=True)
