@@ -17,14 +17,42 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
 from .selection import code_point_order
 
-if TYPE_CHECKING:
-    from .backends import Backend, Vocabulary
+
+
+class Vocabulary(Protocol):
+    """A growing map from token strings to term ids, kept while an index is built."""
+
+    def __len__(self) -> int: ...
+
+    def term_ids(self, joined: list[str], tokens: Sequence[str], num_tokens: int) -> np.ndarray:
+        """The term id of each of ``tokens`` (``joined``: the same tokens joined by single spaces,
+        in groups such as documents); a new term takes the next id."""
+
+    def terms_by_id(self) -> list[str]:
+        """Every term, term ``i`` at position ``i``."""
+
+    def sorted_terms(self) -> tuple[list[str], np.ndarray]:
+        """The terms in code point order, and the id of each."""
+
+
+class Builds(Protocol):
+    """What the builder asks of a backend (:class:`bm25lab.engine.backends.Backend` has it)."""
+
+    def for_build(self, num_tokens: int) -> "Builds":
+        """The backend that builds a chunk of ``num_tokens`` tokens."""
+
+    def vocabulary(self, terms: Sequence[str] = ()) -> Vocabulary:
+        """A new building vocabulary holding ``terms`` (term ``i`` with id ``i``)."""
+
+    def group_by_term(self, term_ids: np.ndarray, lengths: np.ndarray, first_doc: int,
+                      num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term, document, tf) triples of the token ids of consecutive documents (each term's together)."""
 
 _CHUNK_TOKENS = 1 << 20
 
@@ -84,7 +112,7 @@ def concat_ranges(starts: np.ndarray | Sequence[int], lengths: np.ndarray | Sequ
 class PostingsBuilder:
     """Accumulates tokenized documents, :meth:`add_many` per batch of documents, then :meth:`finish`."""
 
-    def __init__(self, backend: Backend, vocabulary: Sequence[str] | None = None) -> None:
+    def __init__(self, backend: Builds, vocabulary: Sequence[str] | None = None) -> None:
         """With ``vocabulary``, documents are added as arrays of indices into it (no string is looked
         up); without, as sequences of token strings, whose vocabulary ``backend`` keeps."""
         self._backend = backend
@@ -92,7 +120,7 @@ class PostingsBuilder:
         if self._given is not None and len(set(self._given)) != len(self._given):
             raise ValueError("the vocabulary has a repeated term")
         self._vocabulary: Vocabulary | None = None  # made by the backend of the first chunk
-        self._vocabulary_owner: Backend | None = None
+        self._vocabulary_owner: Builds | None = None
         self._lengths = array("i")
         self._pending: list[Sequence[str]] = []
         self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
@@ -143,7 +171,7 @@ class PostingsBuilder:
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
-    def _vocabulary_of(self, backend: Backend) -> Vocabulary:
+    def _vocabulary_of(self, backend: Builds) -> Vocabulary:
         """The building vocabulary, of ``backend``'s kind: handed over, ids kept, when ``auto`` moved
         the build to another backend between chunks."""
         if self._vocabulary is None:

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import ParameterError
+from ..postings import Vocabulary
 
 if TYPE_CHECKING:
     from ..retrieval import QueryTerms, Scorer, TermBatch
@@ -44,22 +45,6 @@ BACKENDS = ("auto", "numpy", "numba")
 ENV_VARIABLE = "BM25LAB_BACKEND"
 
 Ranked = tuple[np.ndarray, np.ndarray]  # (document numbers, float64 scores), best first
-
-
-class Vocabulary(Protocol):
-    """A growing map from token strings to term ids, kept while an index is built."""
-
-    def __len__(self) -> int: ...
-
-    def term_ids(self, joined: list[str], tokens: Sequence[str], num_tokens: int) -> np.ndarray:
-        """The term id of each of ``tokens`` (``joined``: the same tokens joined by single spaces,
-        in groups such as documents); a new term takes the next id."""
-
-    def terms_by_id(self) -> list[str]:
-        """Every term, term ``i`` at position ``i``."""
-
-    def sorted_terms(self) -> tuple[list[str], np.ndarray]:
-        """The terms in code point order, and the id of each."""
 
 
 class Backend(ABC):

@@ -6,6 +6,25 @@ canonical term order (:func:`bm25lab.engine.retrieval.term_order`: largest weigh
 per-query constant is added. Selection is exact top-k with bm25lab's tie rule (score descending,
 then document id descending via ``id_rank``).
 
+Searching (:func:`query_top_k`, :func:`batch_top_k` running it on every core) prunes exactly, term
+at a time (MaxScore): once k documents are scored, a lower bound of the k-th score decides when the
+remaining terms' largest weights can no longer lift an unseen document into the top k; from then on
+those terms only update the documents that still can (galloping through their postings) and
+documents are dropped as their bound falls below it. The documents kept receive every term, so the
+results are exactly the unpruned ones. Look-ups pay only while the candidates are few enough to
+list; past that the per-document arrays are walked in order and every remaining term is added in
+full. The top k: for a small k a heap (started at the k-th best of the first-listed documents); for
+k >= 64 a histogram of the scores (first of a sample of the documents) gives a floor of the k-th,
+and the few documents above it are sorted (an LSD radix sort on the float bits, runs of equal scores
+by document id). The per-document scores start at -0.0, which no sum of weights gives, so they also
+tell which documents were scored: adding a posting writes nothing else.
+
+Building (:func:`encode_tokens`, :func:`group_by_term`, :func:`sort_terms`, :func:`joined_terms`):
+the vocabulary is a hash table in arrays; a chunk's tokens, joined by spaces, are hashed from their
+UTF-8, a counting sort gives the (term, document, tf) triples, and at the end the terms' bytes are
+sorted (code point order) and decoded by Python in one call. A search's query tokens are looked up
+in a copy of the index's vocabulary the same way (:func:`group_query_terms` groups them per query).
+
 The hot loops index arrays with unsigned integers (``np.uint64(i)``, ``np.uint32(d)``): numba tests
 every signed index for a negative value to wrap around, which cost about a third of a posting's add.
 """

@@ -2,10 +2,10 @@
 
 numba is imported when a numba backend first works, never at ``import bm25lab``. The kernels are
 compiled on first use and cached on disk by numba (``cache=True``); later processes load them in
-about 0.4 s. :func:`compile_all` compiles them ahead (``python -m
-bm25lab.engine.backends.numba_backend``) and marks the installation as compiled (:func:`ready`),
-which is what ``auto`` asks before it counts on a cheap load; ``auto`` runs it in a background
-process (:func:`compile_in_background`) the first time its kernels would have paid off.
+about 0.4 s. :func:`bm25lab.engine.warmup.compile_all` compiles them ahead (``python -m
+bm25lab.engine.warmup``) and marks the installation as compiled (:func:`ready`), which is what
+``auto`` asks before it counts on a cheap load; ``auto`` runs it in a background process
+(:func:`compile_in_background`) the first time its kernels would have paid off.
 
 Results are identical to the numpy backend's: the same float64 sums in the same order (the
 canonical term order of :func:`bm25lab.engine.retrieval.term_order`, compiled from the same
@@ -78,7 +78,8 @@ def _marker() -> Path:
 
 
 def ready() -> bool:
-    """Whether :func:`compile_all` has run for this installation (so loading the kernels is cheap)."""
+    """Whether :func:`bm25lab.engine.warmup.compile_all` has run for this installation (so loading the
+    kernels is cheap)."""
     try:
         return _marker().exists()
     except OSError:
@@ -102,11 +103,12 @@ _BACKGROUND_LOCK = threading.Lock()
 
 
 def compile_in_background() -> None:
-    """Start, once per process, a low-priority process that runs :func:`compile_all` and exits."""
+    """Start, once per process, a low-priority process that runs
+    :func:`bm25lab.engine.warmup.compile_all` and exits."""
     with _BACKGROUND_LOCK:
         if _BACKGROUND:
             return
-        code = f"import os; os.nice(10); from {__name__} import compile_all; compile_all()"
+        code = "import os; os.nice(10); from bm25lab.engine.warmup import compile_all; compile_all()"
         try:
             _BACKGROUND.append(subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent,
                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -115,23 +117,8 @@ def compile_in_background() -> None:
             _BACKGROUND.append(None)  # type: ignore[arg-type]  # could not start one: do not try again
 
 
-def compile_all() -> Path:
-    """Compile (or load) every kernel for the argument types an index gives them, built in memory
-    and memory-mapped from disk, then mark the installation compiled; returns the marker."""
-    import tempfile
-
-    from ..index import Index
-    from ..tokenization import Tokenizer
-
-    docs = [(f"d{i}", " ".join(f"w{(i * j) % 23}" for j in range(1 + i % 7))) for i in range(64)]
-    queries = {"q1": "w1 w2 w3", "q2": "w5 w5", "q3": "nothing"}
-    with tempfile.TemporaryDirectory(prefix="bm25lab-compile-") as folder:
-        built = Index.build(docs, Tokenizer("whitespace", stopwords=None), workers=1, backend="numba")
-        built.save(Path(folder) / "index")
-        for index in (built, Index.load(Path(folder) / "index", backend="numba")):
-            for variant in ("lucene", "bm25l"):
-                index.search_many(queries, k=5, variant=variant, workers=1)
-                index.search("w1 w2", k=5, variant=variant)
+def mark_compiled() -> Path:
+    """Mark this installation's kernels compiled (see :func:`ready`); returns the mark."""
     marker = _marker()
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
@@ -327,6 +314,3 @@ class CompiledVocabulary:
         spans = zip(starts[order].tolist(), lengths[order].tolist())
         return [raw[a:a + b].decode("utf-8", "surrogatepass") for a, b in spans], order
 
-
-if __name__ == "__main__":
-    print(f"compiled bm25lab's numba kernels -> {compile_all()}")

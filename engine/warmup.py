@@ -1,0 +1,37 @@
+"""Compile the numba kernels ahead, for the argument types an index gives them, and mark the
+installation compiled (what ``backend="auto"`` asks before it counts on loading them cheaply).
+
+    python -m bm25lab.engine.warmup
+
+``auto`` runs this in a background process the first time the kernels would have paid off
+(:func:`bm25lab.engine.backends.numba_backend.compile_in_background`).
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from .backends.numba_backend import mark_compiled
+from .index import Index
+from .tokenization import Tokenizer
+
+__all__ = ["compile_all"]
+
+
+def compile_all() -> Path:
+    """Compile (or load) every kernel for the argument types an index gives them, built in memory
+    and memory-mapped from disk, then mark the installation compiled; returns the marker."""
+    docs = [(f"d{i}", " ".join(f"w{(i * j) % 23}" for j in range(1 + i % 7))) for i in range(64)]
+    queries = {"q1": "w1 w2 w3", "q2": "w5 w5", "q3": "nothing"}
+    with tempfile.TemporaryDirectory(prefix="bm25lab-compile-") as folder:
+        built = Index.build(docs, Tokenizer("whitespace", stopwords=None), workers=1, backend="numba")
+        built.save(Path(folder) / "index")
+        for index in (built, Index.load(Path(folder) / "index", backend="numba")):
+            for variant in ("lucene", "bm25l"):
+                index.search_many(queries, k=5, variant=variant, workers=1)
+                index.search("w1 w2", k=5, variant=variant)
+    return mark_compiled()
+
+
+if __name__ == "__main__":
+    print(f"compiled bm25lab's numba kernels -> {compile_all()}")
