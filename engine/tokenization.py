@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
+from .segmentation import compiled_for
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -287,10 +288,15 @@ def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
     (ties to the larger ``x``, as jieba's tuple ``max``), then runs of single characters that are not a
     dictionary word go through jieba's HMM (``finalseg.cut``). The speed comes from building the
     route in one backward pass over flat lists instead of jieba's DAG dict and generator ``max``.
+    Once a process has cut enough text for it to pay, the compiled cut of
+    :mod:`bm25lab.engine.segmentation` takes over (the same words, many times faster).
     """
     jieba_module = sys.modules["jieba"]
     if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS:
         return jt.lcut(text)
+    compiled = compiled_for(jt, len(text))
+    if compiled is not None:
+        return compiled.cut(text)
     re_han, re_skip = jieba_module.re_han_default, jieba_module.re_skip_default
     words: list[str] = []
     for block in re_han.split(text):

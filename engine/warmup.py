@@ -1,5 +1,5 @@
-"""Compile the numba kernels ahead, for the argument types an index gives them, and mark the
-installation compiled (what ``backend="auto"`` asks before it counts on loading them cheaply).
+"""Compile the numba kernels ahead (search, building, jieba's segmentation), for the argument types
+an index gives them, and mark the installation compiled (what ``backend="auto"`` asks before it counts on loading them cheaply).
 
     python -m bm25lab.engine.warmup
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .backends.numba_backend import mark_compiled
 from .index import Index
-from .tokenization import Tokenizer
+from .segmentation import CompiledJieba
+from .tokenization import Tokenizer, _jieba_tokenizer
 
 __all__ = ["compile_all"]
 
@@ -30,6 +31,8 @@ def compile_all() -> Path:
             for variant in ("lucene", "bm25l"):
                 index.search_many(queries, k=5, variant=variant, workers=1)
                 index.search("w1 w2", k=5, variant=variant)
+    jieba_tokenizer = _jieba_tokenizer(None)
+    CompiledJieba(jieba_tokenizer.FREQ, jieba_tokenizer.total).cut("我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n")
     return mark_compiled()
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..scoring import Params
 
 KERNELS = f"{__package__}._kernels"
+SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engine.segmentation)
 # What ``auto`` counts loading the cached kernels as (measured 0.3-0.4 s: importing numba ~0.26 s,
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
@@ -57,9 +58,18 @@ def loaded() -> bool:
 
 def kernels() -> ModuleType:
     """The kernel module (imports numba; compiles nothing yet)."""
+    return _import(KERNELS)
+
+
+def segment_kernels() -> ModuleType:
+    """The kernels of jieba's segmentation (imports numba; compiles nothing yet)."""
+    return _import(SEGMENT_KERNELS)
+
+
+def _import(name: str) -> ModuleType:
     if not available():
         raise BM25LabError("the numba backend needs numba: pip install numba (or use backend='numpy')")
-    return importlib.import_module(KERNELS)
+    return importlib.import_module(name)
 
 
 # ---------------------------------------------------------------------- compiled ahead, or not yet
@@ -71,7 +81,7 @@ def _marker() -> Path:
     from ..tokenization import cache_dir
 
     here = Path(__file__).resolve().parent
-    sources = [here / "_kernels.py", here.parent / "retrieval.py"]
+    sources = [here / "_kernels.py", here / "_segment_kernels.py", here.parent / "retrieval.py"]
     facts = [version("numba"), sys.version, *(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)]
     key = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:20]
     return cache_dir() / "kernels" / f"compiled-{key}"
