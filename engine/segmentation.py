@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,16 +47,52 @@ class CompiledJieba:
         self._lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
         self._starts = np.cumsum(self._lengths) - self._lengths
         self._freq = np.fromiter(freq.values(), dtype=np.int64, count=len(keys))
+        self._log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
+                                     count=len(keys))
         self._table, self._parent, self._last = self._kernels.build_trie(self._cps, self._starts, self._lengths)
         self._log_total = math.log(total)
         self._emit, self._start_p, self._trans, self._prev = _hmm_tables(self._kernels)
 
     def cut(self, text: str) -> list[str]:
         """``jieba.Tokenizer(...).lcut(text)`` for this dictionary."""
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        ends = self._kernels.cut_text(codes, self._table, self._parent, self._last, self._freq, self._log_total,
-                                      self._emit, self._start_p, self._trans, self._prev).tolist()
+        ends = self._ends(self._codes(text)).tolist()
         return [text[a:b] for a, b in zip([0, *ends], ends)]
+
+    def terms(self, text: str) -> list[str]:
+        """The words of :meth:`cut` that hold a letter or digit, lowercased (what the tokenizer keeps of
+        jieba's words before stopwords): most of them judged and lowercased in the kernels."""
+        codes = self._codes(text)
+        ends = self._ends(codes)
+        kinds = self._kernels.word_kinds(codes, ends, *_character_tables()).tolist()
+        upper = (codes >= 65) & (codes <= 90)
+        lowered = np.where(upper, codes + 32, codes).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+        ends = ends.tolist()
+        out = [lowered[a:b] if kind == 1 else _python_term(text[a:b])
+               for a, b, kind in zip([0, *ends], ends, kinds) if kind]
+        return [term for term in out if term] if 2 in kinds else out
+
+    def _codes(self, text: str) -> np.ndarray:
+        return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+    def _ends(self, codes: np.ndarray) -> np.ndarray:
+        return self._kernels.cut_text(codes, self._table, self._parent, self._last, self._freq, self._log_freq,
+                                      self._log_total, self._emit, self._start_p, self._trans, self._prev)
+
+
+def _python_term(word: str) -> str:
+    """``word`` lowercased if it holds a letter or digit, else "" (as ``tokenization._jieba_terms``)."""
+    from .tokenization import _is_word
+
+    return word.lower() if word.isalnum() or _is_word(word) else ""
+
+
+@lru_cache(maxsize=1)
+def _character_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``str.isalnum()`` and ``c.lower() == c`` of every BMP character (uint8)."""
+    chars = [chr(c) for c in range(65536)]
+    alnum = np.fromiter((c.isalnum() for c in chars), dtype=np.uint8, count=65536)
+    uncased = np.fromiter((c.lower() == c for c in chars), dtype=np.uint8, count=65536)
+    return alnum, uncased
 
 
 def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

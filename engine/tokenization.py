@@ -455,8 +455,14 @@ def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
 
 def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
     stop = tok._stopset
+    jt = _jieba_tokenizer(tok._user_dict)
+    if tok._mode == "default" and sys.modules["jieba"].__version__ in _FAST_CUT_JIEBA_VERSIONS:
+        compiled = compiled_for(jt, len(text))
+        if compiled is not None:  # the same terms, most of them made in the kernels
+            terms = compiled.terms(text)
+            return [term for term in terms if term not in stop] if stop else terms
     terms = []
-    for word in MODES[tok._mode](_jieba_tokenizer(tok._user_dict), text):
+    for word in MODES[tok._mode](jt, text):
         if word.isalnum() or _is_word(word):  # isalnum: the common, cheap case
             word = word.lower()
             if word not in stop:

@@ -15,7 +15,8 @@ blocks (runs of ``re_han_default``) are cut so:
    its Han stretches (U+4E00..U+9FD5) through the Viterbi decoder of B/M/E/S states, the rest cut
    by ``[a-zA-Z0-9]+(?:\\.\\d+)?%?`` into matches and the stretches between them.
 
-Floating point follows Python's order of operations: ``log`` is the C library's, sums are added
+Floating point follows Python's order of operations: ``log`` is Python's (the log frequencies are
+computed by ``math.log`` when the dictionary is made), sums are added
 left to right, Viterbi ties go to the larger state letter (Python's ``max`` over (prob, state)
 tuples), the final state is the better of E and S.
 """
@@ -98,7 +99,7 @@ def _freq_of(text: np.ndarray, a: int, b: int, table: np.ndarray, parent: np.nda
 
 @njit(cache=True, nogil=True)
 def _route(text: np.ndarray, a: int, b: int, table: np.ndarray, parent: np.ndarray, last: np.ndarray,
-           freq: np.ndarray, log_total: float, value: np.ndarray, end: np.ndarray) -> None:
+           freq: np.ndarray, log_freq: np.ndarray, log_total: float, value: np.ndarray, end: np.ndarray) -> None:
     """``end[i - a]``: the last position of the word the best route takes at ``i`` (``a <= i < b``)."""
     size = b - a
     value[size] = 0.0
@@ -114,7 +115,7 @@ def _route(text: np.ndarray, a: int, b: int, table: np.ndarray, parent: np.ndarr
             if stop == start:
                 single = count
             if count:
-                candidate = math.log(float(count)) - log_total + value[stop + 1]
+                candidate = log_freq[node] - log_total + value[stop + 1]
                 if not found or candidate > best_value or (candidate == best_value and stop > best_end):
                     best_value = candidate
                     best_end = stop
@@ -249,7 +250,7 @@ def _in_han_block(c: int) -> bool:
 
 @njit(cache=True, nogil=True)
 def cut_text(text: np.ndarray, table: np.ndarray, parent: np.ndarray, last: np.ndarray, freq: np.ndarray,
-             log_total: float, emit: np.ndarray, start_p: np.ndarray, trans: np.ndarray,
+             log_freq: np.ndarray, log_total: float, emit: np.ndarray, start_p: np.ndarray, trans: np.ndarray,
              prev: np.ndarray) -> np.ndarray:
     """The end of every word of ``jieba.Tokenizer.lcut`` of ``text`` (code points), in order: its Han
     blocks (maximal runs of ``re_han_default``) cut as the module docstring says, every other
@@ -273,7 +274,7 @@ def cut_text(text: np.ndarray, table: np.ndarray, parent: np.ndarray, last: np.n
         b = p
         while b < n and _in_han_block(text[b]):
             b += 1
-        _route(text, p, b, table, parent, last, freq, log_total, value, end)
+        _route(text, p, b, table, parent, last, freq, log_freq, log_total, value, end)
         position = 0
         pending = -1  # where the current run of single characters began
         while position < b - p:
@@ -294,3 +295,26 @@ def cut_text(text: np.ndarray, table: np.ndarray, parent: np.ndarray, last: np.n
                            states, out, n_out)
         p = b
     return out[:n_out]
+
+
+@njit(cache=True, nogil=True)
+def word_kinds(text: np.ndarray, ends: np.ndarray, alnum: np.ndarray, uncased: np.ndarray) -> np.ndarray:
+    """What becomes of each word (ends ``ends``) as a term: 0 it holds no letter or digit (dropped),
+    1 it does and lowercasing it changes only ASCII letters, 2 Python must tell (a character beyond
+    the BMP, or a non-ASCII letter with a case). ``alnum``, ``uncased``: ``str.isalnum()`` and
+    ``c.lower() == c`` of every BMP character."""
+    kinds = np.empty(ends.shape[0], np.uint8)
+    a = 0
+    for w in range(ends.shape[0]):
+        b = ends[w]
+        kind = 0
+        for j in range(a, b):
+            c = text[j]
+            if c >= 65536 or (c >= 128 and not uncased[c]):
+                kind = 2
+                break
+            if alnum[c]:
+                kind = 1
+        kinds[w] = kind
+        a = b
+    return kinds

@@ -13,8 +13,8 @@ alternating, median of ``--reps``:
 
 Same tokens: bm25lab's zh path is jieba's precise cut, lowercased, with pieces that hold no letter
 or digit dropped; the check applies exactly that filter to jieba's output and requires equality for
-every text, and equality of the workers=1 and workers=2 outputs. Target: workers=2 at least 1.8x
-faster than plain jieba.
+every text, and equality of the workers=1 and workers=2 outputs. Target: workers=2 at least 10x
+faster than plain jieba (issue: Chinese tokenization at least 10x one jieba process).
 """
 from __future__ import annotations
 
@@ -92,8 +92,8 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     lab, peer = med["bm25lab tokenize_many (workers=2)"], med["jieba.lcut, one process"]
     same = t["workers_1_equals_2"] and t["texts_differing_from_jieba"] == 0
     return [{"case": f"Chinese tokenization, {t['texts']:,} texts, 2 workers (s)", "bm25lab": f"{lab:.2f}",
-             "peer": f"jieba.lcut: {peer:.2f}", "ratio": lab / peer, "target": "<= 0.56 (1.8x), same tokens",
-             "met": lab * 1.8 <= peer and same}]
+             "peer": f"jieba.lcut: {peer:.2f}", "ratio": lab / peer, "target": "<= 0.1 (10x), same tokens",
+             "met": lab * 10 <= peer and same}]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -106,3 +106,18 @@ def test_a_word_of_frequency_zero_keeps_the_python_cut(tmp_path: Path, no_force_
     assert sys.modules["jieba.finalseg"].Force_Split_Words
     assert segmentation.compiled_for(jt, 10**9) is None
     assert _cut_precise(jt, "战国无双是一款游戏") == jt.lcut("战国无双是一款游戏")
+
+
+def test_terms_made_in_the_kernels_equal_the_python_filter(monkeypatch, no_force_split) -> None:
+    # letters with a case beyond ASCII (a final sigma, a dotted capital I), characters beyond the BMP,
+    # full-width forms and words without a letter or digit: the same terms either way, stopwords too
+    odd = ["ΑΣ Σ ß İstanbul 中文ΣΑ", "𠀀中文x𪚥", "ＡＢＣ中文ｄｅｆ", "\r\n中\r\n", "iPhone15价格3.14%的人", "—…中国+#&._%-"]
+    texts = corpus_texts()[:300] + odd
+    for stopwords in (None, "default"):
+        tokenizer = Tokenizer("zh", stopwords=stopwords)
+        jt = _jieba_tokenizer(None)
+        jt._bm25lab_compiled = _compiled(jt)
+        fast = [tokenizer.tokenize(text) for text in texts]
+        with monkeypatch.context() as m:
+            m.setattr(tokenization, "compiled_for", lambda *args: None)
+            assert [tokenizer.tokenize(text) for text in texts] == fast
