@@ -80,6 +80,7 @@ _HAN_RANGES = (
 _HAN_RUN = re.compile(f"([{_HAN_RANGES}]+)")
 _HAS_HAN = re.compile(f"[{_HAN_RANGES}]")
 _HAS_WORD_CHAR = re.compile(r"[^\W_]")
+_NOT_WORD_OR_SPACE = re.compile(r"[^\w\s]|_")  # a character that is neither a letter or digit nor whitespace
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
 
 
@@ -492,6 +493,8 @@ def _analyse_whitespace(tok: "Tokenizer", text: str) -> list[str]:
     # word.isalnum() is an exact fast accept: [^\W_] matches precisely the characters c.isalnum()
     stop = tok._stopset
     if not stop:
+        if _NOT_WORD_OR_SPACE.search(text) is None:  # every piece is letters and digits only: all are words
+            return text.split()
         return [word for word in text.split() if word.isalnum() or _is_word(word)]
     return [word for word in text.split() if (word.isalnum() or _is_word(word)) and word not in stop]
 

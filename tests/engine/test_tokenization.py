@@ -6,6 +6,7 @@ import os
 import pickle
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from bm25lab import corpora
 from bm25lab.engine.errors import IndexFormatError, InputError
-from bm25lab.engine.tokenization import (_ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _cut_precise, _cut_search,
+from bm25lab.engine.tokenization import (_ASCII_WORD, ANALYSIS_VERSION, LANGUAGES, Tokenizer, _cut_precise, _cut_search, _is_word,
                                  _jieba_tokenizer, _word_pattern)
 
 def run_python(code: str, env_extra: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -391,3 +392,12 @@ def test_english_tokenization_does_not_import_jieba(tmp_path: Path) -> None:
             "assert 'jieba' not in sys.modules, 'jieba was imported'\n")
     done = run_python(code, {"BM25LAB_CACHE_DIR": str(tmp_path)}, tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list("ab c\t\n_中文 .,!é ") + ["\u3000", "\x1c", "\u2028", "٣", "𝄞", "w1", "\u0301"]),
+                max_size=40).map("".join))
+def test_whitespace_analysis_shortcut_equals_the_word_filter(text: str) -> None:
+    # a text of letters, digits and whitespace only is split without looking at each piece
+    tok = Tokenizer("whitespace", stopwords=None)
+    assert tok.tokenize(text) == [w for w in unicodedata.normalize("NFKC", text).split() if w.isalnum() or _is_word(w)]
