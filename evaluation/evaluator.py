@@ -31,11 +31,13 @@ sums the counts ``num_ret``, ``num_rel``, ``num_rel_ret`` instead: see
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..engine.errors import InputWarning
 from .errors import EvaluationError, MeasureError
 from .measures import ELEVEN_POINTS, IGNORES_REL, Measure, expand_measures, parse_measures
 from .ranking import JudgedRanking, Qrels, Run, judged_ranking, natural_key
@@ -182,6 +184,12 @@ def check_meaningful(qrels: Qrels, run: Run, measures: Iterable[Measure] = (), *
         raise EvaluationError(
             f"the run and the qrels share no query (run: {_some(run.qids)}; qrels: {_some(qrels.qids)}): are they "
             f"of the same collection, with query ids written the same way?{_numbering_hint(run.qids, qrels.qids)}")
+    if _numbering_hint(run.qids, qrels.qids) and set(run.qids) != judged:
+        warnings.warn(InputWarning(
+            f"the qrels number their {len(judged):,} queries 1, 2, ... and the run has {run.num_queries:,} queries "
+            f"with other numbers: if the qrels number the queries by their position in the queries file "
+            f"(Cranfield's cranqrel does), the run matches the wrong queries; make it with --query-ids position"),
+            stacklevel=3)
     labels = np.asarray(qrels.label)
     # graded measures need a positive label, the others one at their threshold
     thresholds = {1} | {rel if m.rel is None else m.rel for m in measures if m.definition.name not in IGNORES_REL}
@@ -201,11 +209,12 @@ def _some(qids: Iterable[str], shown: int = 4) -> str:
 
 
 def _numbering_hint(run_qids: Iterable[str], qrels_qids: Iterable[str]) -> str:
-    """When the qrels number queries 1..n and the run's ids are other numbers: Cranfield's case."""
+    """When the qrels number queries 1..n and the run's (or queries file's) ids are other numbers,
+    beyond n: Cranfield's case."""
     judged = list(qrels_qids)
     ran = list(run_qids)
-    if all(q.isdigit() for q in judged) and all(q.isdigit() for q in ran) and \
-            {int(q) for q in judged} <= set(range(1, len(ran) + 1)):
+    if ran and judged and all(q.isdigit() for q in judged) and all(q.isdigit() for q in ran) and \
+            {int(q) for q in judged} <= set(range(1, len(ran) + 1)) and max(map(int, ran)) > len(ran):
         return (" The qrels number the queries 1, 2, ... in file order (as Cranfield's cranqrel does): read the "
                 "queries with ids by position (--query-ids position).")
     return ""

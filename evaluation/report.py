@@ -166,7 +166,7 @@ def to_table(results: Results) -> Table:
     measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
     table = Table(title="Evaluation", caption=averaging([result for _, result in named]))
     table.add_column("run")
-    table.add_column("queries", justify="right")
+    table.add_column("queries", justify="right", no_wrap=True)
     for measure in measures:
         table.add_column(measure, justify="right")
     for name, result in named:
