@@ -190,3 +190,42 @@ def compare_cmd(
         curves = {name: precision_recall_curve(judgments, run, complete=complete) for name, run in loaded.items()}
         plot_comparison(result, curves, plot, dpi=dpi)
         console(stderr=True).print(f"plot -> {plot}")
+
+
+@handles_errors
+def measures_cmd(
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """List every measure: its forms, aliases, trec_eval name and definition (from the registry).
+
+    Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, all_trec),
+    ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
+    evaluation/MEASURES.md defines each and says where the tools' conventions differ.
+
+    Example: bm25lab measures
+    """
+    import json
+
+    from ..evaluation.measures import MEASURES, TREC_NICKNAMES
+
+    if format not in ("table", "json"):
+        raise ParameterError(f"--format {format!r}: use table or json")
+    rows = [{"name": d.name, "forms": d.forms(), "aliases": list(d.aliases),
+             "trec_eval": (d.trec_eval or "").replace("|", ", ").replace("{k}", "k").replace("{r}", "r") or None,
+             "kind": "count" if not d.bounded else "0..1", "definition": d.description}
+            for d in MEASURES.values()]
+    if format == "json":
+        typer.echo(json.dumps({"measures": rows, "trec_eval_nicknames": list(TREC_NICKNAMES)}, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table(title="measures (bm25lab -m NAME; names are case-insensitive)")
+    for column in ("name", "aliases", "trec_eval", "range", "definition"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["forms"], ", ".join(row["aliases"]), row["trec_eval"] or "", row["kind"], row["definition"])
+    console().print(table)
+    console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000) and nicknames "
+                    f"({', '.join(TREC_NICKNAMES)}); ir_measures' parameters P(rel=2)@5, RR(judged_only=True), "
+                    "nDCG(dcg='exp-log2')@10; ranx's relevance level map@100-l2 and rbp.95. Definitions: "
+                    "evaluation/MEASURES.md.")
