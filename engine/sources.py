@@ -655,6 +655,9 @@ def _smart_records(path: Path) -> Iterator[SmartRecord]:
             start, record_id, fields, current = lineno, _smart_id(marker.group(2)), {}, None
         elif marker and marker.group(2) is None:
             letter = marker.group(1)
+            if record_id is None:
+                raise InputError(f"field .{letter} before the first .I record (expected SMART: .I id, then .T, .W, "
+                                 f"... fields)", path, lineno)
             if "W" in fields and letter in fields and current is not None:
                 continue  # a stray marker inside the text: its lines stay in the current field
             current = []
