@@ -601,9 +601,6 @@ def _expand_one(name: str) -> list[str]:
     if family is not None:
         written, params = family
         return [_trec_name(written, p) for p in params]
-    single = re.match(r"^(?P<base>[^()@]+?)\.(?P<param>[0-9]+(?:\.[0-9]+)?)$", text)
-    if single and single["base"].lower() in _TREC_FAMILIES:  # trec_eval's -m ndcg_cut.10 prints ndcg_cut_10
-        return [f"{single['base']}_{single['param']}"]
     listed = re.match(r"^(?P<base>[^()@]+?)(?P<sep>[@_.])(?P<list>[0-9.]+(?:,[0-9.]+)+)$", text)
     if listed:
         sep = "_" if listed["sep"] == "." else listed["sep"]
