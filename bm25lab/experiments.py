@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
 
-# the files a collection folder may hold, in the order they are looked for
-DOCUMENT_FILES = ("docs.jsonl.gz", "docs.jsonl", "corpus.jsonl.gz", "corpus.jsonl", "docs.tsv", "docs.csv")
-QUERY_FILES = ("queries.jsonl", "queries.tsv", "topics.txt", "queries.trec")
-QRELS_FILES = ("qrels.trec", "qrels.txt", "qrels.tsv")
+# the names of a collection folder's files, as shell patterns (any case), in the order they are looked for; any
+# format the readers detect: docs.jsonl, corpus.jsonl.gz, docs.trec, a SMART collection's cran.all.1400 or CISI.ALL
+DOCUMENT_FILES = ("docs.*", "corpus.*", "documents.*", "collection.*", "*.all", "*.all.*", "*docs*", "*corpus*")
+QUERY_FILES = ("queries.*", "topics.*", "topics", "*.qry", "*quer*", "*topic*")
+QRELS_FILES = ("qrels.*", "qrels", "*.rel", "*qrel*", "*.qrels")
+_NOT_DATA = ("*.md", "*.txt.readme", "*.readme", "readme*", "licen[cs]e*", "*.json")  # meta.json, READMEs
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,17 @@ class Collection:
     fingerprint: str  # of the documents file: a changed file gets a new cached index
 
 
-def open_collection(spec: str | Path) -> Collection:
-    """A bundled collection by name, or a folder with a documents, a queries and a qrels file."""
+def open_collection(spec: str | Path, *, query_ids: str = "auto") -> Collection:
+    """A bundled collection by name, or a folder with a documents, a queries and a qrels file, each
+    found by its name (:data:`DOCUMENT_FILES`, :data:`QUERY_FILES`, :data:`QRELS_FILES`) and read in
+    the format its content shows (a raw SMART collection such as Cranfield's or CISI's files, a BEIR
+    folder, TREC documents and topics...). ``query_ids="position"`` numbers the queries by their
+    place in the file (Cranfield's ``cranqrel`` does); ``"auto"`` (the default) does so, with an
+    :class:`~bm25lab.engine.errors.InputWarning`, when the qrels number their queries 1, 2, ... up
+    to the file's count and the file's own ids are other numbers, else keeps the file's ids."""
     from . import corpora
 
-    if str(spec) in corpora.names():
+    if str(spec) in corpora.names() and not Path(spec).exists():
         c = corpora.get(str(spec))
         return Collection(c.name, c.language, c.documents, c.judged_queries, c.qrels_path, _fingerprint(c.docs_path))
     folder = Path(spec)
@@ -67,16 +75,47 @@ def open_collection(spec: str | Path) -> Collection:
         from .evaluation import read_qrels
 
         judged_ids = set(read_qrels(qrels).qids)
-        return {q: t for q, t in read_queries(queries).items() if q in judged_ids}
+        every = read_queries(queries, ids="given" if query_ids == "auto" else query_ids)
+        if query_ids == "auto" and _by_position(every, judged_ids):
+            import warnings
+
+            from .engine.errors import InputWarning
+
+            warnings.warn(InputWarning(f"{qrels.name} numbers its queries 1..{len(every)} and {queries.name} has "
+                                       f"other ids: the queries are numbered by their position in the file "
+                                       f"(--query-ids given keeps the file's ids)"), stacklevel=2)
+            every = read_queries(queries, ids="position")
+        chosen = {q: t for q, t in every.items() if q in judged_ids}
+        if not chosen:
+            from .evaluation.evaluator import _numbering_hint
+
+            raise InputError(f"no query of {queries.name} is judged in {qrels.name} (queries {', '.join(list(every)[:3])}"
+                             f", ...; qrels {', '.join(sorted(judged_ids)[:3])}, ...).{_numbering_hint(every, judged_ids)}",
+                             folder)
+        return chosen
 
     return Collection(folder.name, "auto", read_docs, judged, qrels, _fingerprint(docs))
 
 
-def _find(folder: Path, names: Sequence[str]) -> Path:
-    for name in names:
-        if (folder / name).is_file():
-            return folder / name
-    raise InputError(f"the folder holds none of {', '.join(names)}", folder)
+def _by_position(queries: dict[str, str], judged: set[str]) -> bool:
+    """The qrels' query ids are among 1..n for the n queries of the file, whose own ids are other
+    numbers reaching beyond n (Cranfield: 225 queries with ids 1..365, qrels numbering them 1..225)."""
+    from .evaluation.evaluator import _numbering_hint
+
+    return bool(_numbering_hint(list(queries), judged))
+
+
+def _find(folder: Path, patterns: Sequence[str]) -> Path:
+    """The folder's first file matching one of ``patterns`` (in their order, then by name), any case."""
+    from fnmatch import fnmatch
+
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    for pattern in patterns:
+        for path in files:
+            name = path.name.lower()
+            if fnmatch(name, pattern) and not any(fnmatch(name, skip) for skip in _NOT_DATA):
+                return path
+    raise InputError(f"the folder holds no file named like {', '.join(patterns)}", folder)
 
 
 def _fingerprint(path: Path) -> str:
@@ -128,17 +167,19 @@ class ExperimentResult:
 def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
                delta: float | None = None, measures: Sequence[str] | None = None, k: int = 1000,
                tokenizer: Tokenizer | None = None, rebuild: bool = False, backend: str | None = None,
+               query_ids: str = "auto",
                index_progress: Callable[[int], None] | None = None,
                search_progress: Callable[[int, int], None] | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
-    over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``."""
+    over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
+    ``query_ids`` is :func:`open_collection`'s."""
     from .engine import Tokenizer
     from .evaluation import evaluate, read_qrels
     from .evaluation.measures import DEFAULT_MEASURES
 
     started = time.perf_counter()
-    collection = open_collection(spec)
+    collection = open_collection(spec, query_ids=query_ids)
     index, cached = cached_index(collection, tokenizer or Tokenizer(collection.language), rebuild=rebuild,
                                  progress=index_progress, backend=backend)
     results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,

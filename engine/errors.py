@@ -32,3 +32,9 @@ class IndexFormatError(BM25LabError):
 
 class IndexLockedError(BM25LabError):
     """Another process holds the index's write lock."""
+
+
+class InputWarning(UserWarning):
+    """Input read on a guess the user should know about: a format recognised from content that
+    another format could also have, e.g. 4-column SMART relevance files read as such rather than as
+    TREC qrels. The command line prints it as one ``bm25lab: note:`` line."""

@@ -285,12 +285,14 @@ class Index:
         docs, scores = self._backend.top_k(self._scorer, self._scorer.query_terms(tokens), k, params)
         return self._hits(docs, scores)
 
-    def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
+    def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
                     workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> Results:
-        """Search every query of ``{qid: text}``; every core is used for large batches. The
-        :class:`Results` read as ``{qid: Hits}`` and hand their columns to the evaluation as they are.
-        ``progress``, when given, is called with (queries done, queries in all) as the batch goes."""
+        """Search every query of ``{qid: text}``, or of a list of texts (their ids are their positions
+        as strings: ``"0"``, ``"1"``, ...); every core is used for large batches. The :class:`Results`
+        read as ``{qid: Hits}`` and hand their columns to the evaluation as they are. ``progress``,
+        when given, is called with (queries done, queries in all) as the batch goes."""
+        queries = _as_query_mapping(queries)
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
         if progress is None:
@@ -343,6 +345,18 @@ class PreparedBatch:
         k = _check_k(k)
         params = Params(variant, k1, b, delta).resolved()
         return self.index._results(self.qids, self._batch.top(params, k))
+
+
+def _as_query_mapping(queries: Mapping[str, str] | Sequence[str]) -> Mapping[str, str]:
+    """``{qid: text}`` as it is; a list or tuple of texts numbered by position ("0", "1", ...)."""
+    if isinstance(queries, Mapping):
+        return queries
+    if isinstance(queries, str):
+        raise ParameterError("search_many takes many queries: a {qid: text} mapping or a list of texts, not one "
+                             "string (search() takes one)")
+    if isinstance(queries, (list, tuple)):
+        return {str(i): text for i, text in enumerate(queries)}
+    raise ParameterError(f"search_many takes a {{qid: text}} mapping or a list of texts, not {type(queries).__name__}")
 
 
 def _manifest_changed(directory: Path, raw: bytes) -> bool:

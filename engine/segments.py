@@ -22,6 +22,8 @@ was before or as it is after.
 """
 from __future__ import annotations
 
+import time
+
 import json
 import tempfile
 from collections import deque
@@ -153,6 +155,21 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
 
 
 _BATCH_DOCS = 1000  # documents handed to the builder and the store at a time; progress is told per batch
+_BATCH_SECONDS = 0.5  # ... or fewer, when analysing them takes longer: progress is told at least this often
+
+
+def _take_for(items: Iterator[Any], count: int, seconds: float) -> list[Any]:
+    """Up to ``count`` items, fewer when ``seconds`` have passed since the first arrived (so a slow
+    analysis, long Chinese documents say, still reports its progress every ``seconds``)."""
+    taken: list[Any] = []
+    deadline = None
+    for item in items:
+        taken.append(item)
+        now = time.monotonic()
+        deadline = deadline or now + seconds
+        if len(taken) >= count or now >= deadline:
+            break
+    return taken
 
 
 @dataclass(frozen=True)
@@ -196,7 +213,7 @@ def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None
             yield doc.full_text
 
     analysed = tokenizer.tokenize_many(texts(), workers=workers)
-    while tokens := list(islice(analysed, _BATCH_DOCS)):
+    while tokens := _take_for(analysed, _BATCH_DOCS, _BATCH_SECONDS):
         rows = [fields(pending.popleft()) for _ in tokens]
         yield _Batch(tuple(zip(*rows)), tokens)  # type: ignore[arg-type]
 

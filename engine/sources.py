@@ -1,6 +1,7 @@
 """Readers that stream documents and queries out of a user's files.
 
-Document formats (``read_documents``; the format is sniffed, ``format=`` overrides it):
+Document formats (``read_documents``; the format is detected from the name and the content, and
+``format=`` always overrides it):
 
 ``jsonl``
     One JSON object per line: ``{"id", "text"}``, BEIR ``{"_id", "title", "text"}`` or Pyserini
@@ -24,21 +25,47 @@ Document formats (``read_documents``; the format is sniffed, ``format=`` overrid
     required and unique within a record; ``<TITLE>``, ``<HEAD>`` or ``<HEADLINE>`` (the first present)
     gives the title; the text is everything else with tags removed, SGML entities decoded and
     whitespace collapsed.
+``smart``
+    The SMART format of the classic collections (Cranfield, CISI, CACM, MED, ...): a record starts
+    with ``.I id``; a line ``.T``, ``.W``, ``.A``, ``.B``, ``.N``, ``.X``, ``.K``, ``.C`` (any capital
+    letter) starts a field whose text runs to the next marker. ``.T`` is the title, ``.W`` the text,
+    the other fields become metadata (:data:`SMART_FIELDS` names them: ``author``, ``bib``, ...;
+    repeated fields such as one ``.A`` per author are joined with ``"; "``). Once ``.W`` has begun, a
+    marker that already appeared in the record is a stray line inside the text (three Cranfield
+    records repeat ``.A``/``.B``/``.W`` in their abstract): its text stays in ``.W``. Lines are joined
+    and runs of whitespace collapsed. A numeric id loses its leading zeros (``.I 001`` is ``1``), as
+    the collections' relevance files write them.
 
-Any file may be gzip-compressed: gzip is recognised by its magic bytes, and a trailing ``.gz`` is
-ignored when the format is sniffed from the extension.
+Detection: a folder reads as ``folder``; a file by its extension (``.jsonl .json .ndjson .tsv .csv
+.trec .sgml``, a trailing ``.gz`` ignored), else by its first bytes: ``{`` JSON Lines, ``<DOC`` TREC,
+``.I`` SMART, lines that all hold the same number (1 or 2) of tabs TSV, a first line naming an id and
+a text column between commas CSV. Any file may be gzip-compressed (recognised by its magic bytes).
+
+Field mapping (``id_field=``, ``text_fields=``): ``id_field`` names the id field of a JSONL, CSV or
+TSV-with-header source; ``text_fields`` lists the fields whose values are indexed, in order (JSONL,
+CSV, TSV with a header, SMART, TREC). When ``title`` is one of them it stays the document's title
+(shown in results); the others are joined with newlines into its text; a listed field missing from a
+record is an error, a null one empty. Without ``text_fields`` the title and the text are indexed.
+
+Duplicate ids (``duplicates=``): ``"error"`` (default) leaves them to the index builder, which
+refuses them naming both places; ``"first"`` keeps the first document of each id and ``"last"`` the
+last (read in two passes over the source), the others skipped and counted in
+:attr:`Documents.duplicates`.
 
 Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``), ``jsonl`` (``{"_id" | "id" | "qid" |
-"query_id", "text" | "query"}``) and ``trec`` topics (``<top> <num> Number: 401 <title> ... </top>``,
-the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others).
+"query_id", "text" | "query"}``), ``trec`` topics (``<top> <num> Number: 401 <title> ... </top>``,
+the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others) and ``smart``
+(``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined). ``ids="position"`` numbers the
+queries 1, 2, ... in file order instead of using their ids: Cranfield's ``cranqrel`` numbers the
+queries of ``cran.qry`` (ids 001..365 with gaps) that way.
 
 Contract for bad input: every problem raises :class:`bm25lab.engine.errors.InputError` with the file and the
 1-based line (``path:line: message``): malformed lines, text that is not valid UTF-8 (always an
 error, never replaced: the message names the line and the byte), a missing or unreadable file, a
 corrupt gzip stream, a file with no documents or no queries, a JSON line that is not an object or
 lacks its id or text, and a duplicate query id. Empty text is allowed (an empty document or query).
-Duplicate document ids are left to the index builder. Ids are stripped of surrounding whitespace and
-must not be empty. A UTF-8 byte-order mark at the start of a file is ignored.
+Ids are stripped of surrounding whitespace and must not be empty. A UTF-8 byte-order mark at the
+start of a file is ignored.
 
 Everything streams: a file is read line by line and never held whole, except one ``.txt`` file of a
 folder, which is one document.
@@ -52,16 +79,25 @@ import json
 import os
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
-from .errors import InputError
+from .errors import InputError, ParameterError
 from .records import Document
 
 __all__ = [
     "DOCUMENT_READERS",
+    "DUPLICATE_POLICIES",
+    "Documents",
+    "FieldMap",
+    "QUERY_ID_MODES",
     "QUERY_READERS",
+    "SMART_FIELDS",
     "TOPIC_FIELDS",
+    "count_documents",
+    "detect_document_format",
+    "detect_query_format",
     "read_documents",
     "read_queries",
 ]
@@ -75,8 +111,52 @@ DOC_TEXT_KEYS = ("text", "contents", "body")
 QUERY_ID_KEYS = ("_id", "id", "qid", "query_id")
 QUERY_TEXT_KEYS = ("text", "query")
 
-DocumentReader = Callable[[Path], Iterator[Document]]
 QueryLines = Iterator[tuple[int, str, str]]  # (line, qid, text)
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which fields of a record hold the document's id and its indexed text (None: the defaults)."""
+
+    id_field: str | None = None
+    text_fields: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, id_field: str | None, text_fields: str | Iterable[str] | None) -> "FieldMap":
+        """A field map from ``--id-field`` and ``--text-fields`` (a comma list or a sequence)."""
+        if isinstance(text_fields, str):
+            text_fields = text_fields.split(",")
+        fields = None if text_fields is None else tuple(f.strip() for f in text_fields)
+        if fields is not None and (not fields or not all(fields) or len(set(fields)) != len(fields)):
+            raise InputError(f"text fields must be distinct non-empty names, got {','.join(fields)!r}")
+        if id_field is not None and not id_field.strip():
+            raise InputError("the id field name is empty")
+        return cls(None if id_field is None else id_field.strip(), fields)
+
+    @property
+    def default(self) -> bool:
+        return self.id_field is None and self.text_fields is None
+
+    def document(self, doc_id: str, values: Mapping[str, Any], path: Path, line: int) -> Document:
+        """The document of one record whose fields are ``values`` (names as the source writes them),
+        with ``text_fields`` chosen; every other field is metadata."""
+        assert self.text_fields is not None
+        missing = [f for f in self.text_fields if f not in values]
+        if missing:
+            known = ", ".join(map(repr, values)) or "none"
+            raise InputError(f"no field {missing[0]!r} (fields: {known})", path, line)
+        texts = {}
+        for name in self.text_fields:
+            value = values[name]
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"field {name!r} must be a string or null, found {_json_type(value)}", path, line)
+            texts[name] = value or ""
+        title = texts.pop("title", "")
+        metadata = {k: v for k, v in values.items() if k not in self.text_fields and k != self.id_field}
+        return Document(id=doc_id, text="\n".join(texts.values()), title=title, metadata=metadata)
+
+
+DocumentReader = Callable[[Path, FieldMap], Iterator[Document]]
 
 
 # --------------------------------------------------------------------------- low-level input
@@ -239,12 +319,16 @@ def _json_text(obj: Mapping[str, Any], keys: tuple[str, ...], path: Path, line: 
 # --------------------------------------------------------------------------- document readers
 
 
-def _read_jsonl_documents(path: Path) -> Iterator[Document]:
+def _read_jsonl_documents(path: Path, fields: FieldMap = FieldMap()) -> Iterator[Document]:
+    id_keys = DOC_ID_KEYS if fields.id_field is None else (fields.id_field,)
     for lineno, line in _lines(path):
         if not line.strip():
             continue
         obj = _parse_json_object(line, path, lineno)
-        id_key, doc_id = _json_id(obj, DOC_ID_KEYS, "document id", path, lineno)
+        id_key, doc_id = _json_id(obj, id_keys, "document id", path, lineno)
+        if fields.text_fields is not None:
+            yield fields.document(doc_id, {k: v for k, v in obj.items() if k != id_key}, path, lineno)
+            continue
         text_key, text = _json_text(obj, DOC_TEXT_KEYS, path, lineno)
         title = obj.get("title")
         if title is None:
@@ -269,7 +353,10 @@ def _tsv_header(fields: list[str]) -> list[str] | None:
     return ["id", *roles]  # type: ignore[list-item]
 
 
-def _read_tsv_documents(path: Path) -> Iterator[Document]:
+def _read_tsv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    if not mapping.default:
+        yield from _read_named_tsv_documents(path, mapping)
+        return
     roles: list[str] | None = None
     for lineno, line in _lines(path):
         content = _strip_eol(line)
@@ -297,6 +384,55 @@ def _read_tsv_documents(path: Path) -> Iterator[Document]:
         )
 
 
+def _read_named_tsv_documents(path: Path, mapping: FieldMap) -> Iterator[Document]:
+    """A TSV whose first line names its columns, mapped by ``--id-field`` / ``--text-fields``."""
+    header: list[str] | None = None
+    id_col = 0
+    for lineno, line in _lines(path):
+        content = _strip_eol(line)
+        if not content.strip():
+            continue
+        fields = content.split("\t")
+        if header is None:
+            header = [f.strip() for f in fields]
+            id_col = _named_column(header, mapping.id_field, DOC_ID_KEYS, "id", path, lineno)
+            continue
+        if len(fields) != len(header):
+            raise InputError(f"expected {len(header)} tab-separated fields like the header, found {len(fields)}",
+                             path, lineno)
+        values = {name: value for i, (name, value) in enumerate(zip(header, fields)) if i != id_col}
+        doc_id = _clean_id(fields[id_col], "document id", path, lineno)
+        yield _mapped_document(mapping, doc_id, values, path, lineno)
+
+
+def _named_column(header: list[str], wanted: str | None, defaults: Iterable[str], what: str, path: Path,
+                  line: int) -> int:
+    """The index of column ``wanted`` (exact name, else any case), or of the first default name present."""
+    lower = [h.lower() for h in header]
+    names = [wanted] if wanted is not None else list(defaults)
+    for name in names:
+        if name in header:
+            return header.index(name)
+        if name.lower() in lower:
+            return lower.index(name.lower())
+    raise InputError(f"no {what} column {' or '.join(map(repr, names))} in the header (columns: "
+                     f"{', '.join(header)}); the first line must name the columns", path, line)
+
+
+def _mapped_document(mapping: FieldMap, doc_id: str, values: dict[str, Any], path: Path, line: int) -> Document:
+    """A document of named fields: ``text_fields`` when given, else the title and the first text field."""
+    if mapping.text_fields is not None:
+        return mapping.document(doc_id, values, path, line)
+    lower = {k.lower(): k for k in values}
+    text_key = next((lower[k] for k in DOC_TEXT_KEYS if k in lower), None)
+    if text_key is None:
+        raise InputError(f"no text field (one of {', '.join(DOC_TEXT_KEYS)}); name them with text_fields "
+                         f"(--text-fields); fields: {', '.join(values)}", path, line)
+    title_key = lower.get("title")
+    metadata = {k: v for k, v in values.items() if k not in (title_key, text_key)}
+    return Document(id=doc_id, text=values[text_key], title=values[title_key] if title_key else "", metadata=metadata)
+
+
 def _csv_columns(header: list[str], path: Path, line: int) -> tuple[int, int, int | None]:
     """Indices of the id, text and (optional) title columns of a CSV header."""
     names = [h.strip().lower() for h in header]
@@ -318,7 +454,7 @@ def _csv_columns(header: list[str], path: Path, line: int) -> tuple[int, int, in
     return id_col, text_col, title_col
 
 
-def _read_csv_documents(path: Path) -> Iterator[Document]:
+def _read_csv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # documents can exceed the 128 KiB default
     lines = (line for _, line in _lines(path))
     reader = csv.reader(lines, strict=True)
@@ -337,9 +473,18 @@ def _read_csv_documents(path: Path) -> Iterator[Document]:
             continue
         if header is None:
             header = row
-            columns = _csv_columns(header, path, start)
-        else:
+            if mapping.default:
+                columns = _csv_columns(header, path, start)
+            else:
+                names = [h.strip() for h in header]
+                id_col = _named_column(names, mapping.id_field, DOC_ID_KEYS, "id", path, start)
+        elif mapping.default:
             yield _csv_document(row, header, columns, path, start)
+        else:
+            if len(row) != len(header):
+                raise InputError(f"expected {len(header)} fields like the header, found {len(row)}", path, start)
+            values = {name: value for i, (name, value) in enumerate(zip(names, row)) if i != id_col}
+            yield _mapped_document(mapping, _clean_id(row[id_col], "document id", path, start), values, path, start)
         start = reader.line_num + 1
 
 
@@ -379,7 +524,9 @@ def _is_txt(name: str) -> bool:
     return lower.endswith(".txt") or lower.endswith(".txt.gz")
 
 
-def _read_folder_documents(folder: Path) -> Iterator[Document]:
+def _read_folder_documents(folder: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    if not mapping.default:
+        raise InputError("a folder of .txt files has no fields to map: one file is one document's text", folder)
     if not folder.is_dir():
         raise InputError("format 'folder' needs a folder of .txt files", folder)
     for file in _walk(folder, _is_txt):
@@ -401,7 +548,7 @@ def _clean_markup(text: str) -> str:
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
 
 
-def _trec_record(body: str, path: Path, line: int) -> Document:
+def _trec_record(body: str, path: Path, line: int, mapping: FieldMap = FieldMap()) -> Document:
     """One ``<DOC>`` record's inside: DOCNO, optional title element, the rest as text."""
     docnos = _DOCNO.findall(body)
     if not docnos:
@@ -417,6 +564,8 @@ def _trec_record(body: str, path: Path, line: int) -> Document:
             title = _clean_markup(match.group(1))
             rest = rest[: match.start()] + " " + rest[match.end() :]
             break
+    if mapping.text_fields is not None:
+        return mapping.document(doc_id, {"title": title, "text": _clean_markup(rest)}, path, line)
     return Document(id=doc_id, text=_clean_markup(rest), title=title)
 
 
@@ -456,18 +605,101 @@ def _tagged_blocks(path: Path, tag_pattern: re.Pattern[str], name: str) -> Itera
         raise InputError(f"<{name}> never closed with </{name}>", path, open_line)
 
 
-def _trec_documents_in_file(path: Path) -> Iterator[Document]:
+def _trec_documents_in_file(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
     """Every ``<DOC>`` record of one TREC file."""
     for line, body in _tagged_blocks(path, _DOC_TAG, "DOC"):
-        yield _trec_record(body, path, line)
+        yield _trec_record(body, path, line, mapping)
 
 
-def _read_trec_documents(source: Path) -> Iterator[Document]:
+def _read_trec_documents(source: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    if mapping.id_field is not None:
+        raise InputError("TREC documents take their id from <DOCNO>: an id field cannot be chosen", source)
     if source.is_dir():
         for file in _walk(source, lambda name: True):
-            yield from _trec_documents_in_file(file)
+            yield from _trec_documents_in_file(file, mapping)
     else:
-        yield from _trec_documents_in_file(source)
+        yield from _trec_documents_in_file(source, mapping)
+
+
+# --------------------------------------------------------------------------- SMART
+
+#: Names of the SMART fields that become metadata (``.T`` is the title, ``.W`` the text); any other
+#: capital letter ``X`` becomes the field ``X``.
+SMART_FIELDS: dict[str, str] = {"T": "title", "W": "text", "A": "author", "B": "bib", "N": "note", "X": "xref",
+                                "K": "keywords", "C": "categories"}
+_SMART_MARKER = re.compile(r"^\.([A-Z])(?:[ \t]+(\S+))?[ \t]*$")
+_SMART_START = re.compile(rb"(?m)^\.I[ \t]+\S")
+
+SmartRecord = tuple[int, str, dict[str, list[str]]]  # (line of .I, id, {field letter: [value, ...]})
+
+
+def _smart_id(raw: str) -> str:
+    """A SMART id as the relevance files write it: ``001`` -> ``1``; other ids as they are."""
+    return str(int(raw)) if raw.isdigit() else raw
+
+
+def _smart_records(path: Path) -> Iterator[SmartRecord]:
+    """Every ``.I`` record of a SMART file, its fields' lines squashed into one value each."""
+    start = 0
+    record_id: str | None = None
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for lineno, line in _lines(path):
+        content = _strip_eol(line)
+        marker = _SMART_MARKER.match(content)
+        if marker and marker.group(1) == "I":
+            if marker.group(2) is None:
+                raise InputError(".I without a record id", path, lineno)
+            if record_id is not None:
+                yield start, record_id, _squashed(fields)
+            start, record_id, fields, current = lineno, _smart_id(marker.group(2)), {}, None
+        elif marker and marker.group(2) is None:
+            letter = marker.group(1)
+            if record_id is None:
+                raise InputError(f"field .{letter} before the first .I record (expected SMART: .I id, then .T, .W, "
+                                 f"... fields)", path, lineno)
+            if "W" in fields and letter in fields and current is not None:
+                continue  # a stray marker inside the text: its lines stay in the current field
+            current = []
+            fields.setdefault(letter, []).append(current)  # type: ignore[arg-type]
+        elif record_id is None:
+            if content.strip():
+                raise InputError("text before the first .I record (expected SMART: .I id, then .T, .W, ... fields)",
+                                 path, lineno)
+        elif current is None:
+            if content.strip():
+                raise InputError("text before the record's first field marker (.T, .W, ...)", path, lineno)
+        else:
+            current.append(content)
+    if record_id is not None:
+        yield start, record_id, _squashed(fields)
+
+
+def _squashed(fields: Mapping[str, list[Any]]) -> dict[str, list[str]]:
+    """Each field value's lines joined into one line, runs of whitespace collapsed; empty values dropped."""
+    out: dict[str, list[str]] = {}
+    for letter, values in fields.items():
+        squashed = [" ".join(" ".join(lines).split()) for lines in values]
+        out[letter] = [v for v in squashed if v]
+    return out
+
+
+def _smart_values(fields: Mapping[str, list[str]]) -> dict[str, str]:
+    """``{field name: text}``: the title and text values joined with spaces, the others with ``"; "``."""
+    return {SMART_FIELDS.get(letter, letter): (" " if letter in "TW" else "; ").join(values)
+            for letter, values in fields.items()}
+
+
+def _read_smart_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    if mapping.id_field is not None:
+        raise InputError("SMART documents take their id from .I: an id field cannot be chosen", path)
+    for line, doc_id, fields in _smart_records(path):
+        values = _smart_values(fields)
+        if mapping.text_fields is not None:
+            yield mapping.document(doc_id, values, path, line)
+            continue
+        title, text = values.pop("title", ""), values.pop("text", "")
+        yield Document(id=doc_id, text=text, title=title, metadata=values)
 
 
 DOCUMENT_READERS: dict[str, DocumentReader] = {
@@ -476,6 +708,7 @@ DOCUMENT_READERS: dict[str, DocumentReader] = {
     "csv": _read_csv_documents,
     "folder": _read_folder_documents,
     "trec": _read_trec_documents,
+    "smart": _read_smart_documents,
 }
 
 _DOCUMENT_EXTENSIONS = {
@@ -488,6 +721,9 @@ _DOCUMENT_EXTENSIONS = {
     ".sgml": "trec",
 }
 _FOLDER_FORMATS = ("folder", "trec")
+_FIELD_FORMATS = ("jsonl", "tsv", "csv")  # where an id field can be chosen
+DUPLICATE_POLICIES = ("error", "first", "last")
+"""What ``read_documents(duplicates=)`` and ``--duplicates`` do with a repeated document id."""
 
 
 def _extension(path: Path) -> str:
@@ -503,55 +739,190 @@ def _check_exists(path: Path) -> None:
         raise InputError("no such file or folder", path)
 
 
-def _document_format(path: Path, format: str | None) -> str:
-    """The reader to use: ``format`` if given, else a folder, the extension or the first bytes."""
-    if format is not None:
-        if format not in DOCUMENT_READERS:
-            raise InputError(f"unknown document format {format!r}; known: {', '.join(DOCUMENT_READERS)}", path)
-        if path.is_dir() and format not in _FOLDER_FORMATS:
-            raise InputError(f"format {format!r} needs a file, found a folder", path)
-        if format == "folder" and not path.is_dir():
-            raise InputError("format 'folder' needs a folder of .txt files, found a file", path)
-        return format
+def _sniff_lines(head: bytes) -> list[bytes]:
+    """The head's complete non-blank lines (the last, possibly cut, line dropped when more follow)."""
+    lines = head.split(b"\n")
+    if len(head) >= _SNIFF_BYTES and len(lines) > 1:
+        lines = lines[:-1]
+    return [line.rstrip(b"\r") for line in lines if line.strip()][:50]
+
+
+def _looks_tsv(lines: list[bytes]) -> bool:
+    """Every sniffed line holds the same number of tabs, 1 or 2 (``id, [title,] text``)."""
+    tabs = {line.count(b"\t") for line in lines}
+    return bool(lines) and len(tabs) == 1 and tabs <= {1, 2}
+
+
+def _looks_csv(lines: list[bytes]) -> bool:
+    """The first line is a header naming an id column and a text column between commas."""
+    if not lines or b"," not in lines[0]:
+        return False
+    names = {name.strip().strip(b'"').decode("utf-8", "replace").lower() for name in lines[0].split(b",")}
+    return bool(names & set(DOC_ID_KEYS)) and bool(names & set(DOC_TEXT_KEYS))
+
+
+#: Content sniffers tried in order on a document file's first bytes: (format, test).
+_DOCUMENT_SNIFFERS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
+    ("jsonl", lambda head: head.startswith(b"{")),
+    ("trec", lambda head: head[:4].upper() == b"<DOC"),
+    ("smart", lambda head: _SMART_START.match(head) is not None),
+    ("tsv", lambda head: _looks_tsv(_sniff_lines(head))),
+    ("csv", lambda head: _looks_csv(_sniff_lines(head))),
+)
+
+
+def detect_document_format(source: str | Path) -> str:
+    """The format :func:`read_documents` reads ``source`` in without ``format=``: a folder is
+    ``folder``, a file goes by its extension, else by its first bytes (:data:`_DOCUMENT_SNIFFERS`)."""
+    path = Path(source)
+    _check_exists(path)
     if path.is_dir():
         return "folder"
     sniffed = _DOCUMENT_EXTENSIONS.get(_extension(path))
     if sniffed:
         return sniffed
     head = _head(path)
-    if head.startswith(b"{"):
-        return "jsonl"
-    if head[:4].upper() == b"<DOC":
-        return "trec"
+    for name, test in _DOCUMENT_SNIFFERS:
+        if test(head):
+            return name
     raise InputError(
-        f"cannot tell the format from the name or the content; pass a format ({', '.join(DOCUMENT_READERS)})", path
+        f"cannot tell the format from the name or the content; choose one with format= (--format): "
+        f"{', '.join(DOCUMENT_READERS)}", path
     )
 
 
-def _nonempty(documents: Iterator[Document], path: Path, what: str) -> Iterator[Document]:
-    count = 0
-    for doc in documents:
-        count += 1
-        yield doc
-    if count == 0:
-        raise InputError(f"no {what} found", path)
+def _document_format(path: Path, format: str | None) -> str:
+    """The reader to use: ``format`` if given, else :func:`detect_document_format`."""
+    if format is None:
+        return detect_document_format(path)
+    if format not in DOCUMENT_READERS:
+        raise InputError(f"unknown document format {format!r}; known: {', '.join(DOCUMENT_READERS)}", path)
+    if path.is_dir() and format not in _FOLDER_FORMATS:
+        raise InputError(f"format {format!r} needs a file, found a folder", path)
+    if format == "folder" and not path.is_dir():
+        raise InputError("format 'folder' needs a folder of .txt files, found a file", path)
+    return format
 
 
-def read_documents(source: str | Path, *, format: str | None = None) -> Iterator[Document]:
+class Documents(Iterator[Document]):
+    """The documents of a source, streamed, with what the reading found: the ``format`` read,
+    ``duplicates`` (documents skipped for a repeated id under ``"first"``/``"last"``) and, after
+    :meth:`count`, how many documents the source holds."""
+
+    def __init__(self, path: Path, format: str, mapping: FieldMap, duplicates: str) -> None:
+        self.path, self.format, self.mapping, self.policy = path, format, mapping, duplicates
+        self.duplicates = 0
+        self._iterator = self._read()
+
+    def __next__(self) -> Document:
+        return next(self._iterator)
+
+    def _stream(self) -> Iterator[Document]:
+        return DOCUMENT_READERS[self.format](self.path, self.mapping)
+
+    def _read(self) -> Iterator[Document]:
+        count = 0
+        if self.policy == "last":
+            keep = self._last_positions()
+            for position, doc in enumerate(self._stream()):
+                if keep.get(doc.id) == position:
+                    count += 1
+                    yield doc
+                else:
+                    self.duplicates += 1
+        elif self.policy == "first":
+            seen: set[str] = set()
+            for doc in self._stream():
+                if doc.id in seen:
+                    self.duplicates += 1
+                    continue
+                seen.add(doc.id)
+                count += 1
+                yield doc
+        else:
+            for doc in self._stream():
+                count += 1
+                yield doc
+        if count == 0:
+            what = "documents (.txt files)" if self.format == "folder" else "documents"
+            raise InputError(f"no {what} found", self.path)
+
+    def _last_positions(self) -> dict[str, int]:
+        """A first pass: the position of the last document of each id."""
+        return {doc.id: position for position, doc in enumerate(self._stream())}
+
+    def count(self) -> int | None:
+        """How many documents the source holds (repeated ids included), counted from its bytes
+        without parsing it; None where that cannot be done cheaply (CSV, whose quoted fields may
+        span lines). Reads the source once more: call it beside the reading, e.g. in a thread."""
+        return count_documents(self.path, self.format, named_columns=not self.mapping.default)
+
+
+def _count_matching(path: Path, pattern: re.Pattern[bytes]) -> int:
+    """Occurrences of ``pattern`` in a (possibly gzip) file, read in blocks split at line ends."""
+    total = 0
+    rest = b""
+    with _open_binary(path) as stream:
+        while block := stream.read(1 << 22):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            block, rest = block[:cut], block[cut:]
+            total += len(pattern.findall(block))
+        if rest:
+            total += len(pattern.findall(rest + b"\n"))
+    return total
+
+
+_CONTENT_LINE = re.compile(rb"(?m)^[ \t\r\f\v]*[^ \t\r\n\f\v].*\n")
+_TREC_OPEN = re.compile(rb"<DOC(?:\s[^>]*)?\s*>", re.IGNORECASE)
+
+
+def count_documents(source: str | Path, format: str | None = None, *, named_columns: bool = False) -> int | None:
+    """The number of documents in ``source`` for a progress bar, from its bytes (see
+    :meth:`Documents.count`); None when it cannot be counted cheaply or the source is unreadable.
+    ``named_columns``: the first line of a TSV names its columns (a field mapping was given)."""
+    path = Path(source)
+    try:
+        fmt = _document_format(path, format)
+        if fmt == "folder":
+            return sum(1 for _ in _walk(path, _is_txt))
+        if fmt == "trec":
+            files = list(_walk(path, lambda name: True)) if path.is_dir() else [path]
+            return sum(_count_matching(file, _TREC_OPEN) for file in files)
+        if fmt == "smart":
+            return _count_matching(path, re.compile(rb"(?m)^\.I[ \t]+\S"))
+        if fmt == "jsonl":
+            return _count_matching(path, _CONTENT_LINE)
+        if fmt == "tsv":
+            lines = _count_matching(path, _CONTENT_LINE)
+            first = _sniff_lines(_head(path))[:1]
+            header = bool(first) and _tsv_header(first[0].decode("utf-8", "replace").split("\t")) is not None
+            return lines - int(header or named_columns)
+    except (InputError, OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
+def read_documents(source: str | Path, *, format: str | None = None, id_field: str | None = None,
+                   text_fields: str | Iterable[str] | None = None, duplicates: str = "error") -> Documents:
     """Stream the documents of a file or folder, in file order (folders: sorted relative paths).
 
-    ``format`` is one of :data:`DOCUMENT_READERS` (``jsonl``, ``tsv``, ``csv``, ``folder``, ``trec``);
-    without it a folder reads as ``folder``, a file by its extension (``.jsonl .json .ndjson .tsv
-    .csv .trec .sgml``, a trailing ``.gz`` ignored) or else by its first bytes (``{`` JSON Lines,
-    ``<DOC`` TREC). A missing source and an unknown format raise here; bad content raises
-    :class:`InputError` naming file and line while iterating, and a source without a single document
-    raises at the end.
+    ``format`` is one of :data:`DOCUMENT_READERS` (``jsonl``, ``tsv``, ``csv``, ``folder``, ``trec``,
+    ``smart``); without it the format is detected (:func:`detect_document_format`). ``id_field`` and
+    ``text_fields`` map a record's fields (see the module's notes); ``duplicates`` is ``"error"``,
+    ``"first"`` or ``"last"`` (:data:`DUPLICATE_POLICIES`). A missing source, an unknown format and
+    a mapping the format cannot take raise here; bad content raises :class:`InputError` naming file
+    and line while iterating, and a source without a single document raises at the end.
     """
     path = Path(source)
     _check_exists(path)
     fmt = _document_format(path, format)
-    what = "documents (.txt files)" if fmt == "folder" else "documents"
-    return _nonempty(DOCUMENT_READERS[fmt](path), path, what)
+    mapping = FieldMap.of(id_field, text_fields)
+    if mapping.id_field is not None and fmt not in _FIELD_FORMATS:
+        raise InputError(f"an id field can be chosen for {', '.join(_FIELD_FORMATS)} documents, not {fmt}", path)
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ParameterError(f"unknown duplicates policy {duplicates!r}; known: {', '.join(DUPLICATE_POLICIES)}", path)
+    return Documents(path, fmt, mapping, duplicates)
 
 
 # --------------------------------------------------------------------------- query readers
@@ -632,21 +1003,32 @@ def _topic_field_list(topic_field: str, path: Path) -> list[str]:
     return wanted
 
 
+def _read_smart_queries(path: Path) -> QueryLines:
+    """SMART queries: ``.I id`` records; the text is the ``.T`` and ``.W`` values joined."""
+    for line, qid, fields in _smart_records(path):
+        values = _smart_values(fields)
+        yield line, qid, " ".join(t for t in (values.get("title", ""), values.get("text", "")) if t)
+
+
 QUERY_READERS: dict[str, Callable[..., QueryLines]] = {
     "tsv": _read_tsv_queries,
     "jsonl": _read_jsonl_queries,
     "trec": _read_trec_topics,
+    "smart": _read_smart_queries,
 }
 
-_QUERY_EXTENSIONS = {".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".trec": "trec"}
+QUERY_ID_MODES = ("given", "position")
+"""``read_queries(ids=)``: the ids the file gives, or the queries' positions 1, 2, ... in the file."""
+
+_QUERY_EXTENSIONS = {".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".trec": "trec",
+                     ".qry": "smart"}
 
 
-def _query_format(path: Path, format: str | None) -> str:
-    """``format`` if given, else the extension, else the first bytes (``{`` JSONL, ``<`` TREC, else TSV)."""
-    if format is not None:
-        if format not in QUERY_READERS:
-            raise InputError(f"unknown query format {format!r}; known: {', '.join(QUERY_READERS)}", path)
-        return format
+def detect_query_format(source: str | Path) -> str:
+    """``read_queries``' format without ``format=``: the extension, else the first bytes (``{`` JSONL,
+    ``.I`` SMART, ``<`` TREC topics, else TSV)."""
+    path = Path(source)
+    _check_exists(path)
     if path.is_dir():
         raise InputError("is a folder, expected a queries file", path)
     sniffed = _QUERY_EXTENSIONS.get(_extension(path))
@@ -655,25 +1037,41 @@ def _query_format(path: Path, format: str | None) -> str:
     head = _head(path)
     if head.startswith(b"{"):
         return "jsonl"
+    if _SMART_START.match(head):
+        return "smart"
     if head.startswith(b"<"):
         return "trec"
     return "tsv"
 
 
-def read_queries(source: str | Path, *, format: str | None = None, topic_field: str = "title") -> dict[str, str]:
+def _query_format(path: Path, format: str | None) -> str:
+    """``format`` if given, else :func:`detect_query_format`."""
+    if format is None:
+        return detect_query_format(path)
+    if format not in QUERY_READERS:
+        raise InputError(f"unknown query format {format!r}; known: {', '.join(QUERY_READERS)}", path)
+    return format
+
+
+def read_queries(source: str | Path, *, format: str | None = None, topic_field: str = "title",
+                 ids: str = "given") -> dict[str, str]:
     """All queries of a file as ``{qid: text}`` in file order.
 
-    ``format`` is one of :data:`QUERY_READERS` (``tsv``, ``jsonl``, ``trec``), sniffed like
-    :func:`read_documents` when omitted (unknown extensions: ``{`` JSONL, ``<`` TREC topics, else TSV).
-    ``topic_field`` picks the TREC topic text: ``title`` (default), ``desc``, ``narr`` or a join such
-    as ``title+desc``. A duplicate query id, a malformed line and an empty file raise
-    :class:`InputError` naming file and line.
+    ``format`` is one of :data:`QUERY_READERS` (``tsv``, ``jsonl``, ``trec``, ``smart``), detected
+    when omitted (:func:`detect_query_format`). ``topic_field`` picks the TREC topic text: ``title``
+    (default), ``desc``, ``narr`` or a join such as ``title+desc``. ``ids="position"`` numbers the
+    queries 1, 2, ... in file order (Cranfield's relevance file does). A duplicate query id, a
+    malformed line and an empty file raise :class:`InputError` naming file and line.
     """
     path = Path(source)
     _check_exists(path)
+    if ids not in QUERY_ID_MODES:
+        raise ParameterError(f"unknown query id mode {ids!r}; known: {', '.join(QUERY_ID_MODES)}")
     fmt = _query_format(path, format)
     reader = QUERY_READERS[fmt]
     lines = reader(path, topic_field) if fmt == "trec" else reader(path)
+    if ids == "position":
+        lines = ((lineno, str(number), text) for number, (lineno, _, text) in enumerate(lines, 1))
     queries: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for lineno, qid, text in lines:

@@ -633,6 +633,9 @@ class Tokenizer:
                 yield from map(self.tokenize, head)
                 return
             chunksize = min(chunksize, -(-len(head) // (4 * count)))
+        # long texts go in smaller chunks: a chunk's tokens come back whole, and progress is told per chunk
+        average = sum(map(len, head)) / max(len(head), 1)
+        chunksize = max(1, min(chunksize, int(_CHUNK_CHARS // max(average, 1.0))))
         yield from self._tokenize_pool(head, iterator, count, chunksize)
 
     def config(self) -> dict[str, Any]:
@@ -725,6 +728,9 @@ class Tokenizer:
 # ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
+
+
+_CHUNK_CHARS = 100_000  # characters in a worker's chunk, about a tenth of a second of jieba
 
 
 def _language_spec(language: str) -> _Language:

@@ -8,13 +8,25 @@ documents (score descending, ties by document id descending), attached the label
 query, so each function is a few vectorised lines. Sums over a query's documents are added in rank
 order, as trec_eval adds them, so values agree with trec_eval to the last bits.
 
-Names are parsed by :func:`parse_measure`: ``P@10``, ``nDCG``, ``nDCG@10``, ``iprec@0.5``;
-aliases (``MAP``, ``MRR``, ``NDCG@k``, ``Hits@k``, ``precision@k``, ``recall@k``) and trec_eval's
-own names (``P_10``, ``map_cut_10``, ``ndcg_cut.10``, ``recip_rank``, ``iprec_at_recall_0.50``,
-``11pt_avg``) are accepted too, case-insensitively. :data:`MEASURES` is the registry.
+Names are parsed by :func:`parse_measure`, case-insensitively, in the field's syntaxes with the field's
+meanings (``evaluation/MEASURES.md``, "Names"):
+
+- bm25lab's: ``P@10``, ``nDCG``, ``nDCG@10``, ``iprec@0.5``, ``RBP@0.8`` and aliases (``MAP``,
+  ``MRR``, ``NDCG@k``, ``precision@k``, ``recall@k``);
+- trec_eval's: ``P_10``, ``P.10``, ``map_cut_10``, ``ndcg_cut.10``, ``recip_rank``,
+  ``iprec_at_recall_0.50``, ``11pt_avg``; :func:`expand_measures` also takes its lists ``P.5,10``, its
+  families without a cutoff (``P`` is ``P_5`` .. ``P_1000``, as ``trec_eval -m P``) and its nicknames
+  ``official``, ``set`` and ``all_trec`` (the measures bm25lab has of them);
+- ir_measures': ``P(rel=2)@5``, ``AP(rel=2)``, ``nDCG(dcg=exp-log2)@10``, ``RR(judged_only=True)``,
+  ``SetP``, ``NumRet(rel=1)``, ``IPrec@0.5``, ``Judged@10``: parameters in parentheses, the cutoff after ``@``;
+- ranx's: ``hits@10`` (relevant documents in the top 10, a count), ``hit_rate@10``, ``mrr@10``,
+  ``ndcg_burges@10``, ``r-precision``, ``rbp.95``, and ``-l2`` for a relevance level (``map@100-l2``).
+
+:data:`MEASURES` is the registry.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Literal
@@ -24,8 +36,8 @@ import numpy as np
 from .errors import MeasureError
 from .ranking import JudgedRanking
 
-__all__ = ["DEFAULT_MEASURES", "ELEVEN_POINTS", "MEASURES", "Measure", "MeasureDef", "known_measures", "parse_measure",
-           "parse_measures"]
+__all__ = ["DEFAULT_MEASURES", "ELEVEN_POINTS", "MEASURES", "TREC_CUTOFFS", "TREC_NICKNAMES", "Expansion", "Measure",
+           "MeasureDef", "expand_measures", "known_measures", "parse_measure", "parse_measures"]
 
 Param = int | float | None
 ParamKind = Literal["none", "cutoff", "optional cutoff", "fraction"]
@@ -63,8 +75,13 @@ def f1(r: JudgedRanking, k: int) -> np.ndarray:
 
 
 def success(r: JudgedRanking, k: int) -> np.ndarray:
-    """Success@k (Hits@k) = 1 if any relevant document is in the top k, else 0 (``success_k``)."""
+    """Success@k = 1 if any relevant document is in the top k, else 0 (``success_k``; ranx's ``hit_rate@k``)."""
     return (r.rel_in_top(k) > 0).astype(np.float64)
+
+
+def hits(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """Hits(@k) = the number of relevant documents in the top k (all retrieved without k): ranx's ``hits``."""
+    return (r.num_rel_ret if k is None else r.rel_in_top(k)).astype(np.float64)
 
 
 def reciprocal_rank(r: JudgedRanking, k: int | None) -> np.ndarray:
@@ -203,8 +220,10 @@ def set_f1(r: JudgedRanking, _: None) -> np.ndarray:
 
 
 def judged(r: JudgedRanking, k: int) -> np.ndarray:
-    """Judged@k = judged documents (any label >= 0) in the top k / k: how complete the qrels are."""
-    return r.count(r.top(k)) / float(k)
+    """Judged@k = judged documents (any label >= 0) in the top k / the documents in the top k, as
+    ir_measures defines it (its ``judged`` provider): a ranking shorter than k divides by its length;
+    0 when nothing was retrieved."""
+    return _ratio(r.count(r.top(k)).astype(np.float64), np.minimum(r.num_ret, k).astype(np.float64))
 
 
 def rank_biased_precision(r: JudgedRanking, persistence: float) -> np.ndarray:
@@ -289,9 +308,10 @@ _DEFS = (
     MeasureDef("F1", f1, "cutoff", "harmonic mean of P@k and R@k"),
     MeasureDef("RR", reciprocal_rank, "optional cutoff", "reciprocal rank", ("MRR", "recip_rank"), "|recip_rank"),
     MeasureDef("AP", average_precision, "optional cutoff", "average precision", ("MAP", "map_cut"), "map_cut_{k}|map"),
-    MeasureDef("Rprec", r_precision, "none", "precision at rank R", ("R-prec",), "Rprec"),
+    MeasureDef("Rprec", r_precision, "none", "precision at rank R", ("R-prec", "r-precision"), "Rprec"),
     MeasureDef("bpref", bpref, "none", "binary preference", (), "bpref"),
-    MeasureDef("Success", success, "cutoff", "any relevant in the top k", ("Hits",), "success_{k}"),
+    MeasureDef("Success", success, "cutoff", "any relevant in the top k", ("hit_rate",), "success_{k}"),
+    MeasureDef("Hits", hits, "optional cutoff", "number of relevant documents in the top k", bounded=False),
     MeasureDef("iprec", interpolated_precision, "fraction", "interpolated precision at recall r",
                ("iprec_at_recall",), "iprec_at_recall_{r}", symbol="r"),
     MeasureDef("11pt-AP", eleven_point_ap, "none", "11-point interpolated average precision",
@@ -300,17 +320,18 @@ _DEFS = (
     MeasureDef("DCG", dcg, "optional cutoff", "discounted cumulative gain", bounded=False),
     MeasureDef("nDCG", ndcg, "optional cutoff", "normalized DCG, labels as gains", ("ndcg_cut",),
                "ndcg_cut_{k}|ndcg"),
-    MeasureDef("DCG_exp", dcg_exp, "optional cutoff", "DCG with gain 2^label - 1", bounded=False),
-    MeasureDef("nDCG_exp", ndcg_exp, "optional cutoff", "nDCG with gain 2^label - 1"),
+    MeasureDef("DCG_exp", dcg_exp, "optional cutoff", "DCG with gain 2^label - 1", ("dcg_burges",), bounded=False),
+    MeasureDef("nDCG_exp", ndcg_exp, "optional cutoff", "nDCG with gain 2^label - 1", ("ndcg_burges",)),
     MeasureDef("AUC", auc, "none", "ROC area over the judged documents"),
-    MeasureDef("set_P", set_precision, "none", "precision of the whole retrieved list", (), "set_P"),
-    MeasureDef("set_R", set_recall, "none", "recall of the whole retrieved list", ("set_recall",), "set_recall"),
-    MeasureDef("set_F1", set_f1, "none", "F1 of the whole retrieved list", ("set_F",), "set_F"),
+    MeasureDef("set_P", set_precision, "none", "precision of the whole retrieved list", ("SetP",), "set_P"),
+    MeasureDef("set_R", set_recall, "none", "recall of the whole retrieved list", ("set_recall", "SetR"), "set_recall"),
+    MeasureDef("set_F1", set_f1, "none", "F1 of the whole retrieved list", ("set_F", "SetF"), "set_F"),
     MeasureDef("Judged", judged, "cutoff", "share of the top k that is judged"),
     MeasureDef("RBP", rank_biased_precision, "fraction", "rank-biased precision with persistence p", symbol="p"),
-    MeasureDef("num_ret", num_ret, "none", "documents retrieved", (), "num_ret", bounded=False, total=True),
-    MeasureDef("num_rel", num_rel, "none", "relevant documents judged", (), "num_rel", bounded=False, total=True),
-    MeasureDef("num_rel_ret", num_rel_ret, "none", "relevant documents retrieved", (), "num_rel_ret",
+    MeasureDef("num_ret", num_ret, "none", "documents retrieved", ("NumRet",), "num_ret", bounded=False, total=True),
+    MeasureDef("num_rel", num_rel, "none", "relevant documents judged", ("NumRel",), "num_rel", bounded=False,
+               total=True),
+    MeasureDef("num_rel_ret", num_rel_ret, "none", "relevant documents retrieved", ("NumRelRet",), "num_rel_ret",
                bounded=False, total=True),
 )
 
@@ -325,23 +346,64 @@ for _d in _DEFS:
         assert _name.lower() not in _LOOKUP, f"measure name {_name} registered twice"
         _LOOKUP[_name.lower()] = _d
 
-_NAME = re.compile(r"^(?P<base>.+?)(?:[@_.](?P<param>[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$")
+_NAME = re.compile(r"^(?P<base>.+?)(?:(?P<sep>[@_.])(?P<param>[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$")
+_IR_MEASURES = re.compile(r"^(?P<base>[^()@]+)\((?P<params>[^()]*)\)(?:@(?P<param>[0-9]+(?:\.[0-9]*)?|\.[0-9]+))?$")
+_RANX_LEVEL = re.compile(r"^(?P<name>.+)-l(?P<rel>[0-9]+)$")
+
+TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+"""trec_eval's default cutoffs of ``P``, ``recall``, ``map_cut``, ``ndcg_cut`` (``-m P`` = ``P.5,10,...``)."""
+_TREC_FAMILIES: dict[str, tuple[str, tuple[Param, ...]]] = {
+    "p": ("P", TREC_CUTOFFS),
+    "recall": ("recall", TREC_CUTOFFS),
+    "map_cut": ("map_cut", TREC_CUTOFFS),
+    "ndcg_cut": ("ndcg_cut", TREC_CUTOFFS),
+    "success": ("success", (1, 5, 10)),
+    "iprec_at_recall": ("iprec_at_recall", ELEVEN_POINTS),
+    "relative_p": ("relative_P", TREC_CUTOFFS),
+}
+"""trec_eval's measure families with default parameters: a family named alone stands for all of them."""
+TREC_NICKNAMES: dict[str, tuple[str, ...]] = {
+    "official": ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                 "iprec_at_recall", "P"),
+    "set": ("num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P", "set_map",
+            "set_F"),
+    "all_trec": ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                 "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref",
+                 "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut",
+                 "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
+                 "num_nonrel_judged_ret"),
+}
+"""trec_eval 10.0's ``-m`` nicknames (``measures.c``), less ``runid`` and ``num_q`` (always reported)."""
+_AMBIGUOUS = {
+    "recall": "trec_eval's -m recall means recall at its cutoffs (write recall.5,10 or R@k), ranx's recall the "
+              "recall of the whole list (write set_R)",
+}
+_WHOLE_LIST = {"precision": "set_P"}  # ranx: a measure named without a cutoff covers the whole ranking
+_OTHER_MEANING = frozenset({"rbp"})  # trec_eval's rbp (graded, p = 0.9) is not ir_measures' RBP (binary, p = 0.8)
+IGNORES_REL = frozenset({"CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp", "Judged", "num_ret"})
+"""Measures that do not use a relevance threshold (graded, or counting every document)."""
+_DEFAULT_P = 0.8  # ir_measures' RBP persistence when none is given
 
 
 def known_measures() -> str:
     """The known measure names and aliases, for error messages and help."""
     forms = ", ".join(d.forms() for d in _DEFS)
     aliases = ", ".join(f"{a}={d.name}" for d in _DEFS for a in d.aliases)
-    return f"{forms} (aliases {aliases}; trec_eval names such as P_10, ndcg_cut_10 also work)"
+    return (f"{forms} (aliases {aliases}; trec_eval names such as P_10, ndcg_cut.10 and lists P.5,10, ir_measures "
+            f"names such as P(rel=2)@5, ranx names such as hits@10 also work; `bm25lab measures` lists them)")
 
 
 @dataclass(frozen=True)
 class Measure:
-    """A parsed measure: the name as written, its definition and its parameter."""
+    """A parsed measure: the name as written, its definition, its parameter, and the relevance threshold
+    and judged-only choice the name sets for itself (ir_measures' ``rel=``, ``judged_only=``; ranx's
+    ``-l``), None where the evaluation's options apply."""
 
     name: str
     definition: MeasureDef
     param: Param
+    rel: int | None = None
+    judged_only: bool | None = None
 
     def __call__(self, ranking: JudgedRanking) -> np.ndarray:
         return self.definition.compute(ranking, self.param)
@@ -350,7 +412,7 @@ class Measure:
     def trec_eval_name(self) -> str | None:
         """pytrec_eval's key for this measure (``P_10``, ``ndcg``, ``iprec_at_recall_0.50``), if it has one."""
         pattern = self.definition.trec_eval
-        if pattern is None:
+        if pattern is None or self.rel is not None or self.judged_only is not None:
             return None
         if "|" in pattern:
             with_param, without = pattern.split("|")
@@ -366,12 +428,110 @@ class Measure:
 
 
 def parse_measure(name: str) -> Measure:
-    """Parse one measure name; :class:`MeasureError` lists the known names for an unknown one."""
-    match = _NAME.match(name.strip()) if isinstance(name, str) else None
-    definition = _LOOKUP.get(match["base"].lower()) if match else None
+    """Parse one measure name in any of the syntaxes above; :class:`MeasureError` lists the known
+    names for an unknown one and says what is wrong with a known one."""
+    if not isinstance(name, str) or not name.strip():
+        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+    text = name.strip()
+    rel: int | None = None
+    level = _RANX_LEVEL.match(text)
+    if level:  # no measure's name ends in -l<digits>
+        text, rel = level["name"], int(level["rel"])
+    call = _IR_MEASURES.match(text)
+    if call:
+        return _parse_call(name, call["base"].strip(), call["params"], call["param"], rel)
+    match = _NAME.match(text)
+    base = match["base"] if match else text
+    if match and match["param"] is None and base.lower() in _AMBIGUOUS:
+        raise MeasureError(f"measure {name!r} is ambiguous: {_AMBIGUOUS[base.lower()]}")
+    if match and match["param"] is None and base.lower() in _WHOLE_LIST:
+        return _checked(Measure(name, MEASURES[_WHOLE_LIST[base.lower()]], None, rel))
+    definition = _lookup_base(base) if match else None
     if match is None or definition is None:
         raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
-    return Measure(name, definition, _parse_param(name, definition, match["param"]))
+    text_param = _ranx_fraction(definition, match["sep"], match["param"])
+    if definition.name == "RBP" and text_param is None:
+        text_param = str(_DEFAULT_P)
+    return _checked(Measure(name, definition, _parse_param(name, definition, text_param), rel))
+
+
+def _lookup_base(base: str) -> MeasureDef | None:
+    return _LOOKUP.get(base.strip().lower())
+
+
+def _ranx_fraction(definition: MeasureDef, sep: str | None, text: str | None) -> str | None:
+    """ranx writes a persistence as ``rbp.95``: digits after a dot are the decimals of 0.xx."""
+    if definition.param == "fraction" and sep == "." and text is not None and text.isdigit():
+        return "0." + text
+    return text
+
+
+def _parse_call(name: str, base: str, params: str, cutoff: str | None, rel: int | None) -> Measure:
+    """ir_measures' ``Name(key=value, ...)@cutoff``."""
+    definition = _lookup_base(base)
+    if definition is None:
+        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+    values: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in params.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise MeasureError(f"measure {name!r}: expected key=value parameters, found {item!r}")
+        values[key.strip()] = value.strip().strip("'\"")
+    judged_only = None
+    if "rel" in values:
+        rel = _int_param(name, "rel", values.pop("rel"))
+    if "judged_only" in values:
+        judged_only = _bool_param(name, values.pop("judged_only"))
+    if "dcg" in values:
+        definition = _dcg_variant(name, definition, values.pop("dcg"))
+    if "beta" in values and definition.name == "set_F1":
+        if float(values.pop("beta")) != 1.0:
+            raise MeasureError(f"measure {name!r}: only beta=1 (set_F1) is available")
+    param_text = cutoff
+    if "p" in values and definition.name == "RBP":
+        if cutoff is not None:
+            raise MeasureError(f"measure {name!r}: bm25lab's RBP sums the whole ranking; a cutoff cannot be given")
+        param_text = values.pop("p")
+    if values:
+        raise MeasureError(f"measure {name!r}: unknown parameter {next(iter(values))!r} for {definition.name}")
+    if definition.name == "num_ret" and rel is not None:  # ir_measures: NumRet(rel=r) counts relevant retrieved
+        definition = MEASURES["num_rel_ret"]
+    if definition.name == "RBP" and param_text is None:
+        param_text = str(_DEFAULT_P)
+    return _checked(Measure(name, definition, _parse_param(name, definition, param_text), rel, judged_only))
+
+
+def _dcg_variant(name: str, definition: MeasureDef, value: str) -> MeasureDef:
+    """ir_measures' ``dcg=log2`` (labels as gains) or ``dcg=exp-log2`` (gain 2^label - 1)."""
+    variants = {("nDCG", "log2"): "nDCG", ("nDCG", "exp-log2"): "nDCG_exp"}
+    chosen = variants.get((definition.name, value))
+    if chosen is None:
+        raise MeasureError(f"measure {name!r}: dcg= is log2 or exp-log2 for nDCG")
+    return MEASURES[chosen]
+
+
+def _int_param(name: str, key: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise MeasureError(f"measure {name!r}: {key} must be an integer, not {value!r}") from None
+
+
+def _bool_param(name: str, value: str) -> bool:
+    flags = {"true": True, "1": True, "false": False, "0": False}
+    if value.lower() not in flags:
+        raise MeasureError(f"measure {name!r}: judged_only must be True or False, not {value!r}")
+    return flags[value.lower()]
+
+
+def _checked(measure: Measure) -> Measure:
+    if measure.rel is not None:
+        if measure.rel < 1:
+            raise MeasureError(f"measure {measure.name!r}: rel must be at least 1")
+        if measure.definition.name in IGNORES_REL:
+            raise MeasureError(f"measure {measure.name!r}: {measure.definition.name} does not use a relevance "
+                               f"threshold (graded, or counting every document)")
+    return measure
 
 
 def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
@@ -383,7 +543,10 @@ def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
     if kind == "none":
         raise MeasureError(f"measure {name!r} takes no parameter: write {definition.name}")
     if kind == "fraction":
-        level = float(text)
+        try:
+            level = float(text)
+        except ValueError:
+            level = math.nan
         if not 0.0 <= level <= 1.0:
             raise MeasureError(f"measure {name!r}: {definition.symbol} must be between 0 and 1")
         return level
@@ -392,11 +555,67 @@ def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
     return int(text)
 
 
-def parse_measures(names: Iterable[str] | str) -> tuple[Measure, ...]:
-    """Parse measure names, dropping repeats (first kept); a single string is one name."""
+@dataclass(frozen=True)
+class Expansion:
+    """Measure names with trec_eval's lists, families and nicknames spelled out: ``names`` to compute,
+    ``unavailable`` the trec_eval measures a nickname holds that bm25lab does not compute."""
+
+    names: tuple[str, ...]
+    unavailable: tuple[str, ...] = ()
+
+
+def expand_measures(names: Iterable[str] | str) -> Expansion:
+    """Spell out trec_eval's ``-m`` forms: lists (``P.5,10`` -> ``P_5``, ``P_10``; ``P@5,10`` -> ``P@5``,
+    ``P@10``), families without a parameter (``P`` -> ``P_5`` .. ``P_1000``, ``success`` -> ``success_1,5,10``,
+    ``iprec_at_recall`` -> its 11 levels) and nicknames (``official``, ``set``, ``all_trec``). Other names
+    pass as they are; repeats are dropped (first kept)."""
     if isinstance(names, str):
         names = [names]
-    unique = list(dict.fromkeys(names))
+    out: list[str] = []
+    unavailable: list[str] = []
+    for name in names:
+        text = name.strip() if isinstance(name, str) else name
+        nickname = TREC_NICKNAMES.get(text.lower()) if isinstance(text, str) else None
+        if nickname is None:
+            out.extend(_expand_one(name))
+            continue
+        for member in nickname:
+            expanded = _expand_one(member)
+            if member in _OTHER_MEANING:
+                unavailable.append(member)
+                continue
+            try:
+                parse_measure(expanded[0])
+            except MeasureError:
+                unavailable.append(member)
+                continue
+            out.extend(expanded)
+    return Expansion(tuple(dict.fromkeys(out)), tuple(dict.fromkeys(unavailable)))
+
+
+def _expand_one(name: str) -> list[str]:
+    if not isinstance(name, str):
+        return [name]
+    text = name.strip()
+    family = _TREC_FAMILIES.get(text.lower())
+    if family is not None:
+        written, params = family
+        return [_trec_name(written, p) for p in params]
+    listed = re.match(r"^(?P<base>[^()@]+?)(?P<sep>[@_.])(?P<list>[0-9.]+(?:,[0-9.]+)+)$", text)
+    if listed:
+        sep = "_" if listed["sep"] == "." else listed["sep"]
+        return [f"{listed['base']}{sep}{item}" for item in listed["list"].split(",")]
+    return [name]
+
+
+def _trec_name(family: str, param: Param) -> str:
+    return f"{family}_{param:.2f}" if isinstance(param, float) else f"{family}_{param}"
+
+
+def parse_measures(names: Iterable[str] | str) -> tuple[Measure, ...]:
+    """Parse measure names (:func:`expand_measures` first), dropping repeats (first kept); a single
+    string is one name (or list, family, nickname)."""
+    unique = list(expand_measures(names).names)
     if not unique:
         raise MeasureError(f"no measures given; known: {known_measures()}")
     return tuple(parse_measure(n) for n in unique)

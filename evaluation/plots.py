@@ -1,17 +1,22 @@
-"""PNG plots for ``compare``, ``evaluate`` and ``tune``; matplotlib is an optional extra.
+"""Plots for ``compare``, ``evaluate`` and ``tune``, as PNG, PDF or SVG; matplotlib is an optional extra.
 
 matplotlib is imported only when a plot is drawn, through its object-oriented API: a
 ``matplotlib.figure.Figure`` attached to an Agg canvas. pyplot is never imported, so no global
 backend, figure registry or rcParams is touched and nothing happens at import time. Without
 matplotlib every function raises :class:`BM25LabError` with the install hint.
 
-Every public function writes one PNG (whatever the file suffix) and returns its path:
+Every public function writes one file in the format its extension names (:data:`PLOT_FORMATS`:
+``.png``, ``.pdf``, ``.svg``; any other is a :class:`ParameterError`), a PNG at ``dpi`` dots per
+inch, and returns its path. Runs are told apart by colour, marker and line style together (ten
+distinct combinations before any repeats), so up to ten runs stay legible in colour and in grey:
 
 - :func:`plot_differences`: per-query differences run - baseline as bars sorted descending, one
   panel per run.
 - :func:`plot_pr_curves`: interpolated precision at recall levels ({run: {recall: precision}},
   normally the 11 levels 0.0, 0.1, ..., 1.0 of :data:`RECALL_LEVELS`), one line per run.
-- :func:`plot_comparison`: both of the above in one figure (``compare --plot``).
+- :func:`plot_query_pr_curves`: the same per query, one small panel each, after the mean's.
+- :func:`plot_comparison`: per-query differences for every measure (a column each, a row per run)
+  beside the precision-recall curves (``compare --plot``).
 - :func:`plot_heatmap`: a k1 x b grid of a measure (``tune --plot``), best cell outlined.
 """
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..engine.errors import BM25LabError
+from ..engine.errors import BM25LabError, ParameterError
 from .compare import Comparison
 
 if TYPE_CHECKING:
@@ -31,8 +36,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "DEFAULT_DPI",
     "MISSING_MATPLOTLIB",
+    "PLOT_FORMATS",
     "RECALL_LEVELS",
+    "check_plot_path",
+    "plot_query_pr_curves",
     "plot_differences",
     "plot_pr_curves",
     "plot_comparison",
@@ -41,7 +50,14 @@ __all__ = [
 
 MISSING_MATPLOTLIB = "plotting needs matplotlib: pip install 'bm25lab[plot]'"
 RECALL_LEVELS: tuple[float, ...] = tuple(i / 10 for i in range(11))
-_DPI = 120
+DEFAULT_DPI = 150
+PLOT_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+"""File extension -> the format written."""
+_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+            "tab:olive", "tab:cyan")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+_LINES = ("-", "--", "-.", ":")
+_MAX_QUERY_PANELS = 400
 _MAX_ANNOTATED_CELLS = 400
 _MAX_LABELLED_QUERIES = 40
 
@@ -64,14 +80,34 @@ def _new_figure(width: float, height: float) -> Figure:
     return figure
 
 
-def _save(figure: Figure, path: str | Path) -> Path:
-    """Write ``figure`` as PNG to ``path``; an unwritable path is a one-line :class:`BM25LabError`."""
+def check_plot_path(path: str | Path) -> str:
+    """The format a plot file's extension names; :class:`ParameterError` for another extension."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_FORMATS:
+        raise ParameterError(f"{path}: a plot is written as {', '.join(PLOT_FORMATS)}, by the file's extension; "
+                             f"got {suffix or 'none'!r}")
+    return PLOT_FORMATS[suffix]
+
+
+def _save(figure: Figure, path: str | Path, dpi: int = DEFAULT_DPI) -> Path:
+    """Write ``figure`` to ``path`` in its extension's format; an unwritable path is a one-line
+    :class:`BM25LabError`."""
     target = Path(path)
+    fmt = check_plot_path(target)
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 30 <= dpi <= 1200:
+        raise ParameterError(f"dpi must be an integer between 30 and 1200, not {dpi!r}")
     try:
-        figure.savefig(target, format="png", dpi=_DPI)
+        figure.savefig(target, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
     except OSError as exc:
         raise BM25LabError(f"{target}: cannot write the plot: {exc.strerror or exc}") from None
     return target
+
+
+def _style(i: int) -> dict[str, object]:
+    """Colour, marker and line style of the i-th run: no two of the first ten alike in any of them
+    but the line style, which cycles over four."""
+    return {"color": _COLOURS[i % len(_COLOURS)], "marker": _MARKERS[i % len(_MARKERS)],
+            "linestyle": _LINES[i % len(_LINES)]}
 
 
 # --------------------------------------------------------------------------- input shaping
@@ -125,28 +161,38 @@ def _draw_differences(ax: Axes, run: str, deltas: Mapping[str, float], measure: 
     ax.set_xlim(-0.6, len(values) - 0.4)
 
 
-def _draw_pr_curves(ax: Axes, curves: Curves) -> None:
+def _draw_pr_curves(ax: Axes, curves: Curves, *, title: str = "Precision-recall (interpolated)",
+                    legend: bool = True, small: bool = False) -> None:
     """One line per run of interpolated precision against recall."""
     if not curves:
         raise BM25LabError("nothing to plot: no precision-recall curves")
-    for run, curve in curves.items():
+    highest = 0.0
+    for i, (run, curve) in enumerate(curves.items()):
         recall, precision = _curve_points(curve, run)
-        ax.plot(recall, precision, marker="o", markersize=3, label=str(run))
+        highest = max(highest, *precision)
+        ax.plot(recall, precision, markersize=2.5 if small else 4, linewidth=0.9 if small else 1.4, label=str(run),
+                **_style(i))
     ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.02)
-    ax.set_xticks(RECALL_LEVELS)
+    # the whole unit square for small panels; else up to the data, so close curves spread over the height
+    ax.set_ylim(0.0, 1.02 if small else min(1.02, math.ceil((highest + 0.05) * 10) / 10 + 0.02))
+    ax.set_xticks(RECALL_LEVELS[::2] if small else RECALL_LEVELS)
+    ax.set_title(title, fontsize=8 if small else None)
+    ax.grid(True, linewidth=0.4, alpha=0.5)
+    if small:
+        ax.tick_params(labelsize=6)
+        return
     ax.set_xlabel("recall")
     ax.set_ylabel("interpolated precision")
-    ax.set_title("Precision-recall (interpolated)")
-    ax.grid(True, linewidth=0.4, alpha=0.5)
-    ax.legend(loc="upper right", fontsize=8)
+    if legend:
+        ax.legend(loc="upper right", fontsize=8, ncols=2 if len(curves) > 5 else 1)
 
 
 # --------------------------------------------------------------------------- public plots
 
 
 def plot_differences(
-    source: Comparison | Deltas, path: str | Path, measure: str | None = None, baseline: str | None = None
+    source: Comparison | Deltas, path: str | Path, measure: str | None = None, baseline: str | None = None,
+    *, dpi: int = DEFAULT_DPI
 ) -> Path:
     """Per-query differences as sorted bars, one panel per run; returns ``path``.
 
@@ -160,35 +206,76 @@ def plot_differences(
     axes = figure.subplots(len(deltas), 1, squeeze=False, sharey=True)[:, 0]
     for ax, (run, values) in zip(axes, deltas.items()):
         _draw_differences(ax, run, values, label, base)
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
-def plot_pr_curves(curves: Curves, path: str | Path) -> Path:
+def plot_pr_curves(curves: Curves, path: str | Path, *, dpi: int = DEFAULT_DPI) -> Path:
     """Interpolated precision-recall curves ``{run: {recall level: precision}}``; returns ``path``."""
-    figure = _new_figure(6.0, 5.0)
+    figure = _new_figure(6.5 if len(curves) > 5 else 6.0, 5.0)
     _draw_pr_curves(figure.add_subplot(), curves)
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
-def plot_comparison(comparison: Comparison, curves: Curves, path: str | Path, measure: str | None = None) -> Path:
-    """``compare --plot``: sorted per-query differences per run (left) and the runs' and the
-    baseline's precision-recall curves (right) in one PNG; returns ``path``."""
-    deltas, label = _deltas_of(comparison, measure)
-    _check_deltas(deltas)
-    rows = len(deltas)
-    figure = _new_figure(13.0, max(4.5, 2.8 * rows + 0.4))
-    grid = figure.add_gridspec(rows, 2, width_ratios=(3, 2))
-    first = None
-    for i, (run, values) in enumerate(deltas.items()):
-        ax = figure.add_subplot(grid[i, 0], sharey=first)
-        first = first or ax
-        _draw_differences(ax, run, values, label, comparison.baseline)
-    _draw_pr_curves(figure.add_subplot(grid[:, 1]), curves)
-    return _save(figure, path)
+def plot_query_pr_curves(mean: Curves, per_query: Mapping[str, Mapping[str, Mapping[float, float]]],
+                         queries: Sequence[str] | None, path: str | Path, *, dpi: int = DEFAULT_DPI) -> Path:
+    """The runs' mean precision-recall curves, then one small panel per query (``queries``, or every
+    query any run has when None) with every run's curve; ``per_query`` is ``{run: {qid: curve}}``."""
+    from .ranking import natural_key
+
+    known = sorted({q for curves in per_query.values() for q in curves}, key=natural_key)
+    chosen = known if queries is None else list(dict.fromkeys(queries))
+    missing = [q for q in chosen if q not in known]
+    if missing:
+        raise ParameterError(f"no curve for query {missing[0]!r}: not among the averaged queries")
+    if not chosen:
+        raise BM25LabError("nothing to plot: no query")
+    if len(chosen) > _MAX_QUERY_PANELS:
+        raise ParameterError(f"{len(chosen)} queries: at most {_MAX_QUERY_PANELS} panels fit a figure; name the "
+                             f"queries to draw")
+    panels = len(chosen) + 1
+    columns = min(panels, 6 if panels > 12 else 4)
+    rows = -(-panels // columns)
+    figure = _new_figure(2.3 * columns + 0.5, 2.1 * rows + 0.8)
+    grid = figure.add_gridspec(rows, columns)
+    first = figure.add_subplot(grid[0, 0])
+    _draw_pr_curves(first, mean, title="mean", legend=False, small=True)
+    for i, qid in enumerate(chosen, 1):
+        ax = figure.add_subplot(grid[i // columns, i % columns], sharex=first, sharey=first)
+        curves = {run: by_query[qid] for run, by_query in per_query.items() if qid in by_query}
+        _draw_pr_curves(ax, curves, title=f"query {qid}", legend=False, small=True)
+    handles, labels = first.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 5), fontsize=8)
+    figure.supxlabel("recall", fontsize=9)
+    figure.supylabel("interpolated precision", fontsize=9)
+    return _save(figure, path, dpi)
+
+
+def plot_comparison(comparison: Comparison, curves: Curves, path: str | Path, measure: str | None = None,
+                    *, dpi: int = DEFAULT_DPI) -> Path:
+    """``compare --plot``: sorted per-query differences, a column per measure (``measure`` alone when
+    given, else every measure of the comparison) and a row per run, beside the runs' and the
+    baseline's precision-recall curves; returns ``path``."""
+    measures = [measure] if measure is not None else list(comparison.measures)
+    columns = [_deltas_of(comparison, m) for m in measures]
+    for deltas, _ in columns:
+        _check_deltas(deltas)
+    runs = list(columns[0][0])
+    rows = len(runs)
+    figure = _new_figure(5.5 * len(measures) + 5.5, max(4.5, 2.4 * rows + 0.6))
+    grid = figure.add_gridspec(rows, len(measures) + 1, width_ratios=(3,) * len(measures) + (2.6,))
+    for j, (deltas, label) in enumerate(columns):
+        first = None
+        for i, run in enumerate(runs):
+            ax = figure.add_subplot(grid[i, j], sharey=first)
+            first = first or ax
+            _draw_differences(ax, run, deltas[run], label, comparison.baseline)
+    _draw_pr_curves(figure.add_subplot(grid[:, -1]), curves)
+    return _save(figure, path, dpi)
 
 
 def plot_heatmap(
-    k1_values: Sequence[float], b_values: Sequence[float], matrix: ArrayLike, path: str | Path, measure_name: str
+    k1_values: Sequence[float], b_values: Sequence[float], matrix: ArrayLike, path: str | Path, measure_name: str,
+    *, dpi: int = DEFAULT_DPI
 ) -> Path:
     """Heat map of ``measure_name`` over k1 (rows of ``matrix``) x b (columns); returns ``path``.
 
@@ -218,7 +305,7 @@ def plot_heatmap(
     from matplotlib.patches import Rectangle
 
     ax.add_patch(Rectangle((best_j - 0.5, best_i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
-    return _save(figure, path)
+    return _save(figure, path, dpi)
 
 
 def _annotate_cells(ax: Axes, values: np.ndarray) -> None:

@@ -340,6 +340,17 @@ class Run:
             _as_score(math.nan, qids[nan[0]], docs[nan[0]])
         return cls.from_columns(qids, docs, scores, qids=[str(q) for q in ranking], name=name)
 
+    def truncated(self, depth: int) -> Run:
+        """The run cut to its best ``depth`` documents per query, after ranking by the tie rule
+        (trec_eval ``-M``)."""
+        counts = np.minimum(np.diff(self.offsets), depth)
+        if (counts == np.diff(self.offsets)).all():
+            return self
+        offsets = np.zeros_like(self.offsets)
+        np.cumsum(counts, out=offsets[1:])
+        rows = concat_ranges(self.offsets[:-1], counts)
+        return Run(self.qids, offsets, _take(self.doc_ids, rows), self.doc_hash[rows], self.score[rows], self.name)
+
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: score}}``, queries in order, documents in rank order."""
         docs = self.doc_ids.to_pylist()

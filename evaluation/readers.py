@@ -1,13 +1,38 @@
-"""Readers for TREC qrels, TREC runs and BEIR qrels TSV, and the TREC run writer.
+"""Readers of qrels and runs in the field's formats, and the run writers.
 
-Formats (fields separated by any run of spaces or tabs, ``.gz`` files accepted by their content):
+Qrels formats (:data:`QRELS_FORMATS`; fields separated by any run of spaces or tabs, ``.gz`` files
+accepted by their content):
 
-- TREC run: ``qid Q0 docid rank score tag``. The rank and ``Q0`` columns are ignored: documents are
-  ranked by score with trec_eval's tie rule (:mod:`bm25lab.evaluation.ranking`). Scores are read as float64,
-  as trec_eval's ``atof``.
-- TREC qrels: ``qid iteration docid relevance``; relevance an integer (``2`` or ``2.0``), negative
+- ``trec``: ``qid iteration docid relevance``; relevance an integer (``2`` or ``2.0``), negative
   meaning "in the pool, unjudged".
-- BEIR qrels TSV: ``query-id corpus-id score``, with its header line (``query-id corpus-id score``).
+- ``beir``: BEIR's TSV ``query-id corpus-id score``, its header line optional.
+- ``smart``: the SMART collections' relevance files (CISI ``CISI.REL``, CACM ``qrels.text``):
+  ``qid docid 0 0`` (the last two columns unused); every listed pair is relevant (label 1).
+  Numeric ids lose their leading zeros (``01`` is ``1``), as :mod:`bm25lab.engine.sources` reads the
+  SMART queries.
+- ``cranfield``: Cranfield's ``cranqrel``, ``qid docid grade`` on Cleverdon's inverted scale: grade
+  1 (a complete answer) .. 4 (minimum interest) become labels 4 .. 1 (label = 5 - grade), and -1
+  ("of no interest") becomes 0, judged non-relevant: the labels of the bundled Cranfield collection.
+- ``ranx``: ranx's (and ir_measures' dict) JSON ``{"qid": {"docid": relevance, ...}, ...}``.
+
+Run formats (:data:`RUN_FORMATS`):
+
+- ``trec``: ``qid Q0 docid rank score tag``. The rank and ``Q0`` columns are ignored: documents are
+  ranked by score with trec_eval's tie rule (:mod:`bm25lab.evaluation.ranking`). Scores are read as
+  float64, as trec_eval's ``atof``.
+- ``msmarco``: MS MARCO's ``qid<TAB>docid<TAB>rank``: the rank is the order (score = -rank); the
+  ranks of a query must be distinct.
+- ``ranx``: JSON ``{"qid": {"docid": score, ...}, ...}``.
+
+Detection (``format="auto"``): a file starting with ``{`` is JSON (``ranx``); otherwise the number of
+fields of the first line decides, and where two formats have that many the content does, with an
+:class:`~bm25lab.engine.errors.InputWarning` saying which was chosen and how to choose the other:
+
+- qrels, 4 fields: ``smart`` when the third column holds one value throughout and the second more
+  than one (SMART's ``qid docid 0 0``; read as TREC, every judgment would name document ``0``),
+  else ``trec``; 3 fields: ``beir`` (header or not), or ``cranfield`` when the labels are grades of
+  Cranfield's scale (1..4 and -1, with -1 present); 6 fields: an error (a TREC run, not qrels).
+- runs, 6 fields: ``trec``; 3 fields: ``msmarco``; 4 fields: an error (TREC qrels, not a run).
 
 Strictness: blank lines and lines starting with ``#`` are skipped (as trec_eval does); any other line
 must have exactly the format's number of fields, a number where a score is due (NaN refused), an
@@ -26,17 +51,21 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, Mapping
 
 import numpy as np
 
-from .errors import InputError
+from ..engine.errors import InputWarning
+from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
 
-__all__ = ["read_qrels", "read_run", "write_run"]
+__all__ = ["QRELS_FORMATS", "RUN_FORMATS", "RUN_WRITERS", "detect_qrels_format", "detect_run_format", "read_qrels",
+           "read_run", "write_run"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -59,9 +88,20 @@ class _Layout:
 
 
 TREC_RUN = _Layout("TREC run", ("qid", "Q0", "docid", "rank", "score", "tag"), 0, 2, 4, "score")
+MSMARCO_RUN = _Layout("MS MARCO run", ("qid", "docid", "rank"), 0, 1, 2, "label")
 TREC_QRELS = _Layout("TREC qrels", ("qid", "iteration", "docid", "relevance"), 0, 2, 3, "label")
 BEIR_QRELS = _Layout("BEIR qrels", ("query-id", "corpus-id", "score"), 0, 1, 2, "label")
-QRELS_FORMATS = {"trec": TREC_QRELS, "beir": BEIR_QRELS}
+SMART_QRELS = _Layout("SMART qrels", ("qid", "docid", "0", "0"), 0, 1, 3, "score")
+CRANFIELD_QRELS = _Layout("Cranfield qrels", ("qid", "docid", "grade"), 0, 1, 2, "label")
+_JSON = "JSON"  # the layout-less formats: one JSON object of objects
+
+QRELS_FORMATS: dict[str, _Layout | str] = {"trec": TREC_QRELS, "beir": BEIR_QRELS, "smart": SMART_QRELS,
+                                           "cranfield": CRANFIELD_QRELS, "ranx": _JSON}
+"""Qrels formats ``read_qrels(format=)`` and ``--qrels-format`` take (and ``auto``)."""
+RUN_FORMATS: dict[str, _Layout | str] = {"trec": TREC_RUN, "msmarco": MSMARCO_RUN, "ranx": _JSON}
+"""Run formats ``read_run(format=)`` and ``--run-format`` take (and ``auto``)."""
+CRANFIELD_GRADES = {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}
+"""Cleverdon's grade -> bm25lab's label (5 - grade; -1, "of no interest", judged non-relevant)."""
 
 
 @dataclass(frozen=True)
@@ -78,51 +118,209 @@ class _Columns:
 # Public readers
 
 
-def read_run(path: str | Path) -> Run:
-    """Read a TREC run file into a :class:`~bm25lab.evaluation.ranking.Run` named by its first line's tag."""
+def read_run(path: str | Path, *, format: str = "auto") -> Run:
+    """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
+    :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's first tag."""
     data = _load(path)
+    chosen = _chosen(format, RUN_FORMATS, "run", path) or detect_run_format(path, data)
+    if chosen == "ranx":
+        return _from_json(Run.from_dict, data, path, "run")
     first = _first_fields(data)
-    name = first[1][5].decode("utf-8", "replace") if first and len(first[1]) == 6 else ""
+    layout = RUN_FORMATS[chosen]
+    assert isinstance(layout, _Layout)
+    name = first[1][5].decode("utf-8", "replace") if chosen == "trec" and first and len(first[1]) == 6 else ""
 
     def build(columns: _Columns) -> Run:
-        return Run.from_columns(columns.qid, columns.doc, columns.value, name=name, source=path, lines=columns.lines)
+        score = columns.value
+        if layout is MSMARCO_RUN:
+            _check_ranks(columns, path)
+            score = -np.asarray(score, dtype=np.float64)
+        return Run.from_columns(columns.qid, columns.doc, score, name=name, source=path, lines=columns.lines)
 
-    return _parse_and_build(data, TREC_RUN, path, build, skip_header=False)
+    return _parse_and_build(data, layout, path, build, skip_header=False)
 
 
-def read_qrels(path: str | Path, *, format: Literal["auto", "trec", "beir"] = "auto") -> Qrels:
-    """Read TREC qrels or BEIR qrels TSV into :class:`~bm25lab.evaluation.ranking.Qrels`.
+def read_qrels(path: str | Path, *, format: str = "auto") -> Qrels:
+    """Read qrels (:data:`QRELS_FORMATS`: ``trec``, ``beir``, ``smart``, ``cranfield``, ``ranx``;
+    ``auto`` detects it, see the module's notes) into :class:`~bm25lab.evaluation.ranking.Qrels`.
 
-    ``format="auto"`` decides by the first line: 4 fields is TREC, 3 is BEIR. A BEIR file's first line
-    is taken as its header when its score field is not a number.
+    A detection that another format could also have matched warns (:class:`InputWarning`) naming
+    the format chosen and the one to ask for instead.
     """
     data = _load(path)
+    chosen = _chosen(format, QRELS_FORMATS, "qrels", path) or detect_qrels_format(path, data)
+    if chosen == "ranx":
+        return _from_json(Qrels.from_dict, data, path, "qrels")
+    layout = QRELS_FORMATS[chosen]
+    assert isinstance(layout, _Layout)
     first = _first_fields(data)
-    if format == "auto":
-        layout = _detect_qrels(first, path)
-    elif format in QRELS_FORMATS:
-        layout = QRELS_FORMATS[format]
-    else:
-        raise InputError(f"unknown qrels format {format!r}; known: auto, {', '.join(QRELS_FORMATS)}", path)
     header = layout is BEIR_QRELS and first is not None and len(first[1]) == 3 and not _is_number(first[1][2])
+    adjust = _QRELS_ADJUSTERS.get(chosen)
 
     def build(columns: _Columns) -> Qrels:
+        if adjust is not None:
+            columns = adjust(columns, path)
         return Qrels.from_columns(columns.qid, columns.doc, columns.value, source=path, lines=columns.lines)
 
     return _parse_and_build(data, layout, path, build, skip_header=header)
 
 
-def _detect_qrels(first: tuple[int, list[bytes]] | None, path: str | Path) -> _Layout:
-    if first is None:
-        return TREC_QRELS
+def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path) -> str | None:
+    """``format`` checked against the registry; None for ``auto``."""
+    if format == "auto":
+        return None
+    if format not in formats:
+        raise ParameterError(f"unknown {what} format {format!r}; known: auto, {', '.join(formats)}")
+    return format
+
+
+# ---------------------------------------------------------------------------------------------
+# Detection
+
+
+def _sample_rows(data: bytes, limit: int = 2000) -> list[list[bytes]]:
+    """The fields of the first ``limit`` lines that are neither blank nor comments."""
+    rows: list[list[bytes]] = []
+    for raw in data[: 1 << 20].split(b"\n"):
+        fields = raw.split()
+        if fields and not fields[0].startswith(b"#"):
+            rows.append(fields)
+            if len(rows) == limit:
+                break
+    return rows
+
+
+def _warn(message: str) -> None:
+    warnings.warn(InputWarning(message), stacklevel=3)
+
+
+def detect_qrels_format(path: str | Path, data: bytes | None = None) -> str:
+    """The qrels format of a file from its content (see the module's notes); warns when the content
+    could be read another way, and raises :class:`InputError` for a file that is no qrels file."""
+    data = _load(path) if data is None else data
+    if data.lstrip()[:1] == b"{":
+        return "ranx"
+    rows = _sample_rows(data)
+    if not rows:
+        return "trec"
+    width = len(rows[0])
+    if width == 4:
+        third = {row[2] for row in rows if len(row) == 4}
+        second = {row[1] for row in rows if len(row) == 4}
+        if len(third) == 1 and len(second) > 1:
+            _warn(f"{path}: read as SMART qrels ('query document {third.pop().decode(errors='replace')} ...': "
+                  f"every listed pair relevant), since its third column never changes; --qrels-format trec "
+                  f"reads the third column as the document")
+            return "smart"
+        return "trec"
+    if width == 3:
+        header = not _is_number(rows[0][2])
+        labels = {row[2] for row in rows[int(header):] if len(row) == 3}
+        if not header and labels <= {b"1", b"2", b"3", b"4", b"-1"} and b"-1" in labels:
+            _warn(f"{path}: read as Cranfield qrels (grades 1 best .. 4, -1 of no interest; label = 5 - grade, "
+                  f"-1 -> 0); --qrels-format beir takes the third column as the label itself")
+            return "cranfield"
+        return "beir"
+    if width == 6:
+        raise InputError("6 fields: this looks like a TREC run (qid Q0 docid rank score tag), not qrels; "
+                         "the qrels come first", path, 1)
+    raise InputError(f"expected {TREC_QRELS.describe()}, {BEIR_QRELS.describe()} or JSON, found {width}",
+                     path, _first_fields(data)[0] if _first_fields(data) else None)
+
+
+def detect_run_format(path: str | Path, data: bytes | None = None) -> str:
+    """The run format of a file from its content; :class:`InputError` for a file that is no run."""
+    data = _load(path) if data is None else data
+    if data.lstrip()[:1] == b"{":
+        return "ranx"
+    first = _first_fields(data)
+    if first is None or len(first[1]) == 6:
+        return "trec"
     line, fields = first
-    if len(fields) == 4:
-        return TREC_QRELS
     if len(fields) == 3:
-        return BEIR_QRELS
-    raise InputError(
-        f"expected {TREC_QRELS.describe()} or {BEIR_QRELS.describe()}, found {len(fields)}", path, line
-    )
+        return "msmarco"
+    if len(fields) == 4:
+        raise InputError("4 fields: this looks like TREC qrels (qid iteration docid relevance), not a run; "
+                         "the qrels come first", path, line)
+    raise InputError(f"expected {TREC_RUN.describe()} or {MSMARCO_RUN.describe()}, found {len(fields)}", path, line)
+
+
+# ---------------------------------------------------------------------------------------------
+# Format-specific steps after parsing
+
+
+def _smart_id(value: str) -> str:
+    return str(int(value)) if value.isdigit() else value
+
+
+def _smart_columns(columns: _Columns, path: str | Path) -> _Columns:
+    """SMART qrels: every listed pair is relevant (label 1); numeric ids without leading zeros."""
+    qid = [_smart_id(q) for q in _as_list(columns.qid)]
+    doc = [_smart_id(d) for d in _as_list(columns.doc)]
+    return _Columns(qid, doc, np.ones(len(qid), dtype=np.int64), columns.lines)
+
+
+def _cranfield_columns(columns: _Columns, path: str | Path) -> _Columns:
+    """Cranfield's grades to labels (:data:`CRANFIELD_GRADES`); any other grade is an error."""
+    grades = np.asarray(columns.value, dtype=np.int64)
+    known = np.isin(grades, list(CRANFIELD_GRADES))
+    if not known.all():
+        row = int(np.flatnonzero(~known)[0])
+        line = int(columns.lines[row]) if columns.lines is not None else None
+        raise InputError(f"Cranfield grade {int(grades[row])} is not one of 1, 2, 3, 4, -1", path, line)
+    mapping = np.zeros(grades.max() - grades.min() + 1, dtype=np.int64)
+    for grade, label in CRANFIELD_GRADES.items():
+        if grades.min() <= grade <= grades.max():
+            mapping[grade - grades.min()] = label
+    qid = [_smart_id(q) for q in _as_list(columns.qid)]
+    doc = [_smart_id(d) for d in _as_list(columns.doc)]
+    return _Columns(qid, doc, mapping[grades - grades.min()] if grades.size else grades, columns.lines)
+
+
+_QRELS_ADJUSTERS: dict[str, Any] = {"smart": _smart_columns, "cranfield": _cranfield_columns}
+
+
+def _as_list(values: Any) -> list[str]:
+    return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
+def _check_ranks(columns: _Columns, path: str | Path) -> None:
+    """MS MARCO runs: within a query the ranks are distinct (a repeat means the file is something else,
+    qrels with their labels in the third column, say)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    qid = columns.qid if hasattr(columns.qid, "type") else pa.array(columns.qid, type=pa.string())
+    table = pa.table({"q": qid, "r": pa.array(np.asarray(columns.value, dtype=np.int64))})
+    counts = table.group_by(["q", "r"]).aggregate([("r", "count")])
+    repeated = pc.greater(counts.column("r_count"), 1)
+    if pc.any(repeated).as_py():
+        bad = counts.filter(repeated).to_pylist()[0]
+        raise InputError(f"query {bad['q']!r} has rank {bad['r']} {bad['r_count']} times: an MS MARCO run "
+                         f"(qid docid rank) ranks each document once; is this a qrels file?", path)
+
+
+def _from_json(build: Any, data: bytes, path: str | Path, what: str) -> Any:
+    """``build`` (``Qrels.from_dict`` or ``Run.from_dict``) of the file's JSON object, errors naming the file."""
+    try:
+        return build(_json_object(data, path, what))
+    except InputError as exc:
+        if exc.path is not None:
+            raise
+        raise InputError(exc.reason, path) from None
+
+
+def _json_object(data: bytes, path: str | Path, what: str) -> dict[str, dict[str, Any]]:
+    """A JSON ``{qid: {docid: value}}`` object; anything else is an :class:`InputError`."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start + 1}", path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} at column {exc.colno}", path, exc.lineno) from None
+    if not isinstance(value, dict) or not all(isinstance(inner, dict) for inner in value.values()):
+        raise InputError(f"expected a JSON {what} object {{\"qid\": {{\"docid\": value, ...}}, ...}}", path)
+    return value
 
 
 def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool) -> Any:
@@ -300,8 +498,11 @@ def _label(field: bytes, path: str | Path, line: int) -> int:
 # Writer
 
 
-def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], tag: str = "bm25lab") -> None:
-    """Write a TREC run: ``qid Q0 docid rank score tag`` lines, ranks 1..n in tie-rule order.
+def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], tag: str = "bm25lab", *,
+              format: str = "trec") -> None:
+    """Write a run: TREC ``qid Q0 docid rank score tag`` lines, ranks 1..n in tie-rule order (the
+    default), or in another of :data:`RUN_WRITERS`: ``msmarco`` (``qid<TAB>docid<TAB>rank``) or
+    ``ranx`` (JSON ``{qid: {docid: score}}``, documents in rank order).
 
     ``run`` is a :class:`~bm25lab.evaluation.ranking.Run` or ``{qid: [(docid, score), ...]}``,
     ``{qid: {docid: score}}`` or ``{qid: [Hit, ...]}`` (objects with ``doc_id`` and ``score``).
@@ -312,9 +513,11 @@ def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], 
     A path is written atomically: to a temporary file beside it, then renamed over it, so that a
     reader (or a failure half-way) never sees half a run and an existing file is replaced whole.
     """
+    if format not in RUN_WRITERS:
+        raise ParameterError(f"unknown run format {format!r}; known: {', '.join(RUN_WRITERS)}")
     run = Run.from_dict(run)
     _check_token(tag, "run tag")
-    payload = _run_bytes(run, tag)
+    payload = RUN_WRITERS[format](run, tag)
     if isinstance(path_or_file, (str, Path)):
         target = Path(path_or_file)
         _write_atomically(target, gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
@@ -354,8 +557,8 @@ def _check_token(value: str, what: str) -> None:
         raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC run cannot hold it")
 
 
-def _run_bytes(run: Run, tag: str) -> bytes:
-    """The run's lines as UTF-8 bytes, built column-wise by pyarrow."""
+def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes:
+    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
@@ -370,9 +573,15 @@ def _run_bytes(run: Run, tag: str) -> bytes:
     seg = np.repeat(np.arange(run.num_queries, dtype=np.int64), counts)
     rank = np.arange(len(run), dtype=np.int64) - run.offsets[:-1][seg] + 1 if len(run) else seg
     size = len(run)
+    qid = pa.array(run.qids, type=pa.string()).take(pa.array(seg))
+    if msmarco:
+        table = pa.table({"qid": qid, "doc": run.doc_ids, "rank": pa.array(rank)})
+        sink = io.BytesIO()
+        pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"))
+        return sink.getvalue()
     table = pa.table(
         {
-            "qid": pa.array(run.qids, type=pa.string()).take(pa.array(seg)),
+            "qid": qid,
             "iter": pa.repeat(pa.scalar("Q0", pa.string()), size),
             "doc": run.doc_ids,
             "rank": pa.array(rank),
@@ -383,3 +592,18 @@ def _run_bytes(run: Run, tag: str) -> bytes:
     sink = io.BytesIO()
     pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
     return sink.getvalue()
+
+
+def _json_run_bytes(run: Run, tag: str) -> bytes:
+    """The run as ranx's JSON ``{qid: {docid: score}}``; scores in their shortest exact form."""
+    for qid in run.qids:
+        _check_token(qid, "query id")
+    return (json.dumps(run.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+RUN_WRITERS = {
+    "trec": _run_bytes,
+    "msmarco": lambda run, tag: _run_bytes(run, tag, msmarco=True),
+    "ranx": _json_run_bytes,
+}
+"""Run formats :func:`write_run` writes (``bm25lab run --run-format``)."""

@@ -11,8 +11,15 @@ returns a string or rich objects; nothing is printed.
 - :func:`to_json`: ``{"run", "queries", "mean", "per_query"}`` for one run (``per_query`` when asked,
   ``undefined`` when a measure is undefined for some queries), a list for several; NaN becomes null.
 - :func:`to_csv`: ``run,query,measure,value`` rows, the mean under query ``all``.
-- :func:`to_table` / :func:`to_tables`: rich tables of means (and per-query values).
-- :func:`notes`: what a reader must know about a result (queries left out, undefined values).
+- :func:`to_table` / :func:`to_tables`: rich tables of means (and per-query values). The ``queries``
+  column reads ``averaged of judged`` (``308 of 323``) and the caption says which rule chose them
+  and how to count the rest (``--complete``).
+- :func:`notes`: what a reader must know about a result (queries left out, undefined values,
+  trec_eval measures not computed).
+
+NaN is never printed as a figure: a mean no query could give (a measure undefined for every
+averaged query) is shown as ``-`` in tables, left out of the trec_eval text, null in JSON and empty
+in CSV, and :func:`notes` says why.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from .ranking import natural_key
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["notes", "to_csv", "to_json", "to_table", "to_tables", "to_trec"]
+__all__ = ["UNDEFINED", "averaging", "notes", "to_csv", "to_json", "to_table", "to_tables", "to_trec"]
 
 Results = Union[EvaluationResult, Mapping[str, EvaluationResult], Sequence[tuple[str, EvaluationResult]]]
 
@@ -44,9 +51,12 @@ def _named(results: Results) -> list[tuple[str, EvaluationResult]]:
     return [(str(name), result) for name, result in results]
 
 
+UNDEFINED = "-"  # what a table shows for a mean no query could give
+
+
 def _number(value: float, count: bool) -> str:
     if math.isnan(value):
-        return "nan"
+        return UNDEFINED
     return str(int(round(value))) if count else f"{value:.4f}"
 
 
@@ -121,15 +131,31 @@ def to_csv(results: Results, *, per_query: bool = True) -> str:
 
 
 def _options(result: EvaluationResult, unit: str = " queries") -> str:
-    """``225 queries, complete, relevant >= 2, judged only``: the query count and the options used."""
-    parts = [f"{result.num_queries}{unit}"]
+    """``225 of 230 queries, relevant >= 2, judged only``: the averaged queries of the judged ones and
+    the options used."""
+    judged = f" of {result.num_judged:,}" if result.num_judged and result.num_judged != result.num_queries else ""
+    parts = [f"{result.num_queries:,}{judged}{unit}"]
     if result.complete:
         parts.append("complete")
     if result.rel != 1:
         parts.append(f"relevant >= {result.rel}")
     if result.judged_only:
         parts.append("judged only")
+    if result.depth is not None:
+        parts.append(f"top {result.depth:,}")
     return ", ".join(parts)
+
+
+def averaging(results: Sequence[EvaluationResult]) -> str:
+    """One sentence: which queries the means are over, and how to count the others."""
+    judged = max((r.num_judged for r in results), default=0)
+    if any(r.complete for r in results):
+        return (f"Means over every judged query ({judged:,}), a query missing from a run scoring 0 "
+                f"(--complete; ir_measures' and ranx's rule).")
+    if all(r.num_queries == r.num_judged for r in results):
+        return f"Means over the {judged:,} judged queries, every one of them in the run."
+    return (f"Means over the judged queries in each run (trec_eval's rule); --complete averages all {judged:,} "
+            f"judged queries, a missing one scoring 0 (ir_measures' and ranx's rule).")
 
 
 def to_table(results: Results) -> Table:
@@ -138,9 +164,9 @@ def to_table(results: Results) -> Table:
 
     named = _named(results)
     measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
-    table = Table(title="Evaluation (means over the averaged queries)")
+    table = Table(title="Evaluation", caption=averaging([result for _, result in named]))
     table.add_column("run")
-    table.add_column("queries", justify="right")
+    table.add_column("queries", justify="right", no_wrap=True)
     for measure in measures:
         table.add_column(measure, justify="right")
     for name, result in named:
@@ -180,6 +206,12 @@ def notes(result: EvaluationResult) -> list[str]:
     lines: list[str] = []
     if result.num_queries == 0:
         lines.append("no query has both judgments and a ranking: do the qrels and the run belong together?")
+    if result.unavailable:
+        lines.append(f"{len(result.unavailable)} trec_eval measures are not computed by bm25lab: "
+                     f"{', '.join(result.unavailable)}")
+    for measure, value in result.mean.items():
+        if math.isnan(value) and result.num_queries:
+            lines.append(f"{measure} is undefined for every averaged query: no mean ({UNDEFINED})")
     if result.missing_from_run:
         fate = "scored 0 (complete)" if result.complete else "not averaged (complete would score them 0)"
         lines.append(

@@ -115,7 +115,7 @@ def parse_grid(text: str, name: str = "grid") -> tuple[float, ...]:
 
 # --------------------------------------------------------------------------- search depth
 
-_TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp",
+_TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "Hits", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp",
                              "Judged"})
 """Measure families (canonical names of :data:`bm25lab.evaluation.MEASURES`) whose value with cutoff n depends
 only on the top n documents of each query (their denominators, such as R or the ideal DCG, come from
@@ -229,9 +229,28 @@ class TuneResult:
     num_queries: int
     depth: int  # results searched per query
 
+    @property
+    def on_edge(self) -> list[str]:
+        """Warnings for a best point on the grid's edge, where the optimum may lie outside the grid:
+        one per parameter whose best value is the grid's smallest or largest, unless that value is
+        the parameter's own bound (b = 0 or 1, k1 = 0) or the grid has one value only."""
+        limits = {"k1": (0.0, math.inf), "b": (0.0, 1.0)}
+        warnings = []
+        for name, grid in (("k1", self.k1_grid), ("b", self.b_grid)):
+            value, low, high = self.best[name], min(grid), max(grid)
+            if len(set(grid)) < 2:
+                continue
+            for edge, side, option in ((low, "smallest", "lower"), (high, "largest", "higher")):
+                if value == edge and edge not in limits[name]:
+                    warnings.append(f"the best {name} ({value:g}) is the grid's {side} value: the optimum may lie "
+                                    f"beyond it; extend --{name}-grid to {option} values")
+        return warnings
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: best, train_mean, test_mean, default_mean and folds (a list of objects)."""
+        """The JSON form: best, train_mean, test_mean, default_mean, folds (a list of objects) and
+        ``on_edge`` (the warnings of :attr:`on_edge`)."""
         return {
+            "on_edge": self.on_edge,
             "best": dict(self.best),
             "train_mean": self.train_mean,
             "test_mean": self.test_mean,

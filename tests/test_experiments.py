@@ -59,8 +59,20 @@ def test_collection_errors_name_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="neither a bundled corpus .* nor a folder"):
         open_collection(tmp_path / "nothing")
     (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
-    with pytest.raises(InputError, match=f"{tmp_path}: the folder holds none of queries.jsonl"):
+    with pytest.raises(InputError, match=f"{tmp_path}: the folder holds no file named like queries"):
         open_collection(tmp_path)
+
+
+def test_raw_smart_collections_need_no_conversion() -> None:
+    """The raw Cranfield and CISI files of ../shared/corpora, as they come (SMART documents and queries,
+    cranqrel's inverted grades numbering the queries by position, CISI.REL's 'qid docid 0 0'), give the
+    bundled collections' figures exactly."""
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+    assert shared.is_dir(), f"{shared} (../shared/corpora, the raw collections every checkout has beside it)"
+    for name in ("cranfield", "cisi"):
+        raw = experiment(shared / name, measures=["nDCG@10", "AP", "P@10"], k=100)
+        bundled = experiment(name, measures=["nDCG@10", "AP", "P@10"], k=100)
+        assert raw.evaluation.per_query == bundled.evaluation.per_query and raw.evaluation.num_queries > 70
 
 
 def test_search_progress_reports_every_query() -> None:

@@ -52,3 +52,13 @@ def test_python_dash_m_and_version_flag(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout.strip()) == (0, f"bm25lab {bm25lab.__version__}")
     listed = run_python("-m", "bm25lab", "corpora", "--format", "json", cwd=tmp_path)
     assert listed.returncode == 0 and '"cranfield"' in listed.stdout
+
+
+def test_compare_and_tune_are_exported() -> None:
+    import bm25lab
+    import bm25lab.evaluation
+
+    from bm25lab.evaluation.compare import compare
+    from bm25lab.evaluation.tuning import tune
+
+    assert bm25lab.compare is compare and bm25lab.tune is tune and {"compare", "tune"} <= set(bm25lab.__all__)

@@ -1,5 +1,5 @@
 """The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, tune, corpora,
-experiment, info.
+experiment, info, measures.
 
 Each area lives in its own module; this one only assembles the app. The commands parse their
 arguments, call the library and render what it returns. Bad input or data is one line on stderr
@@ -58,6 +58,7 @@ app.command("tune", **_EPILOG)(tune_cmds.tune)
 app.command("corpora", **_EPILOG)(corpora_cmds.corpora_list)
 app.command("experiment", **_EPILOG)(corpora_cmds.experiment)
 app.command("info", **_EPILOG)(engine_cmds.info)
+app.command("measures", **_EPILOG)(evaluate_cmds.measures_cmd)
 app.command("add", **_EPILOG)(growth_cmds.add)
 app.command("delete", **_EPILOG)(growth_cmds.delete)
 app.command("optimize", **_EPILOG)(growth_cmds.optimize)

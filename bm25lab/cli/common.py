@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import time
+import warnings
 from contextlib import contextmanager
 from enum import Enum
 from typing import Any, Callable, Iterator, Optional, TypeVar
@@ -13,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional, TypeVar
 import typer
 
 from ..engine.backends import BACKENDS
-from ..engine.errors import BM25LabError, ParameterError
+from ..engine.errors import BM25LabError, InputWarning, ParameterError
 from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
 from ..engine.tokenization import LANGUAGES
 
@@ -48,7 +50,7 @@ BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (n
 DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "K1_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
-           "document_progress", "fail", "handles_errors", "human_bytes", "progress_bars", "query_progress"]
+           "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress"]
 
 
 def backend_name(choice: Optional[Enum]) -> Optional[str]:
@@ -82,15 +84,37 @@ def _describe_os_error(exc: OSError) -> str:
     return where + (exc.strerror or _first_line(exc)).lower()
 
 
+def note(message: str) -> None:
+    """One ``bm25lab: note: ...`` line on stderr: something the user should know, not an error."""
+    print(f"bm25lab: note: {message}", file=sys.stderr)
+
+
+_NOTED: set[str] = set()  # notes already printed by this process: a file read twice is noted once
+
+
+def _show_input_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                        line: Any = None) -> None:
+    if issubclass(category, InputWarning):
+        if str(message) not in _NOTED:
+            _NOTED.add(str(message))
+            note(str(message))
+    else:  # pragma: no cover - other warnings keep Python's own display
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def handles_errors(func: F) -> F:
     """Report what a command raises in one stderr line: the library's errors for bad input or data
     (exit 1) or a bad parameter (exit 2), a file the system could not read or write (exit 1), and
-    anything else as the bug it is (exit 3; ``--debug`` or ``BM25LAB_DEBUG=1`` re-raises it)."""
+    anything else as the bug it is (exit 3; ``--debug`` or ``BM25LAB_DEBUG=1`` re-raises it). The
+    library's :class:`InputWarning` (a format recognised on a guess) becomes a ``bm25lab: note:`` line."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", InputWarning)
+                warnings.showwarning = _show_input_warning
+                return func(*args, **kwargs)
         except typer.Exit:
             raise
         except KeyboardInterrupt:
@@ -125,15 +149,24 @@ class ProgressBars:
     def __init__(self, bar: Any) -> None:
         self._bar = bar
 
-    def documents(self, label: str) -> Callable[[int], None]:
-        """A "documents, documents per second" bar, shown from its first call; returns the
-        ``progress(done)`` callback."""
+    def documents(self, label: str, total: Optional[Callable[[], Optional[int]]] = None) -> Callable[[int], None]:
+        """A "documents done of total, documents per second, time left" bar; returns the
+        ``progress(done)`` callback. ``total``, when given, counts the documents; it runs in a
+        background thread while the indexing starts, and the bar shows the total, its share and an
+        ETA from the moment it is known. The bar is shown at once and redrawn ten times a second."""
         task = self._task(label)
+        task()
         started = time.perf_counter()
+        known: list[Optional[int]] = [None]
+        if total is not None:
+            threading.Thread(target=lambda: known.__setitem__(0, _safely(total)), daemon=True).start()
 
         def advance(done: int) -> None:
             rate = done / max(time.perf_counter() - started, 1e-9)
-            self._bar.update(task(), completed=done, count=f"{done:,} docs", rate=f"{rate:,.0f} docs/s")
+            whole = known[0]
+            count = f"{done:,}/{whole:,} docs" if whole else f"{done:,} docs"
+            self._bar.update(task(), completed=done, total=max(whole, done) if whole else None, count=count,
+                             rate=f"{rate:,.0f} docs/s")
 
         return advance
 
@@ -158,20 +191,27 @@ class ProgressBars:
         return task
 
 
+def _safely(count: Callable[[], Optional[int]]) -> Optional[int]:
+    try:
+        return count()
+    except Exception:  # a count is a nicety: the indexing itself reports any problem with the source
+        return None
+
+
 @contextmanager
 def progress_bars() -> Iterator[ProgressBars]:
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True, refresh_per_second=10) as bar:
         yield ProgressBars(bar)
 
 
 @contextmanager
-def document_progress(label: str) -> Iterator[Callable[[int], None]]:
+def document_progress(label: str, total: Optional[Callable[[], Optional[int]]] = None) -> Iterator[Callable[[int], None]]:
     with progress_bars() as bars:
-        yield bars.documents(label)
+        yield bars.documents(label, total)
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
                      handles_errors, human_bytes, progress_bars)
 from .engine_cmds import make_tokenizer
+from .inputs import CollectionQueryIds
 
 
 @handles_errors
@@ -47,7 +48,7 @@ def corpora_list(
 
 @handles_errors
 def experiment(
-    corpus: Annotated[str, typer.Argument(help="A bundled corpus (see `bm25lab corpora`) or a folder with docs, queries and qrels.")],
+    corpus: Annotated[str, typer.Argument(help="A bundled corpus (see `bm25lab corpora`) or a folder with documents, queries and qrels files in any format bm25lab reads (a SMART collection's files as they come).")],
     variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
@@ -59,6 +60,7 @@ def experiment(
     run_out: Annotated[Optional[Path], typer.Option("--run-out", help="Also write the TREC run here.")] = None,
     rebuild: Annotated[bool, typer.Option(help="Rebuild the cached index.")] = False,
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
+    query_ids: Annotated[CollectionQueryIds, typer.Option("--query-ids", help="A folder's queries: given ids, position (1, 2, ... in file order, as Cranfield's cranqrel numbers them) or auto (position when the qrels number the queries so).")] = CollectionQueryIds("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Index a collection (cached), run every judged query, evaluate, and print the measures.
@@ -69,11 +71,12 @@ def experiment(
     from ..experiments import experiment as run_experiment, open_collection
     from .evaluate_cmds import render_results
 
-    collection = open_collection(corpus)
+    collection = open_collection(corpus, query_ids=query_ids.value)
     tokenizer = make_tokenizer(language or Language(collection.language), stem, None, None)
     with progress_bars() as bars:
         done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, measures=measure, k=k,
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
+                              query_ids=query_ids.value,
                               index_progress=bars.documents(f"indexing {collection.name}"),
                               search_progress=bars.queries())
     if run_out is not None:

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT,
-                     VARIANT_OPT, BackendName, Language, VariantName, backend_name, console, document_progress,
-                     handles_errors, human_bytes, query_progress)
+                     VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
+                     document_progress, handles_errors, human_bytes, note, query_progress)
+from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TEXT_FIELDS_OPT,
+                     TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat, QueryIds, RunWriter)
 
 if TYPE_CHECKING:
     from ..engine import Index, Tokenizer
@@ -30,34 +32,55 @@ def make_tokenizer(language: Enum, stem: Optional[bool], stopwords: Optional[Pat
     return Tokenizer(language.value, stem=stem, stopwords=stopwords if stopwords else "default", user_dict=user_dict)
 
 
+SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W) or a folder of .txt files (or .gz of any), or a bundled "
+               "collection's name.")
+
+
+def report_duplicates(docs: object) -> None:
+    """Say how many documents a duplicates policy skipped."""
+    skipped = getattr(docs, "duplicates", 0)
+    if skipped:
+        kept = "first" if getattr(docs, "policy", "") == "first" else "last"
+        note(f"{skipped:,} documents repeated an id and were skipped (kept the {kept} of each)")
+
+
 @handles_errors
 def index(
-    source: Annotated[str, typer.Argument(help="JSONL, TSV, CSV, TREC or .txt folder (or .gz), or a bundled corpus name.")],
+    source: Annotated[str, typer.Argument(help=SOURCE_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Index directory to write.")],
     language: Annotated[Language, typer.Option(help="Analyser: auto (CJK via jieba, rest English), zh, en, whitespace.")] = Language("auto"),
     stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English Snowball stemming (default: the tokenizer's measured default).")] = None,
-    stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).", exists=True, dir_okay=False)] = None,
-    user_dict: Annotated[Optional[Path], typer.Option(help="jieba user dictionary for Chinese segmentation.", exists=True, dir_okay=False)] = None,
+    stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
+    user_dict: Annotated[Optional[Path], typer.Option(help="jieba user dictionary for Chinese segmentation.")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
+    format: Annotated[DocumentFormat, FORMAT_OPT] = DocumentFormat("auto"),
+    id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,
+    text_fields: Annotated[Optional[str], TEXT_FIELDS_OPT] = None,
+    duplicates: Annotated[Duplicates, DUPLICATES_OPT] = Duplicates("error"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Build an index from SOURCE into --out.
 
-    Example: bm25lab index docs.jsonl --out my-index --language en
+    Example: bm25lab index cran.all.1400 --out cran-idx --language en
     """
-    from ..corpora import documents_of
     from ..engine import Index
     from ..engine.errors import InputError
     from ..engine.storage import size_on_disk
+    from .inputs import documents
 
     if (out / "index.json").exists() and not overwrite:
         raise InputError("an index exists already; add --overwrite to replace it", out)
+    for given in (stopwords, user_dict):
+        if given is not None and not given.is_file():
+            raise InputError("no such file" if not given.exists() else "is a folder, expected a file", given)
     started = time.perf_counter()
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
-    with document_progress(f"indexing {source}") as advance:
-        built = Index.build(documents_of(source), tokenizer=tokenizer, workers=workers, progress=advance,
-                            source=source, backend=backend_name(backend))
+    docs, count = documents(source, format, id_field, text_fields, duplicates)
+    with document_progress(f"indexing {source}", count) as advance:
+        built = Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source,
+                            backend=backend_name(backend))
+    report_duplicates(docs)
     built.save(out, overwrite=overwrite)
     elapsed = time.perf_counter() - started
     info = built.info()
@@ -82,6 +105,8 @@ def search(
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
+    qid: Annotated[str, typer.Option("--qid", help="Query id of the --format trec lines.")] = "1",
+    tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Search an index and show the best documents with titles and highlighted snippets.
@@ -95,8 +120,13 @@ def search(
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
     if format is SearchFormat.trec:
-        for r, h in enumerate(hits, 1):
-            typer.echo(f"query Q0 {h.doc_id} {r} {h.score!r} bm25lab")
+        import io
+
+        from ..evaluation import write_run
+
+        text = io.StringIO()
+        write_run({qid: hits}, text, tag=tag)
+        typer.echo(text.getvalue(), nl=False)
         return
     from rich.table import Table
 
@@ -113,38 +143,46 @@ def search(
     console().print(table)
 
 
+QUERIES_HELP = ("Queries: TSV qid<TAB>text, JSONL {_id|id, text}, TREC topics or SMART (.I/.W), or a bundled "
+                "collection's name (its queries).")
+
+
 @handles_errors
 def run(
     directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
-    queries: Annotated[Path, typer.Argument(help="Queries: TSV qid<TAB>text, JSONL {_id|id, text}, or TREC topics.", exists=True, dir_okay=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="TREC run file to write.")],
+    queries: Annotated[str, typer.Argument(help=QUERIES_HELP)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run file to write.")],
     k: Annotated[int, typer.Option("-k", help="Results per query.", min=1)] = 1000,
     tag: Annotated[str, typer.Option(help="Run tag (last column).")] = "bm25lab",
     variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
+    topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
+    query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
+    run_format: Annotated[RunWriter, typer.Option("--run-format", help="Run file to write: trec, msmarco (qid docid rank) or ranx (JSON).")] = RunWriter("trec"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
-    """Search every query of QUERIES and write a TREC run.
+    """Search every query of QUERIES and write a run (TREC by default).
 
-    Example: bm25lab run my-index topics.tsv --out bm25.run -k 1000
+    Example: bm25lab run cran-idx cran.qry --query-ids position --out bm25.run
     """
-    from ..engine.sources import read_queries
     from ..evaluation import write_run
+    from .inputs import queries as read_topics
 
     idx = load_index(directory, backend)
-    topics = read_queries(queries)
+    topics = read_topics(queries, query_format, topic_field, query_ids)
     with query_progress() as advance:
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance)
-    write_run(results, out, tag=tag)
+    write_run(results, out, tag=tag, format=run_format.value)
     console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 
 
 @handles_errors
 def info(
     directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
-    format: Annotated[Optional[str], typer.Option("--format", help="table or json.")] = "table",
+    format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
 ) -> None:
     """Show an index's tokenizer, counts, size on disk and format version.
 
@@ -154,7 +192,7 @@ def info(
     facts["average_length"] = round(facts["average_length"], 3)
     facts["tokenizer"] = _tokenizer_summary(facts["tokenizer"])
     del facts["backend"]  # a property of this process, not of the index
-    if format == "json":
+    if format is TableFormat.json:
         typer.echo(json.dumps(facts, ensure_ascii=False, indent=1))
         return
     from rich.table import Table

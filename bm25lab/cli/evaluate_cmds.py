@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Optional, Sequence
 
 import typer
 
+from ..engine.errors import ParameterError
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.measures import DEFAULT_MEASURES
 from ..evaluation.significance import TESTS
 from .common import _choices, console, handles_errors
+from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
 if TYPE_CHECKING:
     from ..evaluation.evaluator import EvaluationResult
@@ -31,9 +33,14 @@ class CompareFormat(str, Enum):
 
 
 TestName = _choices("TestName", TESTS)
-MEASURE_OPT = typer.Option("--measure", "-m", help="Measure name, repeatable (e.g. -m nDCG@10 -m AP).")
-RUNS_ARG = typer.Argument(help="TREC run file(s).", exists=True, dir_okay=False)
-QRELS_ARG = typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)
+MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab's (nDCG@10), trec_eval's (P.5,10, "
+                                                    "all_trec), ir_measures' (P(rel=2)@5) or ranx's (hits@10) names; "
+                                                    "`bm25lab measures` lists them.")
+RUNS_ARG = typer.Argument(help="Run file(s): TREC, MS MARCO (qid docid rank) or ranx JSON.")
+QRELS_ARG = typer.Argument(help="Qrels: TREC, BEIR TSV, SMART (qid docid 0 0), Cranfield, ranx JSON, or a bundled "
+                                "collection's name.")
+DPI_OPT = typer.Option("--dpi", help="Resolution of a PNG plot (PDF and SVG are vector graphics).", min=30, max=1200)
+PLOT_HELP = "Write the plot to this file: .png, .pdf or .svg, by its extension."
 
 
 def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str, per_query: bool) -> None:
@@ -46,25 +53,35 @@ def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str,
         for name, result in named:
             for line in report.notes(result):
                 console(stderr=True).print(f"{name}: {line}")
-    elif format == "trec":
+        return
+    if format == "trec":
         typer.echo(report.to_trec(named, per_query=per_query), nl=False)
     elif format == "json":  # the documented shape always carries per_query
         typer.echo(report.to_json(named, per_query=True))
     else:
         typer.echo(report.to_csv(named, per_query=per_query), nl=False)
+    for name, result in named:  # machine-readable formats still hear of measures a nickname left out
+        if result.unavailable:
+            console(stderr=True).print(f"{name}: {len(result.unavailable)} trec_eval measures are not computed by "
+                                       f"bm25lab: {', '.join(result.unavailable)}")
 
 
 @handles_errors
 def evaluate_cmd(
-    qrels: Annotated[Path, QRELS_ARG],
+    qrels: Annotated[str, QRELS_ARG],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    per_query: Annotated[bool, typer.Option("--per-query", help="Also show every query's values.")] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also show every query's values (trec_eval -q).")] = False,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c).")] = False,
     rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
     judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
+    depth: Annotated[Optional[int], typer.Option("--depth", "-M", help="Evaluate each query's best N documents only (trec_eval -M).", min=1)] = None,
     format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the precision-recall curve(s) to this PNG.")] = None,
+    qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
+    run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Precision-recall curves of the runs. " + PLOT_HELP)] = None,
+    plot_queries: Annotated[Optional[str], typer.Option("--plot-queries", help="Also each of these queries' curves, in small panels: comma-separated ids, or 'all'.")] = None,
+    dpi: Annotated[int, DPI_OPT] = 150,
 ) -> None:
     """Evaluate TREC run(s) against qrels with trec_eval's conventions.
 
@@ -72,24 +89,46 @@ def evaluate_cmd(
 
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
-    from ..evaluation import evaluate, read_qrels, read_run
-    from ..evaluation.evaluator import precision_recall_curve
+    from ..evaluation import evaluate
+    from ..evaluation.evaluator import precision_recall_curve, precision_recall_curves
+    from .inputs import qrels as read_judgments, run as read_a_run
 
+    if plot is not None:
+        from ..evaluation.plots import check_plot_path
+
+        check_plot_path(plot)
+    elif plot_queries is not None:
+        raise ParameterError("--plot-queries draws into the --plot file: give --plot FILE too")
     measures = measure or DEFAULT_MEASURES
-    judgments = read_qrels(qrels)
-    named, curves = [], {}
+    judgments = read_judgments(qrels, qrels_format)
+    options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
+    named, curves, per_query_curves = [], {}, {}
     for path in runs:
-        run = read_run(path)
-        named.append((path.stem, evaluate(judgments, run, measures, rel=rel, complete=complete, judged_only=judged_only)))
+        run = read_a_run(path, run_format)
+        named.append((path.stem, evaluate(judgments, run, measures, **options)))
         if plot is not None:
-            curves[path.stem] = precision_recall_curve(judgments, run, rel=rel, complete=complete,
-                                                       judged_only=judged_only)
+            curves[path.stem] = precision_recall_curve(judgments, run, **options)
+            if plot_queries is not None:
+                per_query_curves[path.stem] = precision_recall_curves(judgments, run, **options)
     render_results(named, format.value, per_query)
     if plot is not None:
-        from ..evaluation.plots import plot_pr_curves
+        from ..evaluation.plots import plot_pr_curves, plot_query_pr_curves
 
-        plot_pr_curves(curves, plot)
-        console(stderr=True).print(f"precision-recall curve -> {plot}")
+        if plot_queries is None:
+            plot_pr_curves(curves, plot, dpi=dpi)
+        else:
+            plot_query_pr_curves(curves, per_query_curves, _query_list(plot_queries), plot, dpi=dpi)
+        console(stderr=True).print(f"precision-recall curves -> {plot}")
+
+
+def _query_list(text: str) -> Optional[list[str]]:
+    """``--plot-queries``: None for all, else the ids listed."""
+    if text.strip().lower() == "all":
+        return None
+    listed = [q.strip() for q in text.split(",") if q.strip()]
+    if not listed:
+        raise ParameterError("--plot-queries: give query ids separated by commas, or 'all'")
+    return listed
 
 
 evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
@@ -97,8 +136,8 @@ evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEA
 
 @handles_errors
 def compare_cmd(
-    qrels: Annotated[Path, QRELS_ARG],
-    baseline: Annotated[Path, typer.Argument(help="Baseline TREC run.", exists=True, dir_okay=False)],
+    qrels: Annotated[str, QRELS_ARG],
+    baseline: Annotated[Path, typer.Argument(help="Baseline run (TREC, MS MARCO or ranx JSON).")],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
     test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName("t"),
@@ -107,7 +146,10 @@ def compare_cmd(
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
     format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write per-query differences and PR curves to this PNG.")] = None,
+    qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
+    run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Per-query differences of every measure and the PR curves. " + PLOT_HELP)] = None,
+    dpi: Annotated[int, DPI_OPT] = 150,
 ) -> None:
     """Compare runs with a baseline: deltas, p-values (Holm-corrected), bootstrap CIs, wins/ties/losses.
 
@@ -115,17 +157,23 @@ def compare_cmd(
 
     Example: bm25lab compare qrels.trec bm25.run tuned.run rm3.run --test randomization
     """
-    from ..engine.errors import ParameterError
-    from ..evaluation import evaluate, read_qrels, read_run
+    from ..evaluation import evaluate
     from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown, to_rich_table
     from ..evaluation.evaluator import precision_recall_curve
+    from .inputs import qrels as read_judgments, run as read_a_run
 
-    measures = measure or list(COMPARE_MEASURES)
-    judgments = read_qrels(qrels)
+    if plot is not None:
+        from ..evaluation.plots import check_plot_path
+
+        check_plot_path(plot)
+    from ..evaluation.measures import expand_measures
+
+    measures = list(expand_measures(measure or COMPARE_MEASURES).names)
+    judgments = read_judgments(qrels, qrels_format)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):
         raise ParameterError(f"two runs have the same name (file stem): {', '.join(names)}")
-    loaded = {p.stem: read_run(p) for p in [baseline, *runs]}
+    loaded = {p.stem: read_a_run(p, run_format) for p in [baseline, *runs]}
     per_query = {name: evaluate(judgments, run, measures, complete=complete).per_query for name, run in loaded.items()}
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
                      test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
@@ -140,5 +188,44 @@ def compare_cmd(
         from ..evaluation.plots import plot_comparison
 
         curves = {name: precision_recall_curve(judgments, run, complete=complete) for name, run in loaded.items()}
-        plot_comparison(result, curves, plot)
+        plot_comparison(result, curves, plot, dpi=dpi)
         console(stderr=True).print(f"plot -> {plot}")
+
+
+@handles_errors
+def measures_cmd(
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """List every measure: its forms, aliases, trec_eval name and definition (from the registry).
+
+    Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, all_trec),
+    ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
+    evaluation/MEASURES.md defines each and says where the tools' conventions differ.
+
+    Example: bm25lab measures
+    """
+    import json
+
+    from ..evaluation.measures import MEASURES, TREC_NICKNAMES
+
+    if format not in ("table", "json"):
+        raise ParameterError(f"--format {format!r}: use table or json")
+    rows = [{"name": d.name, "forms": d.forms(), "aliases": list(d.aliases),
+             "trec_eval": (d.trec_eval or "").replace("|", ", ").replace("{k}", "k").replace("{r}", "r") or None,
+             "kind": "count" if not d.bounded else "0..1", "definition": d.description}
+            for d in MEASURES.values()]
+    if format == "json":
+        typer.echo(json.dumps({"measures": rows, "trec_eval_nicknames": list(TREC_NICKNAMES)}, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table(title="measures (bm25lab -m NAME; names are case-insensitive)")
+    for column in ("name", "aliases", "trec_eval", "range", "definition"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["forms"], ", ".join(row["aliases"]), row["trec_eval"] or "", row["kind"], row["definition"])
+    console().print(table)
+    console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000) and nicknames "
+                    f"({', '.join(TREC_NICKNAMES)}); ir_measures' parameters P(rel=2)@5, RR(judged_only=True), "
+                    "nDCG(dcg='exp-log2')@10; ranx's relevance level map@100-l2 and rbp.95. Definitions: "
+                    "evaluation/MEASURES.md.")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from .common import document_progress, handles_errors
+from .inputs import DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, TEXT_FIELDS_OPT, DocumentFormat, Duplicates
 
 if TYPE_CHECKING:
     from ..engine.segments import Change
@@ -28,8 +29,13 @@ def _after(change: "Change", directory: Path) -> str:
 @handles_errors
 def add(
     directory: Annotated[Path, DIR_ARG],
-    source: Annotated[str, typer.Argument(help="JSONL, TSV, CSV, TREC or .txt folder (or .gz), or a bundled corpus name.")],
+    source: Annotated[str, typer.Argument(help="JSONL, TSV, CSV, TREC, SMART or a folder of .txt files (or .gz of "
+                                                "any), or a bundled collection's name.")],
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
+    format: Annotated[DocumentFormat, FORMAT_OPT] = DocumentFormat("auto"),
+    id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,
+    text_fields: Annotated[Optional[str], TEXT_FIELDS_OPT] = None,
+    duplicates: Annotated[Duplicates, DUPLICATES_OPT] = Duplicates("error"),
 ) -> None:
     """Add the documents of SOURCE to the index in DIR; a document whose id is already in the
     index replaces it. Analysed with the index's own tokenizer; searches then score exactly as a
@@ -37,13 +43,15 @@ def add(
 
     Example: bm25lab add my-index new-docs.jsonl
     """
-    from ..corpora import documents_of
     from ..engine.segments import add_documents
+    from .engine_cmds import report_duplicates
+    from .inputs import documents
 
     started = time.perf_counter()
-    docs = documents_of(source)
-    with document_progress(f"adding {source}") as advance:
+    docs, count = documents(source, format, id_field, text_fields, duplicates)
+    with document_progress(f"adding {source}", count) as advance:
         change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
+    report_duplicates(docs)
     replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""
     typer.echo(f"added {change.added:,} documents{replaced} in {time.perf_counter() - started:.1f} s -> "
                     f"{_after(change, directory)}")

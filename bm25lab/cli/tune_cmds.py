@@ -10,7 +10,9 @@ import typer
 
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
 from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, VARIANT_OPT, BackendName, TableFormat, VariantName,
-                     backend_name, console, handles_errors)
+                     backend_name, console, handles_errors, note)
+from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TOPIC_FIELD_OPT, QrelsFormat, QueryFormat,
+                     QueryIds)
 
 if TYPE_CHECKING:
     from ..evaluation.tuning import TuneResult
@@ -19,21 +21,17 @@ K1_GRID_HELP = f"k1 values: start:stop:step (stop included) or a comma list. Def
 B_GRID_HELP = f"b values: start:stop:step (stop included) or a comma list. Default {DEFAULT_B_SPEC}."
 
 
-def _tune_with_progress(index_dir: Path, queries: Path, qrels: Path, measure: str, variant: str,
+def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: object, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
                         seed: int, backend: Optional[str]) -> "TuneResult":
     """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..engine import Index
-    from ..engine.sources import read_queries
-    from ..evaluation import read_qrels
     from ..evaluation.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, parse_grid, tune
 
     k1_grid = parse_grid(k1_text, "--k1-grid") if k1_text else DEFAULT_K1_GRID
     b_grid = parse_grid(b_text, "--b-grid") if b_text else DEFAULT_B_GRID
-    judgments = read_qrels(qrels)
-    topics = read_queries(queries)
     idx = Index.load(index_dir, backend=backend)
     columns = (TextColumn("[bold]tuning k1 x b"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
@@ -82,8 +80,8 @@ def _print_tables(result: "TuneResult") -> None:
 @handles_errors
 def tune(
     directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
-    queries: Annotated[Path, typer.Argument(help="Queries: TSV qid<TAB>text, JSONL {_id|id, text}, or TREC topics.", exists=True, dir_okay=False)],
-    qrels: Annotated[Path, typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)],
+    queries: Annotated[str, typer.Argument(help="Queries: TSV, JSONL, TREC topics or SMART, or a bundled collection's name.")],
+    qrels: Annotated[str, typer.Argument(help="Qrels: TREC, BEIR TSV, SMART, Cranfield, ranx JSON, or a bundled collection's name.")],
     measure: Annotated[str, typer.Option("--measure", "-m", help="Measure to maximise (e.g. nDCG@10, AP, P@10).")] = "nDCG@10",
     variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1_grid: Annotated[Optional[str], typer.Option("--k1-grid", help=K1_GRID_HELP)] = None,
@@ -92,7 +90,12 @@ def tune(
     k: Annotated[int, typer.Option("-k", help="Results per query for measures of the whole ranking (a measure NAME@n needs only n).", min=1)] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random assignment of queries to folds.")] = 0,
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a k1 x b heat map of the measure to this PNG.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write a k1 x b heat map of the measure to this .png, .pdf or .svg.")] = None,
+    dpi: Annotated[int, typer.Option("--dpi", help="Resolution of a PNG plot.", min=30, max=1200)] = 150,
+    query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
+    topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
+    query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
+    qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries.
@@ -102,14 +105,24 @@ def tune(
 
     Example: bm25lab tune my-index topics.tsv qrels.trec -m nDCG@10 --k1-grid 0.5:2.0:0.1 --plot grid.png
     """
-    result = _tune_with_progress(directory, queries, qrels, measure, variant.value, k1_grid, b_grid, folds, k, seed,
+    from .inputs import qrels as read_judgments, queries as read_topics
+
+    if plot is not None:
+        from ..evaluation.plots import check_plot_path
+
+        check_plot_path(plot)
+    judgments = read_judgments(qrels, qrels_format)
+    topics = read_topics(queries, query_format, topic_field, query_ids)
+    result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
                                  backend_name(backend))
     if format is TableFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=1))
     else:
         _print_tables(result)
+    for warning in result.on_edge:
+        note(warning)
     if plot is not None:
         from ..evaluation.plots import plot_heatmap
 
-        plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure)
+        plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure, dpi=dpi)
         console(stderr=True).print(f"heat map -> {plot}")

@@ -90,7 +90,9 @@ def test_search_table_json_trec(workdir: Path) -> None:
     rows = json.loads(invoke("search", str(workdir / "idx"), "清华大学", "--format", "json").stdout)
     assert rows[0]["doc_id"] == "d3" and rows[0]["rank"] == 1 and set(rows[0]) == {"rank", "doc_id", "score", "title"}
     trec = invoke("search", str(workdir / "idx"), "flutter", "--format", "trec").stdout.split()
-    assert trec[:4] == ["query", "Q0", "d4", "1"]
+    assert trec[:4] == ["1", "Q0", "d4", "1"]  # --qid defaults to 1: a TREC line never holds the literal 'query'
+    trec = invoke("search", str(workdir / "idx"), "flutter", "--format", "trec", "--qid", "q7", "--tag", "t").stdout
+    assert trec.split()[0] == "q7" and trec.split()[5] == "t"
 
 
 def test_search_variants_and_parameters(workdir: Path) -> None:

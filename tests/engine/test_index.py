@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bm25lab.engine import Hit, Index, IndexFormatError, InputError, Tokenizer
+from bm25lab.engine.errors import ParameterError
 
 WS = Tokenizer("whitespace", stopwords=None)
 
@@ -371,3 +372,13 @@ def test_store_insert_error_surfaces_and_leaves_no_thread(monkeypatch) -> None:
     assert not [t for t in threading.enumerate() if t.name == "bm25lab-store"]
     assert [row[1] for row in inserted][-2:] == ["d4", "bad"]  # nothing after the failed batch
     assert set(Path(tempfile.gettempdir()).glob("bm25lab-build-*")) == before
+
+
+def test_search_many_takes_a_list_of_texts_numbered_by_position(cranfield_index) -> None:
+    texts = ["boundary layer", "heat transfer"]
+    by_position = cranfield_index.search_many(texts, k=5)
+    assert list(by_position) == ["0", "1"]
+    by_id = cranfield_index.search_many({"0": texts[0], "1": texts[1]}, k=5)
+    assert [list(by_position[q].doc_ids) for q in by_position] == [list(by_id[q].doc_ids) for q in by_id]
+    with pytest.raises(ParameterError, match="not one string"):
+        cranfield_index.search_many("boundary layer")

@@ -1,4 +1,5 @@
-"""Plots: each function writes a valid PNG, matplotlib stays optional and pyplot is never used."""
+"""Plots: each function writes a valid PNG, PDF or SVG by the file's extension, matplotlib stays optional
+and pyplot is never used."""
 from __future__ import annotations
 
 import struct
@@ -9,15 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bm25lab.engine.errors import BM25LabError
+from bm25lab.engine.errors import BM25LabError, ParameterError
 from bm25lab.evaluation.compare import compare
 from bm25lab.evaluation.plots import (
     MISSING_MATPLOTLIB,
     RECALL_LEVELS,
+    _style,
     plot_comparison,
     plot_differences,
     plot_heatmap,
     plot_pr_curves,
+    plot_query_pr_curves,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -39,7 +42,10 @@ def comparison():
         name: {q: {"AP": min(1.0, max(0.0, v["AP"] + shift + 0.1 * rng.normal()))} for q, v in baseline.items()}
         for name, shift in (("k1=1.2", 0.05), ("k1=0.5", -0.02))
     }
-    return compare(baseline, runs, ["AP"], trials=500, baseline_name="bm25")
+    for values in [baseline, *runs.values()]:
+        for v in values.values():
+            v["P@10"] = round(v["AP"] * 10) / 10
+    return compare(baseline, runs, ["AP", "P@10"], trials=500, baseline_name="bm25")
 
 
 CURVES = {
@@ -66,10 +72,10 @@ def test_plot_pr_curves(tmp_path: Path) -> None:
         plot_pr_curves({"empty": {}}, tmp_path / "empty.png")
 
 
-def test_plot_comparison_has_both_panels(tmp_path: Path, comparison) -> None:
-    out = plot_comparison(comparison, CURVES, tmp_path / "compare.png")
-    width, height = _png_size(out)
-    assert width > 1200 and height > 500
+def test_plot_comparison_draws_every_measure(tmp_path: Path, comparison) -> None:
+    both = _png_size(plot_comparison(comparison, CURVES, tmp_path / "compare.png", dpi=100))
+    one = _png_size(plot_comparison(comparison, CURVES, tmp_path / "one.png", measure="AP", dpi=100))
+    assert both[0] > one[0] > 1000 and both[1] == one[1] > 450  # a column of panels per measure
 
 
 def test_plot_heatmap(tmp_path: Path) -> None:
@@ -83,9 +89,30 @@ def test_plot_heatmap(tmp_path: Path) -> None:
         plot_heatmap(k1, b, matrix.T, tmp_path / "wrong.png", "nDCG@10")
 
 
-def test_the_suffix_does_not_change_the_format(tmp_path: Path) -> None:
-    out = plot_pr_curves(CURVES, tmp_path / "curves.pdf")
-    assert out.read_bytes()[:8] == PNG_SIGNATURE
+def test_the_extension_chooses_the_format_and_dpi_the_resolution(tmp_path: Path) -> None:
+    assert plot_pr_curves(CURVES, tmp_path / "curves.pdf").read_bytes()[:5] == b"%PDF-"
+    assert b"<svg" in plot_pr_curves(CURVES, tmp_path / "curves.svg").read_bytes()[:400]
+    low = _png_size(plot_pr_curves(CURVES, tmp_path / "low.png", dpi=100))
+    high = _png_size(plot_pr_curves(CURVES, tmp_path / "high.PNG", dpi=300))
+    assert high[0] == 3 * low[0]
+    with pytest.raises(ParameterError, match=r"\.png, \.pdf, \.svg"):
+        plot_pr_curves(CURVES, tmp_path / "curves.jpg")
+    assert not (tmp_path / "curves.jpg").exists()
+
+
+def test_ten_runs_are_told_apart(tmp_path: Path) -> None:
+    styles = [_style(i) for i in range(10)]
+    assert len({s["color"] for s in styles}) == 10 and len({s["marker"] for s in styles}) == 10
+    curves = {f"run{i}": {r: max(0.0, 1.0 - r * (0.5 + i / 20)) for r in RECALL_LEVELS} for i in range(10)}
+    assert _png_size(plot_pr_curves(curves, tmp_path / "ten.png"))[0] > 0
+
+
+def test_per_query_curves(tmp_path: Path) -> None:
+    per_query = {run: {"1": curve, "2": {r: p / 2 for r, p in curve.items()}} for run, curve in CURVES.items()}
+    width, height = _png_size(plot_query_pr_curves(CURVES, per_query, None, tmp_path / "q.png", dpi=100))
+    assert width > 600 and height > 200
+    with pytest.raises(ParameterError, match="no curve for query '9'"):
+        plot_query_pr_curves(CURVES, per_query, ["9"], tmp_path / "q.png")
 
 
 def test_unwritable_path_is_a_one_line_error(tmp_path: Path) -> None:

@@ -139,7 +139,8 @@ def test_malformed_runs_name_file_and_line(tmp_path, text, line, message):
         ("q 0 d 1\nq 0 e 0.5\n", 2, "not an integer"),
         ("q 0 d 1\nq 0 e 1 extra\n", 2, "expected 4 fields"),
         ("q 0 d 1\nq 0 e 0\n\nq 0 d 2\n", 4, "conflicting judgments for query 'q', document 'd': 1 and 2"),
-        ("q 0 d 1 2 3\n", 1, "expected 4 fields .* or 3 fields"),
+        ("q 0 d 1 2 3\n", 1, "6 fields: this looks like a TREC run"),
+        ("q 0 d 1 2\n", 1, r"expected 4 fields .*, 3 fields .* or JSON, found 5"),
     ],
 )
 def test_malformed_qrels_name_file_and_line(tmp_path, text, line, message):

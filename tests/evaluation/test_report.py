@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 
 import pytest
 from rich.console import Console
@@ -49,8 +50,16 @@ def test_json_has_the_documented_shape(result):
     assert one["per_query"]["2"]["AP"] == 0.5
     two = json.loads(to_json([("a", result), ("b", result)], per_query=False))
     assert [d["run"] for d in two] == ["a", "b"] and "per_query" not in two[0]
-    empty = evaluate(QRELS, {}, ["AP"])
+    empty = evaluate(QRELS, {}, ["AP"], strict=False)
     assert json.loads(to_json(empty))["mean"] == {"AP": None}  # NaN becomes null, the JSON stays valid
+
+
+def test_nan_is_never_printed_as_a_mean():
+    undefined = evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["AUC", "AP"])  # AUC needs a judged non-relevant
+    assert math.isnan(undefined.mean["AUC"])
+    for text in (rendered(to_table(undefined)), to_trec(undefined), to_csv(undefined)):
+        assert "nan" not in text.lower()
+    assert "AUC is undefined for every averaged query" in " ".join(notes(undefined))
 
 
 def test_csv_rows_parse_back(result):
@@ -66,13 +75,14 @@ def test_tables_are_rich_tables(result):
     table = to_table({"bm25": result})
     assert isinstance(table, Table)
     text = rendered(table)
-    assert "bm25" in text and "0.7500" in text and "       2 │" in text
+    assert "bm25" in text and "0.7500" in text and "2 of 3 │" in text  # averaged of judged
+    assert "--complete averages all 3" in " ".join(text.split())
     tables = to_tables([("bm25", result)], per_query=True)
     assert len(tables) == 2 and all(isinstance(t, Table) for t in tables)
     per_query = rendered(tables[0])
-    assert "0.5000" in per_query and "all" in per_query and "2 queries" in per_query
+    assert "0.5000" in per_query and "all" in per_query and "2 of 3 queries" in per_query
     complete = rendered(to_table(evaluate(QRELS, RUN, MEASURES, complete=True, rel=2)))
-    assert "3, complete, relevant >= 2" in complete
+    assert "3, complete, relevant >= 2" in complete and "over every judged query (3)" in " ".join(complete.split())
 
 
 def test_notes_say_what_was_left_out(result):

@@ -200,7 +200,7 @@ def test_tune_best_folds_and_json_shape(coarse) -> None:
     assert all((f.k1, f.b) in {(k, b) for k in K1_COARSE for b in B_COARSE} for f in result.folds)
     assert result.test_mean <= result.best_mean + 1e-12  # held out can never beat the in-sample best
     doc = result.to_dict()
-    assert set(doc) == {"best", "train_mean", "test_mean", "default_mean", "folds"}
+    assert set(doc) == {"best", "train_mean", "test_mean", "default_mean", "folds", "on_edge"}
     assert set(doc["folds"][0]) == {"fold", "k1", "b", "train_mean", "test_mean", "num_test_queries"}
     json.dumps(doc)
 
@@ -255,7 +255,7 @@ def test_cli_json_matches_the_library(cli_files, coarse) -> None:
     result = runner.invoke(app, ["tune", *cli_files, "-m", "nDCG@10", *COARSE_ARGS, "--format", "json"])
     assert result.exit_code == 0, result.output + result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"best", "train_mean", "test_mean", "default_mean", "folds"}
+    assert set(doc) == {"best", "train_mean", "test_mean", "default_mean", "folds", "on_edge"}
     expected = coarse[0].to_dict()
     assert doc["best"] == expected["best"] and len(doc["folds"]) == 3
     for key in ("train_mean", "test_mean", "default_mean"):
@@ -291,3 +291,16 @@ def test_cli_bad_parameters_are_one_line_and_exit_2(cli_files, args: list[str], 
 
 def test_cli_bad_usage_exit_code_2(cli_files) -> None:
     assert runner.invoke(app, ["tune", *cli_files, "--folds", "1"]).exit_code == 2
+
+
+def test_on_edge_warns_only_where_the_grid_could_be_extended() -> None:
+    from bm25lab.evaluation.tuning import TuneResult
+
+    def result(best: dict, k1_grid: tuple, b_grid: tuple) -> TuneResult:
+        return TuneResult("AP", "lucene", k1_grid, b_grid, np.zeros((len(k1_grid), len(b_grid))), best, 0.0, 0.0, (),
+                          0.0, 0.0, 1, 10)
+
+    assert result({"k1": 2.0, "b": 0.5}, (0.5, 1.0, 2.0), (0.3, 0.5, 0.7)).on_edge[0].startswith("the best k1 (2)")
+    assert "lower values" in result({"k1": 1.0, "b": 0.3}, (0.5, 1.0, 2.0), (0.3, 0.5, 0.7)).on_edge[0]
+    assert result({"k1": 1.0, "b": 1.0}, (0.5, 1.0, 2.0), (0.0, 0.5, 1.0)).on_edge == []  # b's own bounds
+    assert result({"k1": 0.0, "b": 0.5}, (0.0, 1.0), (0.5,)).on_edge == []  # k1 = 0; a single b

@@ -1,0 +1,119 @@
+"""The command line's inputs: document sources, queries, qrels and runs, given as files in any of the
+library's formats (detected, or chosen with an option) or, for queries and qrels, as the name of a
+bundled collection (``bm25lab run IDX cranfield``, ``bm25lab evaluate cranfield RUN``).
+
+The choices come from the library's registries; reading is the library's. A missing file is the
+library's one-line :class:`~bm25lab.engine.errors.InputError` (exit 1), never typer's usage block.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
+
+import typer
+
+from ..engine.errors import InputError, ParameterError
+from ..engine.sources import DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_MODES, QUERY_READERS, TOPIC_FIELDS
+from ..evaluation.readers import QRELS_FORMATS, RUN_FORMATS, RUN_WRITERS
+from .common import _choices
+
+if TYPE_CHECKING:
+    from ..engine.records import Document
+    from ..evaluation.ranking import Qrels, Run
+
+DocumentFormat = _choices("DocumentFormat", ["auto", *DOCUMENT_READERS])
+Duplicates = _choices("Duplicates", DUPLICATE_POLICIES)
+QueryFormat = _choices("QueryFormat", ["auto", *QUERY_READERS])
+QueryIds = _choices("QueryIds", QUERY_ID_MODES)
+CollectionQueryIds = _choices("CollectionQueryIds", ["auto", *QUERY_ID_MODES])
+QrelsFormat = _choices("QrelsFormat", ["auto", *QRELS_FORMATS])
+RunFormat = _choices("RunFormat", ["auto", *RUN_FORMATS])
+RunWriter = _choices("RunWriter", RUN_WRITERS)
+
+FORMAT_OPT = typer.Option("--format", help="Document format (default: detected from the name and the content).")
+ID_FIELD_OPT = typer.Option("--id-field", help="The field holding the id (JSONL, CSV, TSV with a header).")
+TEXT_FIELDS_OPT = typer.Option("--text-fields", help="Fields to index, comma-separated, e.g. title,text "
+                                                     "(JSONL, CSV, TSV with a header, SMART, TREC).")
+DUPLICATES_OPT = typer.Option("--duplicates", help="A repeated document id: error, or keep the first or the last.")
+QUERY_FORMAT_OPT = typer.Option("--query-format", help="Queries format (default: detected).")
+TOPIC_FIELD_OPT = typer.Option("--topic-field", help="TREC topics: title, desc, narr or a '+' join (title+desc).")
+QUERY_IDS_OPT = typer.Option("--query-ids", help="given: the file's query ids; position: 1, 2, ... in file order "
+                                                 "(Cranfield's cranqrel numbers cran.qry's queries so).")
+QRELS_FORMAT_OPT = typer.Option("--qrels-format", help="Qrels format (default: detected; a guess is noted).")
+RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: detected).")
+
+
+def bundled(name: str) -> Optional[str]:
+    """``name`` when it names a bundled collection and no file or folder of that name exists."""
+    from .. import corpora
+
+    return name if not Path(name).exists() and name in corpora.names() else None
+
+
+def _neither(spec: str, what: str) -> InputError:
+    from .. import corpora
+
+    return InputError(f"no such {what}, nor a bundled collection ({', '.join(corpora.names())})", spec)
+
+
+def documents(source: str, format: Enum, id_field: Optional[str], text_fields: Optional[str],
+              duplicates: Enum) -> tuple[Iterator["Document"], Optional[Callable[[], Optional[int]]]]:
+    """The documents of a file, a folder or a bundled collection, and a way to count them."""
+    from .. import corpora
+    from ..engine.sources import read_documents
+
+    if not Path(source).exists() and source in corpora.names():
+        if format.value != "auto" or id_field or text_fields:
+            raise ParameterError(f"{source} is a bundled collection: --format, --id-field and --text-fields are "
+                                 f"for files")
+        corpus = corpora.get(source)
+        docs = read_documents(corpus.docs_path, format="jsonl", duplicates=duplicates.value)
+        return docs, lambda: corpus.num_docs
+    if not Path(source).exists():
+        raise _neither(source, "file or folder")
+    docs = read_documents(source, format=None if format.value == "auto" else format.value, id_field=id_field,
+                          text_fields=text_fields, duplicates=duplicates.value)
+    return docs, docs.count
+
+
+def queries(spec: str, format: Enum, topic_field: str, ids: Enum) -> dict[str, str]:
+    """``{qid: text}`` of a queries file, or every query of a bundled collection."""
+    from .. import corpora
+    from ..engine.sources import read_queries
+
+    name = bundled(spec)
+    if name is not None:
+        return corpora.get(name).queries()
+    if not Path(spec).exists():
+        raise _neither(spec, "queries file")
+    _check_topic_field(topic_field)
+    return read_queries(spec, format=None if format.value == "auto" else format.value, topic_field=topic_field,
+                        ids=ids.value)
+
+
+def qrels(spec: str, format: Enum) -> "Qrels":
+    """The qrels of a file, or of a bundled collection."""
+    from .. import corpora
+    from ..evaluation.readers import read_qrels
+
+    name = bundled(spec)
+    if name is not None:
+        return read_qrels(corpora.get(name).qrels_path, format="trec")
+    if not Path(spec).exists():
+        raise _neither(spec, "qrels file")
+    return read_qrels(spec, format=format.value)
+
+
+def run(path: Path, format: Enum) -> "Run":
+    from ..evaluation.readers import read_run
+
+    return read_run(path, format=format.value)
+
+
+def _check_topic_field(topic_field: str) -> None:
+    parts = [part.strip().lower() for part in topic_field.split("+")]
+    allowed = [f for f in TOPIC_FIELDS if f != "num"]
+    if not all(part in allowed for part in parts):
+        raise ParameterError(f"--topic-field {topic_field!r}: use {', '.join(allowed)} or a '+' join (title+desc)")
+
