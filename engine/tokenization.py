@@ -699,9 +699,13 @@ class Tokenizer:
         return chars if any(self._spec.needs_jieba(text) for text in texts) else chars / 16
 
     def _warm(self, sample: list[str]) -> None:
-        """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice."""
+        """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice: the
+        compiled jieba cut too, when the sample alone is work enough to pay for it
+        (:func:`bm25lab.engine.segmentation.compiled_for`)."""
         if any(self._spec.needs_jieba(text) for text in sample):
-            _jieba_tokenizer(self._user_dict)
+            jt = _jieba_tokenizer(self._user_dict)
+            if self._mode == "default" and _jieba_version() in _FAST_CUT_JIEBA_VERSIONS:
+                compiled_for(jt, int(self._work(sample)))
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:

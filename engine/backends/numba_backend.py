@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import subprocess
 import sys
 import threading
@@ -75,16 +76,21 @@ def _import(name: str) -> ModuleType:
 # ---------------------------------------------------------------------- compiled ahead, or not yet
 def _marker() -> Path:
     """The file that says this installation's kernels are compiled: named after what numba's cache
-    depends on (numba's and Python's versions, the kernels' source files and their time stamps)."""
+    depends on (numba's and Python's versions, the kernels' source files and their time stamps), and
+    kept where numba keeps that cache: in the ``__pycache__`` folder beside the kernels when it can be
+    written there (an installation in a virtual environment), else in the user's cache directory."""
     from importlib.metadata import version
-
-    from ..tokenization import cache_dir
 
     here = Path(__file__).resolve().parent
     sources = [here / "_kernels.py", here / "_segment_kernels.py", here.parent / "retrieval.py"]
     facts = [version("numba"), sys.version, *(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)]
-    key = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:20]
-    return cache_dir() / "kernels" / f"compiled-{key}"
+    name = f"bm25lab-kernels-{hashlib.sha256(chr(10).join(facts).encode()).hexdigest()[:20]}.compiled"
+    beside = here / "__pycache__"
+    if os.access(beside if beside.is_dir() else here, os.W_OK):
+        return beside / name
+    from ..tokenization import cache_dir
+
+    return cache_dir() / "kernels" / name
 
 
 def ready() -> bool:

@@ -325,12 +325,17 @@ def test_auto_moves_a_build_to_the_kernels_between_chunks(monkeypatch) -> None:
 
 
 def test_compile_all_marks_the_installation_compiled(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("BM25LAB_CACHE_DIR", str(tmp_path))
-    assert not numba_backend.ready()
+    # the mark lives where numba keeps the kernels' cache: beside them, or in the user's cache
+    # directory when the installation cannot be written to
     from bm25lab.engine.warmup import compile_all
 
     marker = compile_all()
-    assert marker.is_relative_to(tmp_path) and numba_backend.ready()
+    assert marker.exists() and numba_backend.ready() and marker.name.startswith("bm25lab-kernels-")
+    assert marker.parent == Path(numba_backend.__file__).resolve().parent / "__pycache__"
+    monkeypatch.setattr(numba_backend.os, "access", lambda *args: False)
+    monkeypatch.setenv("BM25LAB_CACHE_DIR", str(tmp_path))
+    assert not numba_backend.ready()
+    assert numba_backend.mark_compiled().is_relative_to(tmp_path) and numba_backend.ready()
 
 
 def test_a_dense_selection_whose_sample_promises_too_much_counts_every_document() -> None:
