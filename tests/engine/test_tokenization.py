@@ -395,9 +395,12 @@ def test_english_tokenization_does_not_import_jieba(tmp_path: Path) -> None:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(list("ab c\t\n_中文 .,!é ") + ["\u3000", "\x1c", "\u2028", "٣", "𝄞", "w1", "\u0301"]),
+@given(st.lists(st.sampled_from(list("ab c\t\n\r\x0b\x0c\x1f\x7f_中文 .,!é ") + ["\u3000", "\x1c", "\u2028", "٣", "𝄞", "w1", "\u0301"]),
                 max_size=40).map("".join))
 def test_whitespace_analysis_shortcut_equals_the_word_filter(text: str) -> None:
-    # a text of letters, digits and whitespace only is split without looking at each piece
-    tok = Tokenizer("whitespace", stopwords=None)
-    assert tok.tokenize(text) == [w for w in unicodedata.normalize("NFKC", text).split() if w.isalnum() or _is_word(w)]
+    # a text of letters, digits and whitespace only is split without looking at each piece (ASCII
+    # text checked by its bytes, other text by a regular expression), with and without stopwords
+    for stopwords in (None, ["b", "w1"]):
+        tok = Tokenizer("whitespace", stopwords=stopwords)
+        words = [w for w in unicodedata.normalize("NFKC", text).split() if w.isalnum() or _is_word(w)]
+        assert tok.tokenize(text) == [w for w in words if w not in (stopwords or [])]
