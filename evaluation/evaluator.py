@@ -7,17 +7,27 @@ Which queries count (this module is their one owner):
   lists the run's queries that were ignored for that reason.
 - By default the averaged queries are the judged queries that appear in the run (trec_eval's
   default). A query given with an empty ranking (possible in a dict) appears in the run.
-- With ``complete`` (trec_eval ``-c``) every judged query is averaged; a query missing from the run
-  scores 0 on every measure (where the measure is defined for it), as trec_eval's ``-c`` counts it.
+- With ``complete`` (trec_eval ``-c``) every judged query is averaged. A query missing from the run
+  scores 0 on every measure (where the measure is defined for it), as trec_eval 9.0.8's ``-c`` counts
+  it; under ``trec_eval=10`` it is evaluated as trec_eval 10.0 does, as a ranking of one unjudged
+  document (so ``num_rel`` counts its relevant documents), with ``num_ret``, ``utility``, ``unj`` and
+  ``RBP_resid`` then reported as 0 and ``relstring`` as empty (without parameters only, as trec_eval
+  10.0 resets them by name: :func:`~bm25lab.evaluation.conventions.cleared_for_stand_in`).
   :attr:`EvaluationResult.missing_from_run` lists the judged queries absent from the run either way.
-- A measure undefined for a query (``AUC`` without both relevant and judged non-relevant documents)
-  has no value for it: the query is left out of ``per_query[qid]`` for that measure and out of its
-  mean, and :attr:`EvaluationResult.undefined` names it.
+- A measure undefined for a query (``AUC`` without both relevant and judged non-relevant documents,
+  ``MAE`` without a rated document retrieved) has no value for it: the query is left out of
+  ``per_query[qid]`` for that measure and out of its mean, and :attr:`EvaluationResult.undefined`
+  names it.
 
 Options as in trec_eval: ``rel`` is the relevance threshold (``-l``; judgments ``>= rel`` are
 relevant; nDCG ignores it), ``judged_only`` drops unjudged documents from the ranking before
-measuring (``-J``). Means are arithmetic means over the averaged queries (trec_eval's summary line
-sums the counts ``num_ret``, ``num_rel``, ``num_rel_ret`` instead: see
+measuring (``-J``), ``max_docs`` keeps only the first documents of each ranking (``-M``),
+``collection_size`` is the number of documents in the collection (``-N``: ``utility``'s TN and the
+confusion measures TN, accuracy, FPR, specificity need it), ``trec_eval`` the rule set (9 or 10,
+:mod:`bm25lab.evaluation.conventions`). ``missing_ratings`` says what MAE and RMSE do with a retrieved
+document its query did not rate (:data:`~bm25lab.evaluation.measures.MISSING_RATINGS`). Means are
+arithmetic means over the averaged queries, geometric for ``gm_map`` and ``gm_bpref`` (trec_eval's
+summary line sums the counts ``num_ret``, ``num_rel``, ``num_rel_ret``, ... instead: see
 :attr:`EvaluationResult.summary`). Query ids are reported in natural order (``2`` before ``10``).
 """
 from __future__ import annotations
@@ -28,8 +38,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import MeasureError
-from .measures import ELEVEN_POINTS, parse_measures
+from .measures import ELEVEN_POINTS, MIN_GEO_MEAN, MISSING_RATINGS, Measure, parse_measures
 from .ranking import Qrels, Run, judged_ranking, natural_key
 
 __all__ = ["EvaluationResult", "QuerySelection", "evaluate", "precision_recall_curve", "select_queries"]
@@ -46,8 +57,12 @@ class EvaluationResult:
     - ``undefined``: measure -> queries where it has no value (left out of ``per_query`` and the mean).
     - ``missing_from_run``: judged queries absent from the run (scored 0 when ``complete``).
     - ``not_judged``: the run's queries without judgments, ignored.
-    - ``rel``, ``complete``, ``judged_only``: the options used; ``run_name``: the run's tag.
-    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``).
+    - ``rel``, ``complete``, ``judged_only``, ``trec_eval``, ``max_docs``: the options used; ``run_name``:
+      the run's tag.
+    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``);
+      ``geometric``: those whose mean is geometric; ``summary_only``: those trec_eval prints no
+      per-query line for; ``text``: those whose values are strings (no mean).
+    - ``reasons``: measure -> why it can be undefined for a query.
     """
 
     measures: tuple[str, ...]
@@ -62,6 +77,12 @@ class EvaluationResult:
     judged_only: bool = False
     run_name: str = ""
     totals: tuple[str, ...] = ()
+    trec_eval: int = DEFAULT_TREC_EVAL
+    max_docs: int | None = None
+    geometric: tuple[str, ...] = ()
+    summary_only: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, float]:
@@ -96,32 +117,41 @@ def select_queries(qrels: Qrels, run: Run, *, complete: bool) -> QuerySelection:
 
 
 def evaluate(
-    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    qrels: Qrels | Mapping[str, Mapping[str, float]],
     run: Run | Mapping[str, Any],
     measures: Iterable[str] | str,
     complete: bool = False,
     rel: int = 1,
     judged_only: bool = False,
+    *,
+    trec_eval: int = DEFAULT_TREC_EVAL,
+    max_docs: int | None = None,
+    collection_size: int | None = None,
+    missing_ratings: str = "skip",
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` with the named measures (``["P@10", "nDCG@10", "AP"]``).
 
     ``qrels`` is a :class:`~bm25lab.evaluation.ranking.Qrels` or ``{qid: {docid: grade}}``; ``run`` a
     :class:`~bm25lab.evaluation.ranking.Run` or ``{qid: {docid: score}}`` (or lists of pairs or hits).
-    Raises :class:`~bm25lab.evaluation.errors.MeasureError` for an unknown measure or a bad option.
+    The options are described in the module's docstring. Raises
+    :class:`~bm25lab.evaluation.errors.MeasureError` for an unknown measure or a bad option.
     """
     parsed = parse_measures(measures)
-    if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
-        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
+    _check_options(rel, max_docs, collection_size, missing_ratings)
+    rules = get_rules(trec_eval)
     qrels = Qrels.from_dict(qrels)
     run = Run.from_dict(run)
     selection = select_queries(qrels, run, complete=complete)
-    ranking = judged_ranking(qrels, run, selection.averaged, rel=int(rel), judged_only=judged_only)
-    values = {m.name: _score_missing_as_zero(m(ranking), ranking.in_run) for m in parsed}
+    stand_in = complete and rules.missing_query == "stand-in"
+    ranking = judged_ranking(qrels, run, selection.averaged, rel=int(rel), judged_only=judged_only,
+                             max_docs=max_docs, trec_eval=rules, stand_in=stand_in,
+                             collection_size=collection_size, missing_ratings=missing_ratings)
+    values = {m.name: _for_missing_queries(m, m(ranking), ranking.in_run, stand_in) for m in parsed}
     per_query, undefined = _per_query(selection.averaged, values)
     return EvaluationResult(
         measures=tuple(m.name for m in parsed),
         per_query=per_query,
-        mean={name: _mean(v) for name, v in values.items()},
+        mean={m.name: _mean(m, values[m.name]) for m in parsed},
         num_queries=len(selection.averaged),
         undefined=undefined,
         missing_from_run=selection.missing_from_run,
@@ -131,7 +161,27 @@ def evaluate(
         judged_only=judged_only,
         run_name=run.name,
         totals=tuple(m.name for m in parsed if m.definition.total),
+        trec_eval=rules.version,
+        max_docs=max_docs,
+        geometric=tuple(m.name for m in parsed if m.definition.geometric),
+        summary_only=tuple(m.name for m in parsed if m.definition.summary_only),
+        text=tuple(m.name for m in parsed if m.definition.text),
+        reasons={m.name: m.definition.undefined_when for m in parsed if m.name in undefined},
     )
+
+
+def _check_options(rel: Any, max_docs: Any, collection_size: Any, missing_ratings: Any) -> None:
+    def whole(value: Any) -> bool:
+        return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+    if not whole(rel) or rel < 1:
+        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
+    if max_docs is not None and (not whole(max_docs) or max_docs < 1):
+        raise MeasureError(f"max_docs must be an integer >= 1 (or None for every document), not {max_docs!r}")
+    if collection_size is not None and (not whole(collection_size) or collection_size < 0):
+        raise MeasureError(f"collection_size must be an integer >= 0 (or None), not {collection_size!r}")
+    if missing_ratings not in MISSING_RATINGS:
+        raise MeasureError(f"unknown missing_ratings {missing_ratings!r}; choose one of: {', '.join(MISSING_RATINGS)}")
 
 
 def precision_recall_curve(
@@ -141,18 +191,23 @@ def precision_recall_curve(
     rel: int = 1,
     complete: bool = False,
     judged_only: bool = False,
+    trec_eval: int = DEFAULT_TREC_EVAL,
 ) -> dict[float, float]:
     """``{recall level: mean interpolated precision}`` at the eleven standard levels 0.0, 0.1, ..., 1.0
     (the means of ``iprec@r``, as trec_eval's ``iprec_at_recall``), for a precision-recall plot."""
     names = [f"iprec@{level:.1f}" for level in ELEVEN_POINTS]
-    result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only)
+    result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only, trec_eval=trec_eval)
     return {level: result.mean[name] for level, name in zip(ELEVEN_POINTS, names)}
 
 
-def _score_missing_as_zero(values: np.ndarray, in_run: np.ndarray) -> np.ndarray:
-    """A query missing from the run scores 0 where the measure is defined (only under ``complete``)."""
-    if in_run.all():
+def _for_missing_queries(measure: Measure, values: np.ndarray, in_run: np.ndarray, stand_in: bool) -> np.ndarray:
+    """The values of the queries missing from the run (only under ``complete``): 0 (empty for text) where
+    the measure is defined, by 9.0.8's rules; by 10.0's, the stand-in ranking's values, except for the
+    measures trec_eval 10.0 then reports as 0."""
+    if in_run.all() or (stand_in and not cleared_for_stand_in(measure.trec_eval_name)):
         return values
+    if measure.definition.text:
+        return np.where(in_run, values, "")
     return np.where(~in_run & ~np.isnan(values), 0.0, values)
 
 
@@ -164,11 +219,21 @@ def _per_query(
     for i, qid in enumerate(qids):
         per_query[qid] = {name: column[i] for name, column in columns.items() if column[i] == column[i]}
     undefined = {
-        name: tuple(qids[i] for i in np.flatnonzero(np.isnan(v))) for name, v in values.items() if np.isnan(v).any()
+        name: tuple(qids[i] for i in np.flatnonzero(np.isnan(v)))
+        for name, v in values.items() if v.dtype != object and np.isnan(v).any()
     }
     return per_query, undefined
 
 
-def _mean(values: np.ndarray) -> float:
+def _mean(measure: Measure, values: np.ndarray) -> float:
+    """The run-level figure: the arithmetic mean of the defined values, geometric for ``gm_*`` (values
+    floored at ``MIN_GEO_MEAN``, as trec_eval's ``te_calc_avg_meas_s_gm``); NaN for text and when no
+    query has a value."""
+    if measure.definition.text:
+        return math.nan
     defined = values[~np.isnan(values)]
-    return math.fsum(defined.tolist()) / defined.size if defined.size else math.nan
+    if not defined.size:
+        return math.nan
+    if measure.definition.geometric:
+        return math.exp(math.fsum(np.log(np.maximum(defined, MIN_GEO_MEAN)).tolist()) / defined.size)
+    return math.fsum(defined.tolist()) / defined.size

@@ -4,14 +4,18 @@ Formats (fields separated by any run of spaces or tabs, ``.gz`` files accepted b
 
 - TREC run: ``qid Q0 docid rank score tag``. The rank and ``Q0`` columns are ignored: documents are
   ranked by score with trec_eval's tie rule (:mod:`bm25lab.evaluation.ranking`). Scores are read as float64,
-  as trec_eval's ``atof``.
-- TREC qrels: ``qid iteration docid relevance``; relevance an integer (``2`` or ``2.0``), negative
-  meaning "in the pool, unjudged".
+  as trec_eval's ``atof``. As in trec_eval, anything after the tag is ignored (its own test run has
+  "STANDARD more junk at end of lines") and the run is named by the tag of its last line.
+- TREC qrels: ``qid iteration docid relevance``; relevance a number, negative meaning "in the pool,
+  unjudged". A non-integer grade (a rating such as ``4.5``) is kept for the measures of ratings
+  (MAE, RMSE); every other measure reads the integer label: the grade truncated toward zero under
+  trec_eval 9 rules (``4.5`` is 4, ``1e2`` is 100), C's ``atol`` of the text under trec_eval 10 rules
+  (``4.5`` is 4, ``1e2`` is 1), as :mod:`bm25lab.evaluation.conventions` says.
 - BEIR qrels TSV: ``query-id corpus-id score``, with its header line (``query-id corpus-id score``).
 
 Strictness: blank lines and lines starting with ``#`` are skipped (as trec_eval does); any other line
-must have exactly the format's number of fields, a number where a score is due (NaN refused), an
-integer where a relevance is due. A repeated (query, document) pair in a run is an error, as in
+must have exactly the format's number of fields (a run line at least six), a number where a score or
+a relevance is due (NaN refused). A repeated (query, document) pair in a run is an error, as in
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
@@ -33,6 +37,7 @@ from typing import IO, Any, Literal, Mapping
 
 import numpy as np
 
+from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError
 from .ranking import Qrels, Run
 
@@ -53,12 +58,13 @@ class _Layout:
     doc: int
     value: int
     kind: Literal["score", "label"]
+    more_allowed: bool = False  # fields after the last one are ignored (a run's, as trec_eval does)
 
     def describe(self) -> str:
         return f"{len(self.fields)} fields ({self.name}: {' '.join(self.fields)})"
 
 
-TREC_RUN = _Layout("TREC run", ("qid", "Q0", "docid", "rank", "score", "tag"), 0, 2, 4, "score")
+TREC_RUN = _Layout("TREC run", ("qid", "Q0", "docid", "rank", "score", "tag"), 0, 2, 4, "score", more_allowed=True)
 TREC_QRELS = _Layout("TREC qrels", ("qid", "iteration", "docid", "relevance"), 0, 2, 3, "label")
 BEIR_QRELS = _Layout("BEIR qrels", ("query-id", "corpus-id", "score"), 0, 1, 2, "label")
 QRELS_FORMATS = {"trec": TREC_QRELS, "beir": BEIR_QRELS}
@@ -66,12 +72,14 @@ QRELS_FORMATS = {"trec": TREC_QRELS, "beir": BEIR_QRELS}
 
 @dataclass(frozen=True)
 class _Columns:
-    """Parsed rows: query ids, document ids, values, and the 1-based line of each row (slow path)."""
+    """Parsed rows: query ids, document ids, values, the 1-based line of each row (slow path) and,
+    for labels read with ``atol``, the integer labels."""
 
     qid: Any
     doc: Any
     value: Any
     lines: np.ndarray | None
+    integer: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,10 +87,11 @@ class _Columns:
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a TREC run file into a :class:`~bm25lab.evaluation.ranking.Run` named by its first line's tag."""
+    """Read a TREC run file into a :class:`~bm25lab.evaluation.ranking.Run` named by its last line's tag
+    (trec_eval's ``runid``)."""
     data = _load(path)
-    first = _first_fields(data)
-    name = first[1][5].decode("utf-8", "replace") if first and len(first[1]) == 6 else ""
+    last = _last_fields(data)
+    name = last[5].decode("utf-8", "replace") if last and len(last) >= 6 else ""
 
     def build(columns: _Columns) -> Run:
         return Run.from_columns(columns.qid, columns.doc, columns.value, name=name, source=path, lines=columns.lines)
@@ -90,12 +99,15 @@ def read_run(path: str | Path) -> Run:
     return _parse_and_build(data, TREC_RUN, path, build, skip_header=False)
 
 
-def read_qrels(path: str | Path, *, format: Literal["auto", "trec", "beir"] = "auto") -> Qrels:
+def read_qrels(path: str | Path, *, format: Literal["auto", "trec", "beir"] = "auto",
+               trec_eval: int = DEFAULT_TREC_EVAL) -> Qrels:
     """Read TREC qrels or BEIR qrels TSV into :class:`~bm25lab.evaluation.ranking.Qrels`.
 
     ``format="auto"`` decides by the first line: 4 fields is TREC, 3 is BEIR. A BEIR file's first line
-    is taken as its header when its score field is not a number.
+    is taken as its header when its score field is not a number. ``trec_eval`` (9 or 10) chooses how
+    the integer labels are read from the text (see the module's docstring).
     """
+    by_atol = get_rules(trec_eval).label_from_text == "atol"
     data = _load(path)
     first = _first_fields(data)
     if format == "auto":
@@ -107,9 +119,10 @@ def read_qrels(path: str | Path, *, format: Literal["auto", "trec", "beir"] = "a
     header = layout is BEIR_QRELS and first is not None and len(first[1]) == 3 and not _is_number(first[1][2])
 
     def build(columns: _Columns) -> Qrels:
-        return Qrels.from_columns(columns.qid, columns.doc, columns.value, source=path, lines=columns.lines)
+        return Qrels.from_columns(columns.qid, columns.doc, columns.value, integer_labels=columns.integer,
+                                  source=path, lines=columns.lines)
 
-    return _parse_and_build(data, layout, path, build, skip_header=header)
+    return _parse_and_build(data, layout, path, build, skip_header=header, atol_labels=by_atol)
 
 
 def _detect_qrels(first: tuple[int, list[bytes]] | None, path: str | Path) -> _Layout:
@@ -125,15 +138,16 @@ def _detect_qrels(first: tuple[int, list[bytes]] | None, path: str | Path) -> _L
     )
 
 
-def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool) -> Any:
+def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
+                     atol_labels: bool = False) -> Any:
     """Parse fast and build; on any failure or error parse slowly, so errors name their line."""
-    columns = _parse_fast(data, layout, skip_header)
+    columns = _parse_fast(data, layout, skip_header, atol_labels)
     if columns is not None:
         try:
             return build(columns)
         except InputError:
             pass
-    return build(_parse_slow(data, layout, path, skip_header))
+    return build(_parse_slow(data, layout, path, skip_header, atol_labels))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +179,18 @@ def _first_fields(data: bytes) -> tuple[int, list[bytes]] | None:
     return None
 
 
+def _last_fields(data: bytes) -> list[bytes] | None:
+    """The fields of the last line that is neither blank nor a comment."""
+    end = len(data)
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        fields = data[start:end].split()
+        if fields and not fields[0].startswith(b"#"):
+            return fields
+        end = start - 1
+    return None
+
+
 def _is_number(field: bytes) -> bool:
     try:
         float(field)
@@ -190,8 +216,9 @@ def _fast_delimiter(data: bytes) -> str | None:
     return " "
 
 
-def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | None:
-    """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path."""
+def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bool = False) -> _Columns | None:
+    """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path (with
+    ``atol_labels``, whenever a label is not plainly written as an integer)."""
     delimiter = _fast_delimiter(data)
     if delimiter is None:
         return None
@@ -201,7 +228,8 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
 
     names = [f"f{i}" for i in range(len(layout.fields))]
     types = {name: pa.binary() for name in names}  # unused fields: only checked to be non-empty
-    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: pa.float64()})
+    value_type = pa.string() if atol_labels else pa.float64()
+    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: value_type})
     try:
         table = pcsv.read_csv(
             pa.BufferReader(data),
@@ -223,13 +251,18 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
         return None
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
+    if atol_labels:  # only plain integers here; anything else is read by atol on the Python path
+        text = table.column(names[layout.value])
+        if qid.null_count or doc.null_count or (
+                table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py()):
+            return None
+        integer = np.asarray(pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return _Columns(qid, doc, integer.astype(np.float64), None, integer)
     value = table.column(names[layout.value]).to_numpy()
     if qid.null_count or doc.null_count or np.isnan(value).any():
         return None
-    if layout.kind == "label":
-        if not (np.isfinite(value).all() and (value == np.round(value)).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
-            return None
-        value = value.astype(np.int64)
+    if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
+        return None
     return _Columns(qid, doc, value, None)
 
 
@@ -237,11 +270,13 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
 # Slow path: Python, line by line
 
 
-def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: bool) -> _Columns:
+def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: bool,
+                atol_labels: bool = False) -> _Columns:
     """Columns parsed line by line; raises :class:`InputError` at the first malformed line."""
     qids: list[str] = []
     docs: list[str] = []
     values: list[Any] = []
+    integers: list[int] = []
     lines: list[int] = []
     expected = len(layout.fields)
     convert = _score if layout.kind == "score" else _label
@@ -253,14 +288,16 @@ def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: boo
         if header_pending:
             header_pending = False
             continue
-        if len(fields) != expected:
+        if len(fields) < expected or (len(fields) > expected and not layout.more_allowed):
             raise InputError(f"expected {layout.describe()}, found {len(fields)}", path, number)
         qids.append(_text(fields[layout.query], "query id", path, number))
         docs.append(_text(fields[layout.doc], "document id", path, number))
         values.append(convert(fields[layout.value], path, number))
+        if atol_labels:
+            integers.append(atol(fields[layout.value]))
         lines.append(number)
-    dtype = np.float64 if layout.kind == "score" else np.int64
-    return _Columns(qids, docs, np.array(values, dtype=dtype), np.array(lines, dtype=np.int64))
+    integer = np.array(integers, dtype=np.int64) if atol_labels else None
+    return _Columns(qids, docs, np.array(values, dtype=np.float64), np.array(lines, dtype=np.int64), integer)
 
 
 def _text(field: bytes, what: str, path: str | Path, line: int) -> str:
@@ -283,17 +320,17 @@ def _score(field: bytes, path: str | Path, line: int) -> float:
     return value
 
 
-def _label(field: bytes, path: str | Path, line: int) -> int:
-    """An integer relevance (``2`` or ``2.0``, magnitude at most 2**53)."""
+def _label(field: bytes, path: str | Path, line: int) -> float:
+    """A relevance grade: a finite number (``2``, ``2.0``, ``4.5``) of magnitude at most 2**53."""
     try:
         if b"_" in field:
             raise ValueError
         value = float(field)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value.is_integer() and abs(value) <= _LARGEST_LABEL):
-        raise InputError(f"relevance {field.decode('utf-8', 'replace')!r} is not an integer", path, line)
-    return int(value)
+    if not (math.isfinite(value) and abs(value) <= _LARGEST_LABEL):
+        raise InputError(f"relevance {field.decode('utf-8', 'replace')!r} is not a number", path, line)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ def judged(built: Path) -> Path:
 
 BAD_EVAL_FILES = {
     "qrels fields": ("qrels", "q1 0 d1 1\nq1 0 d2\n", ":2: expected 4 fields"),
-    "qrels relevance": ("qrels", "q1 0 d1 1\nq2 0 d3 high\n", ":2: relevance 'high' is not an integer"),
+    "qrels relevance": ("qrels", "q1 0 d1 1\nq2 0 d3 high\n", ":2: relevance 'high' is not a number"),
     "beir fields": ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\n", ":3: expected 3 fields"),
     "run fields": ("run", "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5\n", ":2: expected 6 fields"),
     "run score": ("run", "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1,5 t\n", ":2: score '1,5' is not a number"),

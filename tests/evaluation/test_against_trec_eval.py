@@ -174,25 +174,45 @@ def test_forced_hash_collisions_change_nothing(monkeypatch):
 # ROC AUC against scikit-learn
 
 
-def test_auc_equals_scikit_learn_over_the_judged_documents(cranfield_qrels, cranfield_run):
+def _sklearn_auc(judged: dict, ranking: dict, rel: int):
+    """scikit-learn's roc_auc_score over a query's judged documents on the run's raw scores, unretrieved
+    judged documents all scoring below every retrieved one (None when undefined)."""
     from sklearn.metrics import roc_auc_score
 
-    ranking = Run.from_dict(cranfield_run)
-    ranks = {qid: {doc: i for i, (doc, _) in enumerate(ranking.ranked(qid), 1)} for qid in ranking.qids}
+    floor = min(ranking.values(), default=0.0) - 1.0
+    docs = [d for d, label in judged.items() if label >= 0]
+    truth = [judged[d] >= rel for d in docs]
+    if all(truth) or not any(truth):
+        return None
+    return roc_auc_score(truth, [ranking.get(d, floor) for d in docs])
+
+
+def test_auc_equals_scikit_learn_on_raw_scores_over_the_judged_documents(cranfield_qrels, cranfield_run):
+    ties = sum(len(r) - len(set(r.values())) for r in cranfield_run.values())
+    assert ties > 0  # the real run has tied scores: they count 1/2, as scikit-learn counts them
     for rel in (1, 3):
         result = evaluate(cranfield_qrels, cranfield_run, ["AUC"], rel=rel)
         checked = 0
         for qid, judged in cranfield_qrels.items():
-            rank = ranks[qid]
-            docs = [d for d, label in judged.items() if label >= 0]
-            truth = [judged[d] >= rel for d in docs]
-            # retrieved documents score by rank (the tie rule already applied); unretrieved ones tie below
-            scores = [-rank.get(d, 10**9) for d in docs]
-            if all(truth) or not any(truth):
+            expected = _sklearn_auc(judged, cranfield_run[qid], rel)
+            if expected is None:
                 assert "AUC" not in result.per_query[qid] and qid in result.undefined["AUC"]
                 continue
-            assert result.per_query[qid]["AUC"] == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
+            assert result.per_query[qid]["AUC"] == pytest.approx(expected, abs=1e-12)
             checked += 1
         assert checked > 150
         defined = [v["AUC"] for v in result.per_query.values() if "AUC" in v]
         assert result.mean["AUC"] == pytest.approx(sum(defined) / len(defined), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_auc_with_heavy_ties_equals_scikit_learn(seed):
+    qrels, run = adversarial_case(seed)
+    for judged_only in (False, True):
+        result = evaluate(qrels, run, ["AUC"], judged_only=judged_only)
+        for qid, values in result.per_query.items():
+            ranking = run.get(qid, {})
+            if judged_only:
+                ranking = {d: s for d, s in ranking.items() if qrels[qid].get(d, -1) >= 0}
+            expected = _sklearn_auc(qrels[qid], ranking, 1)
+            assert values.get("AUC") == (None if expected is None else pytest.approx(expected, abs=1e-12))

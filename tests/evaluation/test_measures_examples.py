@@ -144,6 +144,12 @@ def test_seed000_tied_scores_follow_trec_evals_tie_rule():
     # the article's own code (Python's stable sort keeps input order: d0 before d7) gives 0.6862;
     # scikit-learn (tied scores as one block) 0.7029: neither is trec_eval's rule
     assert round(ap, 4) not in (0.6862, 0.7029)
+    # AUC is not a rank measure: a tie in score counts 1/2, as scikit-learn's roc_auc_score on the raw
+    # scores (0.78); breaking the ties by the ranking's document-id rule would give 0.80
+    from sklearn.metrics import roc_auc_score
+
+    auc = values(qrels, run, ["AUC"])["AUC"]
+    assert auc == pytest.approx(roc_auc_score(labels, scores), abs=EXACT) and round(auc, 4) == 0.78
 
 
 def test_seed002_ndcg_is_zero_without_relevant_and_short_lists_pad():
