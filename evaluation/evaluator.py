@@ -43,7 +43,8 @@ from .errors import MeasureError
 from .measures import ELEVEN_POINTS, MIN_GEO_MEAN, MISSING_RATINGS, Measure, parse_measures
 from .ranking import Qrels, Run, judged_ranking, natural_key
 
-__all__ = ["EvaluationResult", "QuerySelection", "evaluate", "precision_recall_curve", "select_queries"]
+__all__ = ["ROC_POINTS", "EvaluationResult", "QuerySelection", "evaluate", "precision_recall_curve", "roc_curve",
+           "roc_points", "select_queries"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,67 @@ def precision_recall_curve(
     names = [f"iprec@{level:.1f}" for level in ELEVEN_POINTS]
     result = evaluate(qrels, run, names, rel=rel, complete=complete, judged_only=judged_only, trec_eval=trec_eval)
     return {level: result.mean[name] for level, name in zip(ELEVEN_POINTS, names)}
+
+
+ROC_POINTS = tuple(i / 100 for i in range(101))
+"""The false-positive rates at which :func:`roc_curve` averages the queries' true-positive rates."""
+
+
+def roc_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One query's ROC curve: (FPR, TPR) after each group of equal scores, best first, from (0, 0).
+
+    ``labels`` says which judged documents are relevant; a tie in score moves both rates at once (a
+    diagonal segment), so the area under the polyline is the AUC that counts ties 1/2 (scikit-learn's
+    ``roc_curve(..., drop_intermediate=False)`` gives the same points).
+    """
+    order = np.argsort(-scores, kind="stable")
+    labels, scores = labels[order], scores[order]
+    ends = np.append(np.flatnonzero(scores[1:] != scores[:-1]), scores.size - 1)
+    tp, fp = np.cumsum(labels)[ends], np.cumsum(~labels)[ends]
+    return (np.concatenate(([0.0], fp / max(int((~labels).sum()), 1))),
+            np.concatenate(([0.0], tp / max(int(labels.sum()), 1))))
+
+
+def _tpr_at(fpr: np.ndarray, tpr: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The polyline's TPR at each grid FPR (the top of a vertical step, on its right side)."""
+    last = np.searchsorted(fpr, grid, side="right") - 1
+    following = np.minimum(last + 1, fpr.size - 1)
+    span = fpr[following] - fpr[last]
+    share = np.divide(grid - fpr[last], span, out=np.zeros_like(grid), where=span > 0)
+    return tpr[last] + share * (tpr[following] - tpr[last])
+
+
+def roc_curve(
+    qrels: Qrels | Mapping[str, Mapping[str, float]],
+    run: Run | Mapping[str, Any],
+    *,
+    rel: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+) -> dict[float, float]:
+    """``{false-positive rate: mean true-positive rate}`` at :data:`ROC_POINTS`, over the queries whose
+    ``AUC`` is defined (vertical averaging), for a ROC plot. Each query's curve runs over its judged
+    documents by run score, the unretrieved ones tied below every retrieved one (as ``AUC``)."""
+    qrels = Qrels.from_dict(qrels)
+    run = Run.from_dict(run)
+    selection = select_queries(qrels, run, complete=complete)
+    r = judged_ranking(qrels, run, selection.averaged, rel=rel, judged_only=judged_only, max_docs=max_docs)
+    grid = np.array(ROC_POINTS)
+    total, counted = np.zeros(grid.size), 0
+    floor = float(r.score.min(initial=0.0)) - 1.0
+    for q in range(r.num_queries):
+        if r.num_rel[q] == 0 or r.num_nonrel[q] == 0:
+            continue
+        rows = r.seg == q
+        unretrieved_rel = int(r.num_rel[q] - (r.is_rel & rows).sum())
+        unretrieved_nonrel = int(r.num_nonrel[q] - (r.is_nonrel & rows).sum())
+        labels = np.concatenate((r.is_rel[rows], np.ones(unretrieved_rel, bool), np.zeros(unretrieved_nonrel, bool)))
+        scores = np.concatenate((r.score[rows], np.full(unretrieved_rel + unretrieved_nonrel, floor)))
+        total += _tpr_at(*roc_points(labels, scores), grid)
+        counted += 1
+    mean = total / counted if counted else np.full(grid.size, np.nan)
+    return dict(zip(ROC_POINTS, mean.tolist()))
 
 
 def _for_missing_queries(measure: Measure, values: np.ndarray, in_run: np.ndarray, stand_in: bool) -> np.ndarray:

@@ -30,7 +30,7 @@ from .errors import MeasureError
 from .ranking import JudgedRanking
 
 __all__ = ["DEFAULT_MEASURES", "ELEVEN_POINTS", "MEASURES", "MIN_GEO_MEAN", "Measure", "MeasureDef",
-           "known_measures", "parse_measure", "parse_measures"]
+           "known_measures", "numeric_measure", "parse_measure", "parse_measures"]
 
 Param = int | float | tuple | None
 ParamKind = Literal["none", "cutoff", "optional cutoff", "fraction", "number", "list"]
@@ -1013,6 +1013,15 @@ def _parse_param(name: str, definition: MeasureDef, text: str | None) -> Param:
     if not text.isdigit() or int(text) < 1:
         raise MeasureError(f"measure {name!r}: the cutoff must be a positive integer")
     return int(text)
+
+
+def numeric_measure(name: str) -> Measure:
+    """:func:`parse_measure` for the places that compute with the values (compare, tune): a measure
+    whose values are text (``relstring``) is a :class:`MeasureError` there."""
+    measure = parse_measure(name)
+    if measure.definition.text:
+        raise MeasureError(f"measure {name!r} gives text per query, not numbers: it cannot be compared or tuned")
+    return measure
 
 
 def parse_measures(names: Iterable[str] | str) -> tuple[Measure, ...]:

@@ -135,9 +135,9 @@ def search_depth(measure: str, k: int) -> int:
 
     An unknown measure name is a :class:`~bm25lab.evaluation.errors.MeasureError` listing the known ones.
     """
-    from .measures import parse_measure
+    from .measures import numeric_measure
 
-    parsed = parse_measure(measure)
+    parsed = numeric_measure(measure)
     if parsed.definition.name in _TOP_N_FAMILIES and isinstance(parsed.param, int):
         return min(parsed.param, k)
     return k

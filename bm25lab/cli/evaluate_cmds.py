@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional, Sequence
 import typer
 
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
-from ..evaluation.measures import DEFAULT_MEASURES
+from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
+from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.significance import TESTS
 from .common import _choices, console, handles_errors
 
@@ -31,6 +32,8 @@ class CompareFormat(str, Enum):
 
 
 TestName = _choices("TestName", TESTS)
+TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
+MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure name, repeatable (e.g. -m nDCG@10 -m AP).")
 RUNS_ARG = typer.Argument(help="TREC run file(s).", exists=True, dir_okay=False)
 QRELS_ARG = typer.Argument(help="TREC qrels (qid iter docid rel) or BEIR qrels TSV.", exists=True, dir_okay=False)
@@ -59,12 +62,18 @@ def evaluate_cmd(
     qrels: Annotated[Path, QRELS_ARG],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    per_query: Annotated[bool, typer.Option("--per-query", help="Also show every query's values.")] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also show every query's values (trec_eval -q).")] = False,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c).")] = False,
     rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
     judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
+    max_docs: Annotated[Optional[int], typer.Option("--max-docs", "-M", min=1, help="Only the first N documents of each ranking count (trec_eval -M).")] = None,
+    collection_size: Annotated[Optional[int], typer.Option("--collection-size", "-N", min=0, help="Documents in the collection: TN, accuracy, FPR, specificity and utility's TN weight need it (trec_eval -N).")] = None,
+    index: Annotated[Optional[Path], typer.Option("--index", help="Take the collection size from this index.", exists=True, file_okay=False)] = None,
+    trec_eval: Annotated[TrecEvalRules, typer.Option("--trec-eval", help="trec_eval's rules where its releases differ: 9 (9.0.8, as pytrec_eval) or 10 (10.0). See evaluation/MEASURES.md.")] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
+    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="MAE/RMSE: a retrieved document its query did not rate is skipped, or rated with the query's mean, median, or zero.")] = MissingRatings("skip"),
     format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the precision-recall curve(s) to this PNG.")] = None,
+    plot_roc: Annotated[Optional[Path], typer.Option("--plot-roc", help="Write the ROC curve(s) over the judged documents to this PNG.")] = None,
 ) -> None:
     """Evaluate TREC run(s) against qrels with trec_eval's conventions.
 
@@ -73,23 +82,48 @@ def evaluate_cmd(
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
     from ..evaluation import evaluate, read_qrels, read_run
-    from ..evaluation.evaluator import precision_recall_curve
+    from ..evaluation.evaluator import precision_recall_curve, roc_curve
 
     measures = measure or DEFAULT_MEASURES
-    judgments = read_qrels(qrels)
-    named, curves = [], {}
+    rules = int(trec_eval.value)
+    size = _collection_size(collection_size, index)
+    judgments = read_qrels(qrels, trec_eval=rules)
+    named, curves, rocs = [], {}, {}
     for path in runs:
         run = read_run(path)
-        named.append((path.stem, evaluate(judgments, run, measures, rel=rel, complete=complete, judged_only=judged_only)))
+        named.append((path.stem, evaluate(judgments, run, measures, rel=rel, complete=complete, judged_only=judged_only,
+                                          trec_eval=rules, max_docs=max_docs, collection_size=size,
+                                          missing_ratings=missing_ratings.value)))
         if plot is not None:
             curves[path.stem] = precision_recall_curve(judgments, run, rel=rel, complete=complete,
-                                                       judged_only=judged_only)
+                                                       judged_only=judged_only, trec_eval=rules)
+        if plot_roc is not None:
+            rocs[path.stem] = roc_curve(judgments, run, rel=rel, complete=complete, judged_only=judged_only,
+                                        max_docs=max_docs)
     render_results(named, format.value, per_query)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves
 
         plot_pr_curves(curves, plot)
         console(stderr=True).print(f"precision-recall curve -> {plot}")
+    if plot_roc is not None:
+        from ..evaluation.plots import plot_roc_curves
+
+        plot_roc_curves(rocs, plot_roc)
+        console(stderr=True).print(f"ROC curve -> {plot_roc}")
+
+
+def _collection_size(given: Optional[int], index: Optional[Path]) -> Optional[int]:
+    """The collection size: given, or the number of documents of ``index``."""
+    if index is None:
+        return given
+    if given is not None:
+        from ..engine.errors import ParameterError
+
+        raise ParameterError("give the collection size either as --collection-size or by --index, not both")
+    from ..engine import Index
+
+    return Index.load(index, verify=False).num_docs
 
 
 evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
