@@ -11,7 +11,7 @@ from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.significance import TESTS
-from .common import _choices, console, handles_errors
+from .common import TableFormat, _choices, console, handles_errors
 
 if TYPE_CHECKING:
     from ..evaluation.evaluator import EvaluationResult
@@ -176,3 +176,31 @@ def compare_cmd(
         curves = {name: precision_recall_curve(judgments, run, complete=complete) for name, run in loaded.items()}
         plot_comparison(result, curves, plot)
         console(stderr=True).print(f"plot -> {plot}")
+
+
+@handles_errors
+def link_prediction_cmd(
+    ranks: Annotated[Path, typer.Argument(help="One test positive per line, its rank among its candidates (1 = best) as the line's last field.", exists=True, dir_okay=False)],
+    hits: Annotated[Optional[list[int]], typer.Option("--hits", "-k", min=1, help="Hits@k cutoff, repeatable (default: 1, 3, 10).")] = None,
+    format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
+) -> None:
+    """Link-prediction measures of ranked positives (knowledge-graph completion): MR, MRR and Hits@k.
+
+    Example: bm25lab link-prediction ranks.txt -k 1 -k 3 -k 10
+    """
+    import json
+
+    from ..evaluation.linkprediction import DEFAULT_HITS, link_prediction, read_ranks
+
+    result = link_prediction(read_ranks(ranks), hits or DEFAULT_HITS)
+    values = result.as_dict()
+    if format is TableFormat.json:
+        typer.echo(json.dumps({"positives": result.count, **values}, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Link prediction over {result.count} positives")
+    for name in values:
+        table.add_column(name, justify="right")
+    table.add_row(*(f"{v:.4f}" for v in values.values()))
+    console().print(table)

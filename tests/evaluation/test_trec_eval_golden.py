@@ -148,3 +148,25 @@ def test_the_golden_files_cover_every_trec_eval_option_and_missing_queries():
     flags = {arg for entry in MANIFEST for arg in entry["args"] if arg.startswith("-") and arg not in ("-q", "-m")}
     assert flags >= {"-c", "-l2", "-J", "-M3", "-N500"}
     assert len(MANIFEST) > 250
+
+
+def test_the_9_and_10_rules_differ_exactly_where_the_two_programs_do():
+    """11pt_avg on the real Cranfield run: bm25lab's 9 rules equal pytrec_eval (trec_eval 9.0.8), its 10
+    rules the 10.0 program, and the queries where they differ are the same (lround vs (long)(x + 0.9))."""
+    import pytrec_eval
+
+    folder = GOLDEN / "cranfield"
+    qrels_path, run_path = folder / "qrels.trec", folder / "bm25-top100.run.gz"
+    ten = {qid: float(v) for (name, qid), v in parse_output(gzip.decompress((folder / "bm25.l1.out.gz").read_bytes())
+                                                               .decode()).items() if name == "11pt_avg" and qid != "all"}
+    with open(qrels_path) as stream:
+        judgments = pytrec_eval.parse_qrel(stream)
+    run = read_run(run_path)
+    nine = {q: v["11pt_avg"] for q, v in pytrec_eval.RelevanceEvaluator(judgments, {"11pt_avg"}).evaluate(
+        run.to_dict()).items()}
+    ours = {rules: evaluate(read_qrels(qrels_path, trec_eval=rules), run, ["11pt-AP"], trec_eval=rules).values("11pt-AP")
+            for rules in (9, 10)}
+    assert ours[9] == pytest.approx(nine, abs=TOLERANCE) and ours[10] == pytest.approx(ten, abs=TOLERANCE)
+    differ = {q for q in ten if abs(ten[q] - nine[q]) > TOLERANCE}
+    assert {q for q in ours[9] if ours[9][q] != ours[10][q]} == differ
+    assert len(differ) > 100 and len(ten) == 225  # 151 of the 225 queries of this top-100 run

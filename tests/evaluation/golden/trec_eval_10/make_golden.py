@@ -18,6 +18,9 @@
    ``manifest.json`` lists every (qrels, run, arguments, output) quadruple. trec_eval 10.0 stops
    with exit code 4 ("result qid ... not found in qrels") when a judged query is missing from the
    run and ``-c`` is not given: those combinations have no output.
+4. Writes ``cranfield/``: bm25lab's BM25 run (default parameters, top 100) on the bundled Cranfield
+   collection and its qrels (graded, 1..4) as inputs, evaluated by the widened build with ``-m
+   all_trec`` under ``-l1``, ``-l2``, ``-l3`` and ``-J``: a real run, graded judgments.
 """
 from __future__ import annotations
 
@@ -103,6 +106,33 @@ def adversarial_case(seed: int) -> tuple[str, str]:
     return "\n".join(qrels) + "\n", "\n".join(run) + "\n"
 
 
+def cranfield(widened: Path) -> list[dict]:
+    """The real-run cases: inputs and outputs in ``cranfield/``, manifest entries relative to ``adversarial/``."""
+    from bm25lab import corpora
+    from bm25lab.engine import Index, Tokenizer
+    from bm25lab.evaluation import write_run
+
+    folder = HERE / "cranfield"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    collection = corpora.get("cranfield")
+    index = Index.build(collection.documents(), tokenizer=Tokenizer("en"))
+    write_run(index.search_many(collection.queries(), k=100), folder / "bm25-top100.run")
+    shutil.copyfile(collection.qrels_path, folder / "qrels.trec")
+    entries = []
+    for label, options in {"l1": ["-l1"], "l2": ["-l2"], "l3": ["-l3"], "J": ["-J"]}.items():
+        args = ["-q", "-m", "all_trec", *options]
+        done = subprocess.run([str(widened / "trec_eval"), *args, "qrels.trec", "bm25-top100.run"], cwd=folder,
+                              capture_output=True, text=True, check=True)
+        (folder / f"bm25.{label}.out.gz").write_bytes(gzip.compress(done.stdout.encode(), mtime=0))
+        entries.append({"qrels": "../cranfield/qrels.trec", "run": "../cranfield/bm25-top100.run.gz", "args": args,
+                        "out": f"../cranfield/bm25.{label}.out.gz"})
+    run_path = folder / "bm25-top100.run"
+    (folder / "bm25-top100.run.gz").write_bytes(gzip.compress(run_path.read_bytes(), mtime=0))
+    run_path.unlink()
+    return entries
+
+
 def main(archive: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         released = build(archive, Path(tmp) / "released", widen=False)
@@ -135,6 +165,7 @@ def main(archive: Path) -> None:
                     continue
                 (cases / out).write_bytes(gzip.compress(done.stdout.encode(), mtime=0))
                 manifest.append({"qrels": f"case{seed:02d}.qrels", "run": f"case{seed:02d}.run", "args": args, "out": out})
+        manifest += cranfield(widened)
         (cases / "manifest.json").write_text(json.dumps({
             "made_by": "trec_eval 10.0 (NIST) built from trec_eval-10.0.tar.gz with its printf formats widened "
                        "from %6.4f to %.17g (meas_print_single.c, meas_print_final.c); nothing else changed",
