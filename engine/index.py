@@ -273,43 +273,47 @@ class Index:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None) -> Hits:
-        """The best ``k`` documents for ``query``: score descending, ties by document id descending."""
-        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta)
+               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None) -> Hits:
+        """The best ``k`` documents for ``query``: score descending, ties by document id descending.
+        ``k3`` saturates repeated query terms (:func:`~.scoring.query_term_weight`; None: linear count)."""
+        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta, k3)
 
     def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
-                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None) -> Hits:
+                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
+                      k3: float | None = None) -> Hits:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
-        docs, scores = self._backend.top_k(self._scorer, self._scorer.query_terms(tokens), k, params)
+        params = Params(variant, k1, b, delta, k3).resolved()
+        terms = self._scorer.query_terms(tokens).weighted(params.k3)
+        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
         return self._hits(docs, scores)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> Results:
+                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+                    k3: float | None = None) -> Results:
         """Search every query of ``{qid: text}``; every core is used for large batches. The
         :class:`Results` read as ``{qid: Hits}`` and hand their columns to the evaluation as they are.
         ``progress``, when given, is called with (queries done, queries in all) as the batch goes."""
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
         if progress is None:
-            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers))
+            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers, k3=k3))
         ranked: list[tuple[np.ndarray, np.ndarray]] = []
         step = max(_PROGRESS_STEP, -(-len(tokens) // 100))
         for start in range(0, len(tokens), step):
-            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers)
+            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers, k3=k3)
             progress(len(ranked), len(tokens))
         return self._results(qids, ranked)
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                        workers: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+                        workers: int | None = None, *, k3: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Batch search on analysed queries: per query, (document numbers, scores), best first."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
-        batch = self._backend.term_batch(self._scorer, queries)
-        return self._backend.top_k_batch(self._scorer, batch, k, params, _worker_count(workers))
+        params = Params(variant, k1, b, delta, k3).resolved()
+        batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
+        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), _worker_count(workers))
 
     def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
         """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
@@ -338,10 +342,10 @@ class PreparedBatch:
         self._batch = batch
 
     def search(self, k: int = 1000, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-               delta: float | None = None) -> Results:
+               delta: float | None = None, k3: float | None = None) -> Results:
         """The same :class:`Results` as :meth:`Index.search_many` gives for these parameters."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
+        params = Params(variant, k1, b, delta, k3).resolved()
         return self.index._results(self.qids, self._batch.top(params, k))
 
 

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from .postings import Postings, concat_ranges
-from .scoring import Params, get_variant, zero_tf_part
+from .scoring import Params, get_variant, query_term_weight, zero_tf_part
 from .selection import top_k
 
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
@@ -57,6 +57,11 @@ class QueryTerms:
     def empty(self) -> bool:
         return self.term_ids.shape[0] == 0
 
+    def weighted(self, k3: float | None) -> "QueryTerms":
+        """The same terms with ``counts`` replaced by their weights (:func:`~.scoring.query_term_weight`):
+        every scoring path multiplies a term's weight by its entry of ``counts``."""
+        return self if k3 is None else QueryTerms(self.term_ids, query_term_weight(self.counts, k3))
+
 
 @dataclass(frozen=True)
 class TermBatch:
@@ -73,6 +78,10 @@ class TermBatch:
     def query(self, i: int) -> QueryTerms:
         a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
         return QueryTerms(self.term_ids[a:z], self.counts[a:z])
+
+    def weighted(self, k3: float | None) -> "TermBatch":
+        """:meth:`QueryTerms.weighted` of every query."""
+        return self if k3 is None else TermBatch(self.q_ptr, self.term_ids, query_term_weight(self.counts, k3))
 
     @classmethod
     def of(cls, queries: Sequence[QueryTerms]) -> "TermBatch":
@@ -275,7 +284,8 @@ class QueryBatch:
         self._query_terms = list(queries)
 
     def scores(self, params: Params) -> np.ndarray:
-        """Score of every (query, document) pair in ``query_of`` / ``doc_of`` order."""
+        """Score of every (query, document) pair in ``query_of`` / ``doc_of`` order (with ``params.k3``,
+        query terms weigh :func:`~.scoring.query_term_weight` of their counts, as in single searches)."""
         p = self.scorer.postings
         variant = get_variant(params.variant)
         idf = self.scorer.idf(params.variant)
@@ -283,15 +293,16 @@ class QueryBatch:
         tf_part = variant.tf_part(p.tfs[self._postings], p.doc_lengths[p.doc_nums[self._postings]],
                                   self.scorer.avgdl, params.k1, params.b, params.delta)
         w = idf[self._term] * (tf_part - zero) if zero else idf[self._term] * tf_part
-        perm = self._canonical_permutation(w)
-        w = np.where(self._mult != 1, w * self._mult, w)
+        mult = query_term_weight(self._mult, params.k3)
+        perm = self._canonical_permutation(w, query_term_weight(self._span_mult, params.k3))
+        w = np.where(mult != 1, w * mult, w)
         scores = np.bincount(self._group[perm], weights=w[perm], minlength=self.doc_of.shape[0])
         if zero:
-            const = np.array([self.scorer.constant(q, params) for q in self._query_terms])
+            const = np.array([self.scorer.constant(q.weighted(params.k3), params) for q in self._query_terms])
             scores = scores + const[self.query_of]
         return scores
 
-    def _canonical_permutation(self, w: np.ndarray) -> np.ndarray:
+    def _canonical_permutation(self, w: np.ndarray, span_mult: np.ndarray) -> np.ndarray:
         """Positions of the postings with each query's spans in its canonical term order
         (:func:`term_order`), so that ``bincount`` adds every document's weights in that order."""
         n = self._span_length.shape[0]
@@ -299,7 +310,7 @@ class QueryBatch:
         upper = np.zeros(n)
         if nonempty.any():
             upper[nonempty] = np.maximum(np.maximum.reduceat(w, self._span_begin[nonempty]), 0.0)
-        upper *= self._span_mult
+        upper *= span_mult
         spans = term_order(upper)  # each query's spans are in term-id order: ties keep it
         spans = spans[np.argsort(self._span_query[spans], kind="stable")]  # then query by query
         return concat_ranges(self._span_begin[spans], self._span_length[spans])

@@ -2,8 +2,10 @@
 
 Notation: N documents, n = document frequency of the term, tf = its frequency in the document,
 dl = document length in terms, avgdl = mean document length, k1, b, delta = parameters chosen per
-search. A document's score for a query is the sum, over the query's terms (a repeated query term
-counts each time, as in Lucene and rank_bm25), of ``idf(term) * tf_part(tf, dl)``.
+search. A document's score for a query is the sum, over the query's distinct terms, of
+``query_term_weight(qf, k3) * idf(term) * tf_part(tf, dl)``, qf the term's count in the query: by
+default ``qf`` itself (a repeated query term counts each time, as in Lucene and rank_bm25); with
+``k3`` Robertson's saturation ``qf (k3 + 1) / (qf + k3)``.
 
 Variants whose ``tf_part(0) != 0`` (``bm25l``, ``bm25+``) give every document a contribution for
 each query term it does *not* contain; it is added to every matching document, as rank_bm25 and
@@ -105,6 +107,18 @@ def tf_bm25plus(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: floa
     return (k1 + 1.0) * tf / (k1 * _norm(dl, avgdl, b) + tf) + delta
 
 
+# ---------------------------------------------------------------- query terms --------------------
+
+def query_term_weight(qf: np.ndarray, k3: float | None) -> FloatArray:
+    """How much a query term given ``qf`` times weighs: ``qf (k3 + 1) / (qf + k3)`` (Robertson, Walker,
+    Jones, Hancock-Beaulieu, Gatford, "Okapi at TREC-3", 1994: the query-term frequency part of the
+    original BM25), or ``qf`` itself when ``k3`` is None (Lucene's linear count, the default). 1 for
+    ``qf = 1`` whatever ``k3``; k3 = 0 counts every term once; a large k3 tends to ``qf``. Example: with
+    k3 = 8 a term given three times weighs 3 * 9 / 11 = 27/11 of a term given once."""
+    qf = np.asarray(qf, dtype=np.float64)
+    return qf if k3 is None else qf * (k3 + 1.0) / (qf + k3)
+
+
 # ---------------------------------------------------------------- registry -----------------------
 
 @dataclass(frozen=True)
@@ -146,12 +160,14 @@ def get_variant(name: str) -> Variant:
 
 @dataclass(frozen=True)
 class Params:
-    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default)."""
+    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default) and
+    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`)."""
 
     variant: str = DEFAULT_VARIANT
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     delta: float | None = None
+    k3: float | None = None
 
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
@@ -163,7 +179,15 @@ class Params:
         delta = variant.default_delta if self.delta is None else float(self.delta)
         if not (math.isfinite(delta) and delta >= 0):
             raise ParameterError(f"delta must be a finite number >= 0, got {delta}")
-        return Params(self.variant, float(self.k1), float(self.b), delta)
+        k3 = self.k3
+        if k3 is not None and (isinstance(k3, bool) or not isinstance(k3, (int, float)) or not math.isfinite(k3)
+                               or k3 < 0):
+            raise ParameterError(f"k3 must be a finite number >= 0 (or None for the linear count), got {k3!r}")
+        return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3))
+
+    def of_documents(self) -> "Params":
+        """These parameters without k3: what the postings' weights depend on (k3 weighs query terms)."""
+        return Params(self.variant, self.k1, self.b, self.delta)
 
 
 @lru_cache(maxsize=64)

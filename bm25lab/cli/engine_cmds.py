@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT,
+from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, VariantName, backend_name, console, document_progress,
                      handles_errors, human_bytes, query_progress)
 
@@ -81,6 +81,7 @@ def search(
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
@@ -89,7 +90,7 @@ def search(
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
     idx = load_index(directory, backend)
-    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta)
+    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3)
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -124,6 +125,7 @@ def run(
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Search every query of QUERIES and write a TREC run.
@@ -136,7 +138,8 @@ def run(
     idx = load_index(directory, backend)
     topics = read_queries(queries)
     with query_progress() as advance:
-        results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance)
+        results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
+                                  k3=k3)
     write_run(results, out, tag=tag)
     console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 

@@ -169,3 +169,38 @@ def test_generated_runs_through_the_cli_every_digit(case):
                 assert mine in (None, 0.0)  # see test_trec_eval_golden: iprec 0 where trec_eval divides 0 by 0
             else:
                 assert mine == pytest.approx(float(value), rel=1e-9, abs=1e-9), (entry["out"], name, qid)
+
+
+# ---------------------------------------------------------------------------------------------
+# k3 on search, run, tune and experiment
+
+
+def test_k3_on_every_searching_command(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in
+                            [("x", "apple pie"), ("y", "apple apple tart"), ("z", "pear tart"), ("w", "pear")]))
+    invoke("index", docs, "--out", tmp_path / "idx")
+    once = {r["doc_id"]: r["score"] for r in json.loads(invoke("search", tmp_path / "idx", "apple", "--format", "json"))}
+    thrice = {r["doc_id"]: r["score"] for r in
+              json.loads(invoke("search", tmp_path / "idx", "apple apple apple", "--k3", "8", "--format", "json"))}
+    assert thrice == pytest.approx({d: s * 27 / 11 for d, s in once.items()}, rel=1e-15)
+
+    from bm25lab.engine import Index
+    from bm25lab.evaluation import read_run
+
+    queries = write(tmp_path, "q.tsv", ["1\tapple apple tart", "2\tpear pear pear tart"])
+    invoke("run", tmp_path / "idx", queries, "--out", tmp_path / "k3.run", "--k3", "1.5")
+    expected = Index.load(tmp_path / "idx").search_many({"1": "apple apple tart", "2": "pear pear pear tart"}, k3=1.5)
+    assert read_run(tmp_path / "k3.run").to_dict() == {q: {h.doc_id: h.score for h in hits} for q, hits in expected.items()}
+    qrels = write(tmp_path, "q.qrels", ["1 0 y 1", "1 0 x 0", "2 0 z 1", "2 0 w 0"])
+    tuned = json.loads(invoke("tune", tmp_path / "idx", queries, qrels, "--k3", "0", "--folds", "2", "--k1-grid", "0.5,1.2",
+                              "--b-grid", "0.3,0.75", "--format", "json", "-m", "AP"))
+    assert set(tuned["best"]) == {"k1", "b"}
+    bad = runner.invoke(app, ["search", str(tmp_path / "idx"), "apple", "--k3", "-1"])
+    assert bad.exit_code == 2
+
+
+def test_experiment_with_k3():
+    plain = json.loads(invoke("experiment", "cranfield", "-m", "AP", "-k", "100", "--format", "json"))
+    saturated = json.loads(invoke("experiment", "cranfield", "-m", "AP", "-k", "100", "--k3", "0", "--format", "json"))
+    assert plain["mean"]["AP"] != saturated["mean"]["AP"]  # Cranfield's queries repeat terms
