@@ -695,7 +695,7 @@ def judged_ranking(
         num_ret = np.bincount(seg, minlength=n).astype(np.int64)
         rank = np.arange(seg.size, dtype=np.int64) - (np.cumsum(num_ret) - num_ret)[seg] + 1
         ret_score = score
-    ret_offsets = _offsets(np.repeat(np.arange(n, dtype=np.int64), num_ret), n)
+    ret_offsets = np.concatenate(([0], np.cumsum(num_ret))).astype(np.int64)
     if stand_in:
         num_ret = np.where(in_run, num_ret, 1)
 
