@@ -216,3 +216,41 @@ def test_auc_with_heavy_ties_equals_scikit_learn(seed):
                 ranking = {d: s for d, s in ranking.items() if qrels[qid].get(d, -1) >= 0}
             expected = _sklearn_auc(qrels[qid], ranking, 1)
             assert values.get("AUC") == (None if expected is None else pytest.approx(expected, abs=1e-12))
+
+
+# ---------------------------------------------------------------------------------------------
+# trec_eval's further measures (issue 18) under the 9.0.8 rules, through pytrec_eval
+
+FURTHER = ["infAP", "gm_map", "gm_bpref", "Rprec_mult@0.2", "Rprec_mult@1.0", "Rprec_mult@2.0", "Rprec_mult@0.35",
+           "utility", "G", "binG", "ndcg_rel", "Rndcg", "relative_P@5", "relative_P@100", "set_relative_P", "set_map",
+           "num_nonrel_judged_ret"]
+
+
+def assert_further_agree(qrels: dict, run: dict, rel: int = 1, judged_only: bool = False) -> int:
+    """Per query equal to pytrec_eval; gm_* per query are AP / bpref here, log(max(value, 1e-5)) there."""
+    names = {m: parse_measure(m).trec_eval_name for m in FURTHER}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()), relevance_level=rel,
+                                            judged_docs_only_flag=judged_only).evaluate(run)
+    ours = evaluate(qrels, run, FURTHER, rel=rel, judged_only=judged_only, collection_size=0)
+    compared = 0
+    for qid, values in theirs.items():
+        for measure, name in names.items():
+            expected, got = values[name], ours.per_query[qid][measure]
+            if measure.startswith("gm_"):
+                expected, got = math.exp(expected), max(got, 0.00001)
+            assert abs(got - expected) <= TOLERANCE * max(1.0, abs(expected)), (qid, measure, got, expected)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_further_trec_eval_measures_on_adversarial_runs(seed):
+    qrels, run = adversarial_case(seed)
+    for rel in (1, 2):
+        for judged_only in (False, True):
+            assert_further_agree(qrels, run, rel=rel, judged_only=judged_only)
+
+
+@pytest.mark.parametrize("rel", [1, 3])
+def test_further_trec_eval_measures_on_cranfield(cranfield_qrels, cranfield_run, rel):
+    assert assert_further_agree(cranfield_qrels, cranfield_run, rel=rel) == 225 * len(FURTHER)
