@@ -144,6 +144,7 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                                  progress=index_progress, backend=backend)
     results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
                                 progress=search_progress, k3=k3)
-    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES)
+    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
+                          collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
     return ExperimentResult(collection, index, cached, results, evaluation, variant, k1, b, k,
                             time.perf_counter() - started)

@@ -140,6 +140,7 @@ def compare_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
+    trec_eval: Annotated[TrecEvalRules, typer.Option("--trec-eval", help="trec_eval's rules where its releases differ: 9 (9.0.8) or 10 (10.0).")] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
     format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write per-query differences and PR curves to this PNG.")] = None,
 ) -> None:
@@ -155,12 +156,14 @@ def compare_cmd(
     from ..evaluation.evaluator import precision_recall_curve
 
     measures = measure or list(COMPARE_MEASURES)
-    judgments = read_qrels(qrels)
+    rules = int(trec_eval.value)
+    judgments = read_qrels(qrels, trec_eval=rules)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):
         raise ParameterError(f"two runs have the same name (file stem): {', '.join(names)}")
     loaded = {p.stem: read_run(p) for p in [baseline, *runs]}
-    per_query = {name: evaluate(judgments, run, measures, complete=complete).per_query for name, run in loaded.items()}
+    per_query = {name: evaluate(judgments, run, measures, complete=complete, trec_eval=rules).per_query
+                 for name, run in loaded.items()}
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
                      test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
     if format is CompareFormat.table:

@@ -204,3 +204,13 @@ def test_experiment_with_k3():
     plain = json.loads(invoke("experiment", "cranfield", "-m", "AP", "-k", "100", "--format", "json"))
     saturated = json.loads(invoke("experiment", "cranfield", "-m", "AP", "-k", "100", "--k3", "0", "--format", "json"))
     assert plain["mean"]["AP"] != saturated["mean"]["AP"]  # Cranfield's queries repeat terms
+
+
+def test_compare_takes_the_rule_set(tmp_path):
+    # two queries, each relevant, non-relevant, relevant, non-relevant, relevant (R = 3) in the baseline
+    qrels = write(tmp_path, "q.qrels", [f"{q} 0 d{i} {y}" for q in "ab" for i, y in enumerate([1, 0, 1, 0, 1])])
+    base = write(tmp_path, "base.run", [f"{q} Q0 d{i} {i} {5.0 - i} t" for q in "ab" for i in range(5)])
+    other = write(tmp_path, "other.run", [f"{q} Q0 d{i} {i} {float(i)} t" for q in "ab" for i in range(5)])
+    rows = {rules: json.loads(invoke("compare", qrels, base, other, "-m", "11pt_avg", "--format", "json",
+                                     "--trec-eval", rules))[0] for rules in ("9", "10")}
+    assert round(rows["9"]["baseline_mean"], 4) == 0.7697 and round(rows["10"]["baseline_mean"], 4) == 0.8061
