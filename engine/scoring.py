@@ -107,6 +107,43 @@ def tf_bm25plus(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: floa
     return (k1 + 1.0) * tf / (k1 * _norm(dl, avgdl, b) + tf) + delta
 
 
+# ---------------------------------------------------------------- BM25F -------------------------
+
+def bm25f_tf_part(field_tfs: list[np.ndarray], field_lengths: list[np.ndarray], average_lengths: list[float],
+                  weights: list[float], bs: list[float], k1: float) -> FloatArray:
+    """BM25F's term-frequency part (Robertson and Zaragoza, "The Probabilistic Relevance Framework:
+    BM25 and Beyond", 2009, section 3.5): the fields' frequencies are weighted, each normalised by its
+    own length, and added before one saturation,
+    ``tf~ = sum_f w_f * tf_f / (1 - b_f + b_f * len_f / avglen_f)``, part ``tf~ / (k1 + tf~)``
+    (a field whose average length is 0 is not normalised; a field without the term adds 0, even an empty
+    one at b = 1, whose normaliser is 0). The score is ``sum_t idf(t) * part`` with Lucene's idf, the
+    document frequency counted over any field."""
+    tilde = np.zeros(field_tfs[0].shape[0] if field_tfs else 0, dtype=np.float64)
+    for tf, length, average, weight, b in zip(field_tfs, field_lengths, average_lengths, weights, bs):
+        term = np.zeros_like(tilde)
+        np.divide(weight * tf.astype(np.float64), _norm(length, average, b), out=term, where=tf > 0)
+        tilde = tilde + term
+    return tilde / (k1 + tilde)
+
+
+def parse_field_values(given: str | dict[str, float] | None, what: str) -> dict[str, float]:
+    """``{"title": 3.0, "text": 1.0}`` from ``"title=3,text=1"`` or a mapping; a malformed entry is a
+    ParameterError naming ``what``."""
+    if given is None:
+        return {}
+    pairs = given.items() if hasattr(given, "items") else (part.partition("=")[::2] for part in str(given).split(","))
+    values: dict[str, float] = {}
+    for name, value in pairs:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not str(name).strip() or not math.isfinite(number) or str(name) in values:
+            raise ParameterError(f"{what}: expected field=number pairs such as title=3,text=1, got {given!r}")
+        values[str(name)] = number
+    return values
+
+
 # ---------------------------------------------------------------- query terms --------------------
 
 def query_term_weight(qf: np.ndarray, k3: float | None) -> FloatArray:
@@ -160,14 +197,16 @@ def get_variant(name: str) -> Variant:
 
 @dataclass(frozen=True)
 class Params:
-    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default) and
-    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`)."""
+    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default),
+    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`) and, for BM25F on an index
+    built with fields, ``fields``: (field, weight, b) for every field of the index, in its order."""
 
     variant: str = DEFAULT_VARIANT
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     delta: float | None = None
     k3: float | None = None
+    fields: tuple[tuple[str, float, float], ...] | None = None
 
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
@@ -183,11 +222,21 @@ class Params:
         if k3 is not None and (isinstance(k3, bool) or not isinstance(k3, (int, float)) or not math.isfinite(k3)
                                or k3 < 0):
             raise ParameterError(f"k3 must be a finite number >= 0 (or None for the linear count), got {k3!r}")
-        return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3))
+        if self.fields is not None:
+            if self.variant != "lucene":
+                raise ParameterError(f"BM25F (field weights) scores with Lucene's idf and saturation: use the variant "
+                                     f"lucene, not {self.variant!r}")
+            for name, weight, b in self.fields:
+                if not (math.isfinite(weight) and weight >= 0):
+                    raise ParameterError(f"the weight of field {name!r} must be a finite number >= 0, got {weight}")
+                if not (math.isfinite(b) and 0 <= b <= 1):
+                    raise ParameterError(f"the b of field {name!r} must be between 0 and 1, got {b}")
+        return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3),
+                      None if self.fields is None else tuple((n, float(w), float(b)) for n, w, b in self.fields))
 
     def of_documents(self) -> "Params":
         """These parameters without k3: what the postings' weights depend on (k3 weighs query terms)."""
-        return Params(self.variant, self.k1, self.b, self.delta)
+        return Params(self.variant, self.k1, self.b, self.delta, None, self.fields)
 
 
 @lru_cache(maxsize=64)
