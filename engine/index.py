@@ -272,7 +272,8 @@ class Index:
                          documents=self.num_docs, terms=self.num_terms, postings=self.num_postings,
                          average_length=self.avgdl,
                          size_bytes=None if self.path is None else storage.size_on_disk(self.path),
-                         segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config())
+                         segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config(),
+                         fields=self.fields)
 
     def document(self, doc_id: str) -> Document | None:
         """The stored document (title, text, metadata), or None for an unknown or deleted id."""

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
+from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
+                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, VariantName, backend_name, console, document_progress,
                      handles_errors, human_bytes, query_progress)
 
@@ -40,6 +41,7 @@ def index(
     user_dict: Annotated[Optional[Path], typer.Option(help="jieba user dictionary for Chinese segmentation.", exists=True, dir_okay=False)] = None,
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
+    fields: Annotated[Optional[str], typer.Option("--fields", help="Also index these fields each on its own, for BM25F (--field-weights at search time): title, text or metadata keys, e.g. title,text.")] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Build an index from SOURCE into --out.
@@ -57,7 +59,8 @@ def index(
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
     with document_progress(f"indexing {source}") as advance:
         built = Index.build(documents_of(source), tokenizer=tokenizer, workers=workers, progress=advance,
-                            source=source, backend=backend_name(backend))
+                            source=source, backend=backend_name(backend),
+                            fields=None if fields is None else fields.split(","))
     built.save(out, overwrite=overwrite)
     elapsed = time.perf_counter() - started
     info = built.info()
@@ -82,6 +85,8 @@ def search(
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     k3: Annotated[Optional[float], K3_OPT] = None,
+    field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
+    field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
@@ -90,7 +95,8 @@ def search(
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
     idx = load_index(directory, backend)
-    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3)
+    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, field_weights=field_weights,
+                      field_b=field_b)
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -126,6 +132,8 @@ def run(
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     k3: Annotated[Optional[float], K3_OPT] = None,
+    field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
+    field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Search every query of QUERIES and write a TREC run.
@@ -139,7 +147,7 @@ def run(
     topics = read_queries(queries)
     with query_progress() as advance:
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
-                                  k3=k3)
+                                  k3=k3, field_weights=field_weights, field_b=field_b)
     write_run(results, out, tag=tag)
     console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 

@@ -214,3 +214,37 @@ def test_compare_takes_the_rule_set(tmp_path):
     rows = {rules: json.loads(invoke("compare", qrels, base, other, "-m", "11pt_avg", "--format", "json",
                                      "--trec-eval", rules))[0] for rules in ("9", "10")}
     assert round(rows["9"]["baseline_mean"], 4) == 0.7697 and round(rows["10"]["baseline_mean"], 4) == 0.8061
+
+
+# ---------------------------------------------------------------------------------------------
+# BM25F: index --fields, search and run --field-weights / --field-b
+
+
+def test_bm25f_through_the_cli(tmp_path):
+    from bm25lab.engine import Index
+    from bm25lab.evaluation import read_run
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in [
+        {"id": "a", "title": "apple pie", "text": "a recipe with pears"},
+        {"id": "b", "title": "pear tart", "text": "apple apple apple tart"},
+        {"id": "c", "title": "", "text": "nothing here but apple"}]))
+    invoke("index", docs, "--out", tmp_path / "fielded", "--fields", "title,text", "--language", "whitespace")
+    invoke("index", docs, "--out", tmp_path / "plain", "--language", "whitespace")
+    assert json.loads(invoke("info", tmp_path / "fielded", "--format", "json"))["fields"] == ["title", "text"]
+    assert json.loads(invoke("info", tmp_path / "plain", "--format", "json"))["fields"] == []
+    options = ["--field-weights", "title=3,text=1", "--field-b", "title=0.5"]
+    got = json.loads(invoke("search", tmp_path / "fielded", "apple pear", *options, "--format", "json"))
+    expected = Index.load(tmp_path / "fielded").search("apple pear", field_weights={"title": 3, "text": 1},
+                                                       field_b={"title": 0.5})
+    assert [(r["doc_id"], r["score"]) for r in got] == [(h.doc_id, h.score) for h in expected]
+    # without field weights the fielded index ranks as the plain one
+    assert invoke("search", tmp_path / "fielded", "apple pear", "--format", "trec") == \
+        invoke("search", tmp_path / "plain", "apple pear", "--format", "trec")
+    queries = write(tmp_path, "q.tsv", ["1\tapple", "2\tpear tart"])
+    invoke("run", tmp_path / "fielded", queries, "--out", tmp_path / "f.run", *options)
+    run = read_run(tmp_path / "f.run").to_dict()
+    assert run["1"] == {h.doc_id: h.score for h in Index.load(tmp_path / "fielded").search(
+        "apple", k=1000, field_weights="title=3,text=1", field_b="title=0.5")}
+    refused = runner.invoke(app, ["search", str(tmp_path / "plain"), "apple", *options])
+    assert refused.exit_code == 2 and "built without fields" in refused.stderr
