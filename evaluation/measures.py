@@ -341,9 +341,11 @@ def _ideal_walk(entries: list[tuple[int, float, int]]) -> tuple[np.ndarray, floa
 
 def _result_gains(r: JudgedRanking, q: int, entries: list[tuple[int, float, int]]) -> np.ndarray:
     """trec_eval's ``get_gain`` of the document at each rank (-1: absent from the qrels, -2: negative label)."""
-    table = {label: gain for label, gain, _ in entries}
     ranks = r.rel_list(q)
-    return np.array([table.get(int(label), 0.0) for label in ranks.tolist()], dtype=np.float64)
+    gains = np.zeros(ranks.size, dtype=np.float64)
+    for label, gain, _ in entries:  # labels are distinct
+        gains[ranks == label] = gain
+    return gains
 
 
 def _gains_of(r: JudgedRanking, q: int, gain_map: tuple | None) -> tuple[np.ndarray, np.ndarray, float]:
@@ -448,9 +450,9 @@ def _rndcg(r: JudgedRanking, q: int, gain_map: tuple | None) -> float:
             best += ideal_gain / math.log2(i + 2.0)
         i += 1
     if i < num_ret:
-        for position in range(i, num_ret):
-            if gains[position] != 0:
-                results += float(gains[position]) / math.log2(position + 2.0)
+        rest = np.flatnonzero(gains[i:] != 0) + i
+        terms = [float(gains[p]) / math.log2(p + 2.0) for p in rest.tolist()]
+        results = float(np.cumsum([results, *terms])[-1])  # added one by one, as the C loop adds
         i = num_ret
         if best > 0.0:
             total += results / best

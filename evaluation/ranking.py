@@ -636,9 +636,12 @@ class JudgedRanking:
         out = np.full(int(self.num_ret[q]), -1, dtype=np.int64)
         rows = slice(self._row_offsets[q], self._row_offsets[q + 1])
         out[self.rank[rows] - 1] = self.label[rows]
-        pooled = self.pooled_rank[self.pooled_seg == q]
-        out[pooled - 1] = -2
+        out[self.pooled_rank[self._pooled_offsets[q]:self._pooled_offsets[q + 1]] - 1] = -2
         return out
+
+    @cached_property
+    def _pooled_offsets(self) -> np.ndarray:
+        return _offsets(self.pooled_seg, self.num_queries)
 
     def judged_levels(self, q: int) -> np.ndarray:
         """trec_eval's ``rel_levels`` of query position ``q``: the number of judgments at each label 0, 1, ..."""
