@@ -165,7 +165,7 @@ class ExperimentResult:
 
 
 def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-               delta: float | None = None, measures: Sequence[str] | None = None, k: int = 1000,
+               delta: float | None = None, k3: float | None = None, measures: Sequence[str] | None = None, k: int = 1000,
                tokenizer: Tokenizer | None = None, rebuild: bool = False, backend: str | None = None,
                query_ids: str = "auto",
                index_progress: Callable[[int], None] | None = None,
@@ -173,7 +173,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
-    ``query_ids`` is :func:`open_collection`'s."""
+    ``query_ids`` is :func:`open_collection`'s; ``k3`` saturates repeated query terms
+    (:func:`bm25lab.engine.scoring.query_term_weight`, None: off)."""
     from .engine import Tokenizer
     from .evaluation import evaluate, read_qrels
     from .evaluation.measures import DEFAULT_MEASURES
@@ -183,7 +184,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     index, cached = cached_index(collection, tokenizer or Tokenizer(collection.language), rebuild=rebuild,
                                  progress=index_progress, backend=backend)
     results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
-                                progress=search_progress)
-    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES)
+                                progress=search_progress, k3=k3)
+    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
+                          collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
     return ExperimentResult(collection, index, cached, results, evaluation, variant, k1, b, k,
                             time.perf_counter() - started)

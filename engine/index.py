@@ -30,9 +30,12 @@ from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
-from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
+from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values
 from .segments import Change, DocLike, Part, Progress, as_document
 from .tokenization import Tokenizer
+
+FieldValues = str | Mapping[str, float] | None
+"""Per-field values: ``{"title": 3, "text": 1}`` or ``"title=3,text=1"``."""
 
 __all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
@@ -80,25 +83,28 @@ class Index:
         self._parts = parts
         self._segment = segments.merge(parts)
         self._ids = DocIds(self._segment.doc_ids)
-        self._scorer = Scorer(self._segment.postings, self._segment.id_rank)
+        self._scorer = Scorer(self._segment.postings, self._segment.id_rank, self._segment.fields)
         self._store = SegmentedStore([p.store for p in parts])
 
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Iterable[DocLike], tokenizer: Tokenizer | None = None, *, workers: int | None = None,
               progress: Progress | None = None, source: str | Path | None = None,
-              backend: str | None = None) -> "Index":
+              backend: str | None = None, fields: Sequence[str] | None = None) -> "Index":
         """Index ``docs`` (streamed: texts go to the on-disk store, only postings stay in memory).
 
         A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
         when given); an empty document is kept with length 0. ``progress`` is called with the number
         of documents indexed so far, every 1,000 documents. ``backend`` (``"auto"``, ``"numpy"``,
         ``"numba"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
+        ``fields`` (such as ``("title", "text")``; metadata keys too) indexes each field on its own as
+        well, for BM25F (``search(..., field_weights=)``); without field weights such an index scores
+        its documents' fields' tokens one after the other, as one text.
         """
         tokenizer = tokenizer or Tokenizer()
         chosen = backends.create(backend)
         built = segments.build_segment(docs, tokenizer, workers=workers, progress=progress, source=source,
-                                       backend=chosen)
+                                       backend=chosen, fields=fields)
         index = cls(built.segment, tokenizer, None, built.workdir, chosen)
         weakref.finalize(index, built.workdir.cleanup)
         return index
@@ -141,7 +147,7 @@ class Index:
             self._reload()
             return change
         built = segments.build_segment(docs, self.tokenizer, workers=workers, progress=progress, source=source,
-                                       backend=self._backend)
+                                       backend=self._backend, fields=self.fields or None)
         self._workdirs.append(built.workdir)
         parts, replaced = segments.with_added(self._parts, Part(built.segment))
         self._attach(parts)
@@ -247,6 +253,11 @@ class Index:
         return self._scorer.avgdl
 
     @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields the index was built with, for BM25F (empty: built without fields)."""
+        return () if self._segment.fields is None else self._segment.fields.names
+
+    @property
     def doc_ids(self) -> Sequence[str]:
         return self._segment.doc_ids
 
@@ -261,7 +272,8 @@ class Index:
                          documents=self.num_docs, terms=self.num_terms, postings=self.num_postings,
                          average_length=self.avgdl,
                          size_bytes=None if self.path is None else storage.size_on_disk(self.path),
-                         segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config())
+                         segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config(),
+                         fields=self.fields)
 
     def document(self, doc_id: str) -> Document | None:
         """The stored document (title, text, metadata), or None for an unknown or deleted id."""
@@ -273,21 +285,29 @@ class Index:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None) -> Hits:
-        """The best ``k`` documents for ``query``: score descending, ties by document id descending."""
-        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta)
+               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None,
+               field_weights: FieldValues = None, field_b: FieldValues = None) -> Hits:
+        """The best ``k`` documents for ``query``: score descending, ties by document id descending.
+        ``k3`` saturates repeated query terms (:func:`~.scoring.query_term_weight`; None: linear count).
+        ``field_weights`` (``{"title": 3, "text": 1}`` or ``"title=3,text=1"``; a field not named weighs 1)
+        scores by BM25F on an index built with fields (:func:`~.scoring.bm25f_tf_part`), each field's
+        length normalised with its ``field_b`` (default ``b``)."""
+        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta, k3, field_weights, field_b)
 
     def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
-                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None) -> Hits:
+                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
+                      k3: float | None = None, field_weights: FieldValues = None, field_b: FieldValues = None) -> Hits:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
-        docs, scores = self._backend.top_k(self._scorer, self._scorer.query_terms(tokens), k, params)
+        params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
+        terms = self._scorer.query_terms(tokens).weighted(params.k3)
+        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
         return self._hits(docs, scores)
 
     def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> Results:
+                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+                    k3: float | None = None, field_weights: FieldValues = None, field_b: FieldValues = None) -> Results:
         """Search every query of ``{qid: text}``, or of a list of texts (their ids are their positions
         as strings: ``"0"``, ``"1"``, ...); every core is used for large batches. The :class:`Results`
         read as ``{qid: Hits}`` and hand their columns to the evaluation as they are. ``progress``,
@@ -295,23 +315,25 @@ class Index:
         queries = _as_query_mapping(queries)
         qids = list(queries)
         tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
+        options = dict(k3=k3, field_weights=field_weights, field_b=field_b)
         if progress is None:
-            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers))
+            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers, **options))
         ranked: list[tuple[np.ndarray, np.ndarray]] = []
         step = max(_PROGRESS_STEP, -(-len(tokens) // 100))
         for start in range(0, len(tokens), step):
-            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers)
+            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers, **options)
             progress(len(ranked), len(tokens))
         return self._results(qids, ranked)
 
     def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
                         k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                        workers: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+                        workers: int | None = None, *, k3: float | None = None, field_weights: FieldValues = None,
+                        field_b: FieldValues = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Batch search on analysed queries: per query, (document numbers, scores), best first."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
-        batch = self._backend.term_batch(self._scorer, queries)
-        return self._backend.top_k_batch(self._scorer, batch, k, params, _worker_count(workers))
+        params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
+        batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
+        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), _worker_count(workers))
 
     def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
         """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
@@ -319,6 +341,23 @@ class Index:
         qids = list(queries)
         tokens = self.tokenizer.tokenize_many(queries[q] for q in qids)
         return PreparedBatch(self, qids, QueryBatch(self._scorer, [self._scorer.query_terms(t) for t in tokens]))
+
+    def _params(self, variant: str, k1: float, b: float, delta: float | None, k3: float | None,
+                field_weights: FieldValues, field_b: FieldValues) -> Params:
+        """The checked parameters of a search; field weights and b become (field, weight, b) for every
+        field of the index, in its order."""
+        weights = parse_field_values(field_weights, "field weights")
+        bs = parse_field_values(field_b, "field b")
+        if not weights and not bs:
+            return Params(variant, k1, b, delta, k3).resolved()
+        if not self.fields:
+            raise ParameterError("this index was built without fields: build it with fields=['title', 'text'] "
+                                 "(bm25lab index --fields title,text) to score with field weights (BM25F)")
+        unknown = sorted((set(weights) | set(bs)) - set(self.fields))
+        if unknown:
+            raise ParameterError(f"unknown field {unknown[0]!r}; this index's fields: {', '.join(self.fields)}")
+        fields = tuple((name, weights.get(name, 1.0), bs.get(name, b)) for name in self.fields)
+        return Params(variant, k1, b, delta, k3, fields).resolved()
 
     def _hits(self, docs: np.ndarray, scores: np.ndarray) -> Hits:
         return Hits(docs, scores, self._segment.doc_ids, self._store.get)
@@ -340,10 +379,11 @@ class PreparedBatch:
         self._batch = batch
 
     def search(self, k: int = 1000, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-               delta: float | None = None) -> Results:
+               delta: float | None = None, k3: float | None = None, field_weights: FieldValues = None,
+               field_b: FieldValues = None) -> Results:
         """The same :class:`Results` as :meth:`Index.search_many` gives for these parameters."""
         k = _check_k(k)
-        params = Params(variant, k1, b, delta).resolved()
+        params = self.index._params(variant, k1, b, delta, k3, field_weights, field_b)
         return self.index._results(self.qids, self._batch.top(params, k))
 
 

@@ -130,6 +130,7 @@ class IndexInfo:
     segments: int
     backend: str
     tokenizer: Mapping[str, Any]
+    fields: tuple[str, ...] = ()  # the fields it was built with, for BM25F (none: built without)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}

@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections import Counter
 from itertools import chain
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from .postings import Postings, concat_ranges
-from .scoring import Params, get_variant, zero_tf_part
+from .scoring import Params, bm25f_tf_part, get_variant, query_term_weight, zero_tf_part
+
+if TYPE_CHECKING:
+    from .storage import Fields
 from .selection import top_k
 
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
@@ -57,6 +60,11 @@ class QueryTerms:
     def empty(self) -> bool:
         return self.term_ids.shape[0] == 0
 
+    def weighted(self, k3: float | None) -> "QueryTerms":
+        """The same terms with ``counts`` replaced by their weights (:func:`~.scoring.query_term_weight`):
+        every scoring path multiplies a term's weight by its entry of ``counts``."""
+        return self if k3 is None else QueryTerms(self.term_ids, query_term_weight(self.counts, k3))
+
 
 @dataclass(frozen=True)
 class TermBatch:
@@ -74,6 +82,10 @@ class TermBatch:
         a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
         return QueryTerms(self.term_ids[a:z], self.counts[a:z])
 
+    def weighted(self, k3: float | None) -> "TermBatch":
+        """:meth:`QueryTerms.weighted` of every query."""
+        return self if k3 is None else TermBatch(self.q_ptr, self.term_ids, query_term_weight(self.counts, k3))
+
     @classmethod
     def of(cls, queries: Sequence[QueryTerms]) -> "TermBatch":
         q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
@@ -85,14 +97,19 @@ class TermBatch:
 
 
 class Scorer:
-    """Scores queries against one :class:`Postings` with collection statistics taken from it."""
+    """Scores queries against one :class:`Postings` with collection statistics taken from it (and, for
+    BM25F, from the index's :class:`~bm25lab.engine.storage.Fields`)."""
 
-    def __init__(self, postings: Postings, id_rank: np.ndarray) -> None:
+    def __init__(self, postings: Postings, id_rank: np.ndarray, fields: Fields | None = None) -> None:
         self.postings = postings
         self.id_rank = id_rank
+        self.fields = fields
         self.n_docs = postings.num_docs
         total = int(postings.doc_lengths.sum(dtype=np.int64))
         self.avgdl = total / self.n_docs if self.n_docs else 0.0
+        self.field_avgdl = ([] if fields is None else
+                            [int(np.asarray(row).sum(dtype=np.int64)) / self.n_docs if self.n_docs else 0.0
+                             for row in fields.lengths])
         self._idf: dict[str, np.ndarray] = {}
         self._weights: tuple[Params, np.ndarray] | None = None
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
@@ -126,13 +143,25 @@ class Scorer:
                           np.array([p[1] for p in pairs], dtype=np.float64))
 
     # ------------------------------------------------------------------ weights
-    def _posting_weights(self, sl: slice, idf: float | np.ndarray, params: Params, zero: float) -> np.ndarray:
-        """Weights of the postings ``sl``; ``idf``: their term's, or each posting's."""
+    def _posting_weights(self, sl: slice | np.ndarray, idf: float | np.ndarray, params: Params,
+                         zero: float) -> np.ndarray:
+        """Weights of the postings ``sl`` (a slice or positions); ``idf``: their term's, or each posting's."""
         p = self.postings
         docs = p.doc_nums[sl]
+        if params.fields is not None:
+            return idf * self._bm25f_part(sl, docs, params)
         tf_part = get_variant(params.variant).tf_part(p.tfs[sl], p.doc_lengths[docs], self.avgdl,
                                                       params.k1, params.b, params.delta)
         return idf * (tf_part - zero) if zero else idf * tf_part
+
+    def _bm25f_part(self, sl: slice | np.ndarray, docs: np.ndarray, params: Params) -> np.ndarray:
+        """:func:`~.scoring.bm25f_tf_part` of the postings ``sl`` (documents ``docs``)."""
+        assert self.fields is not None and params.fields is not None
+        at = [self.fields.names.index(name) for name, _, _ in params.fields]
+        return bm25f_tf_part([np.asarray(self.fields.tfs[i][sl]) for i in at],
+                             [np.asarray(self.fields.lengths[i])[docs] for i in at],
+                             [self.field_avgdl[i] for i in at], [w for _, w, _ in params.fields],
+                             [b for _, _, b in params.fields], params.k1)
 
     def prepare(self, params: Params) -> np.ndarray:
         """Weights of all postings for ``params`` (resolved), computed once and kept for the next batch:
@@ -275,23 +304,21 @@ class QueryBatch:
         self._query_terms = list(queries)
 
     def scores(self, params: Params) -> np.ndarray:
-        """Score of every (query, document) pair in ``query_of`` / ``doc_of`` order."""
-        p = self.scorer.postings
-        variant = get_variant(params.variant)
+        """Score of every (query, document) pair in ``query_of`` / ``doc_of`` order (with ``params.k3``,
+        query terms weigh :func:`~.scoring.query_term_weight` of their counts, as in single searches)."""
         idf = self.scorer.idf(params.variant)
         zero = zero_tf_part(params)
-        tf_part = variant.tf_part(p.tfs[self._postings], p.doc_lengths[p.doc_nums[self._postings]],
-                                  self.scorer.avgdl, params.k1, params.b, params.delta)
-        w = idf[self._term] * (tf_part - zero) if zero else idf[self._term] * tf_part
-        perm = self._canonical_permutation(w)
-        w = np.where(self._mult != 1, w * self._mult, w)
+        w = self.scorer._posting_weights(self._postings, idf[self._term], params, zero)
+        mult = query_term_weight(self._mult, params.k3)
+        perm = self._canonical_permutation(w, query_term_weight(self._span_mult, params.k3))
+        w = np.where(mult != 1, w * mult, w)
         scores = np.bincount(self._group[perm], weights=w[perm], minlength=self.doc_of.shape[0])
         if zero:
-            const = np.array([self.scorer.constant(q, params) for q in self._query_terms])
+            const = np.array([self.scorer.constant(q.weighted(params.k3), params) for q in self._query_terms])
             scores = scores + const[self.query_of]
         return scores
 
-    def _canonical_permutation(self, w: np.ndarray) -> np.ndarray:
+    def _canonical_permutation(self, w: np.ndarray, span_mult: np.ndarray) -> np.ndarray:
         """Positions of the postings with each query's spans in its canonical term order
         (:func:`term_order`), so that ``bincount`` adds every document's weights in that order."""
         n = self._span_length.shape[0]
@@ -299,7 +326,7 @@ class QueryBatch:
         upper = np.zeros(n)
         if nonempty.any():
             upper[nonempty] = np.maximum(np.maximum.reduceat(w, self._span_begin[nonempty]), 0.0)
-        upper *= self._span_mult
+        upper *= span_mult
         spans = term_order(upper)  # each query's spans are in term-id order: ties keep it
         spans = spans[np.argsort(self._span_query[spans], kind="stable")]  # then query by query
         return concat_ranges(self._span_begin[spans], self._span_length[spans])

@@ -2,8 +2,10 @@
 
 Notation: N documents, n = document frequency of the term, tf = its frequency in the document,
 dl = document length in terms, avgdl = mean document length, k1, b, delta = parameters chosen per
-search. A document's score for a query is the sum, over the query's terms (a repeated query term
-counts each time, as in Lucene and rank_bm25), of ``idf(term) * tf_part(tf, dl)``.
+search. A document's score for a query is the sum, over the query's distinct terms, of
+``query_term_weight(qf, k3) * idf(term) * tf_part(tf, dl)``, qf the term's count in the query: by
+default ``qf`` itself (a repeated query term counts each time, as in Lucene and rank_bm25); with
+``k3`` Robertson's saturation ``qf (k3 + 1) / (qf + k3)``.
 
 Variants whose ``tf_part(0) != 0`` (``bm25l``, ``bm25+``) give every document a contribution for
 each query term it does *not* contain; it is added to every matching document, as rank_bm25 and
@@ -105,6 +107,55 @@ def tf_bm25plus(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: floa
     return (k1 + 1.0) * tf / (k1 * _norm(dl, avgdl, b) + tf) + delta
 
 
+# ---------------------------------------------------------------- BM25F -------------------------
+
+def bm25f_tf_part(field_tfs: list[np.ndarray], field_lengths: list[np.ndarray], average_lengths: list[float],
+                  weights: list[float], bs: list[float], k1: float) -> FloatArray:
+    """BM25F's term-frequency part (Robertson and Zaragoza, "The Probabilistic Relevance Framework:
+    BM25 and Beyond", 2009, section 3.5): the fields' frequencies are weighted, each normalised by its
+    own length, and added before one saturation,
+    ``tf~ = sum_f w_f * tf_f / (1 - b_f + b_f * len_f / avglen_f)``, part ``tf~ / (k1 + tf~)``
+    (a field whose average length is 0 is not normalised; a field without the term adds 0, even an empty
+    one at b = 1, whose normaliser is 0). The score is ``sum_t idf(t) * part`` with Lucene's idf, the
+    document frequency counted over any field."""
+    tilde = np.zeros(field_tfs[0].shape[0] if field_tfs else 0, dtype=np.float64)
+    for tf, length, average, weight, b in zip(field_tfs, field_lengths, average_lengths, weights, bs):
+        term = np.zeros_like(tilde)
+        np.divide(weight * tf.astype(np.float64), _norm(length, average, b), out=term, where=tf > 0)
+        tilde = tilde + term
+    return tilde / (k1 + tilde)
+
+
+def parse_field_values(given: str | dict[str, float] | None, what: str) -> dict[str, float]:
+    """``{"title": 3.0, "text": 1.0}`` from ``"title=3,text=1"`` or a mapping; a malformed entry is a
+    ParameterError naming ``what``."""
+    if given is None:
+        return {}
+    pairs = given.items() if hasattr(given, "items") else (part.partition("=")[::2] for part in str(given).split(","))
+    values: dict[str, float] = {}
+    for name, value in pairs:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not str(name).strip() or not math.isfinite(number) or str(name) in values:
+            raise ParameterError(f"{what}: expected field=number pairs such as title=3,text=1, got {given!r}")
+        values[str(name)] = number
+    return values
+
+
+# ---------------------------------------------------------------- query terms --------------------
+
+def query_term_weight(qf: np.ndarray, k3: float | None) -> FloatArray:
+    """How much a query term given ``qf`` times weighs: ``qf (k3 + 1) / (qf + k3)`` (Robertson, Walker,
+    Jones, Hancock-Beaulieu, Gatford, "Okapi at TREC-3", 1994: the query-term frequency part of the
+    original BM25), or ``qf`` itself when ``k3`` is None (Lucene's linear count, the default). 1 for
+    ``qf = 1`` whatever ``k3``; k3 = 0 counts every term once; a large k3 tends to ``qf``. Example: with
+    k3 = 8 a term given three times weighs 3 * 9 / 11 = 27/11 of a term given once."""
+    qf = np.asarray(qf, dtype=np.float64)
+    return qf if k3 is None else qf * (k3 + 1.0) / (qf + k3)
+
+
 # ---------------------------------------------------------------- registry -----------------------
 
 @dataclass(frozen=True)
@@ -146,12 +197,16 @@ def get_variant(name: str) -> Variant:
 
 @dataclass(frozen=True)
 class Params:
-    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default)."""
+    """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default),
+    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`) and, for BM25F on an index
+    built with fields, ``fields``: (field, weight, b) for every field of the index, in its order."""
 
     variant: str = DEFAULT_VARIANT
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
     delta: float | None = None
+    k3: float | None = None
+    fields: tuple[tuple[str, float, float], ...] | None = None
 
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
@@ -163,7 +218,25 @@ class Params:
         delta = variant.default_delta if self.delta is None else float(self.delta)
         if not (math.isfinite(delta) and delta >= 0):
             raise ParameterError(f"delta must be a finite number >= 0, got {delta}")
-        return Params(self.variant, float(self.k1), float(self.b), delta)
+        k3 = self.k3
+        if k3 is not None and (isinstance(k3, bool) or not isinstance(k3, (int, float)) or not math.isfinite(k3)
+                               or k3 < 0):
+            raise ParameterError(f"k3 must be a finite number >= 0 (or None for the linear count), got {k3!r}")
+        if self.fields is not None:
+            if self.variant != "lucene":
+                raise ParameterError(f"BM25F (field weights) scores with Lucene's idf and saturation: use the variant "
+                                     f"lucene, not {self.variant!r}")
+            for name, weight, b in self.fields:
+                if not (math.isfinite(weight) and weight >= 0):
+                    raise ParameterError(f"the weight of field {name!r} must be a finite number >= 0, got {weight}")
+                if not (math.isfinite(b) and 0 <= b <= 1):
+                    raise ParameterError(f"the b of field {name!r} must be between 0 and 1, got {b}")
+        return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3),
+                      None if self.fields is None else tuple((n, float(w), float(b)) for n, w, b in self.fields))
+
+    def of_documents(self) -> "Params":
+        """These parameters without k3: what the postings' weights depend on (k3 weighs query terms)."""
+        return Params(self.variant, self.k1, self.b, self.delta, None, self.fields)
 
 
 @lru_cache(maxsize=64)

@@ -38,7 +38,7 @@ import numpy as np
 from . import backends, storage
 from .backends import Backend
 from .docstore import DocStore, DocStoreWriter, fields
-from .errors import IndexFormatError, InputError
+from .errors import IndexFormatError, InputError, ParameterError
 from .locking import check_unlocked, write_lock
 from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
@@ -133,22 +133,32 @@ class BuiltSegment:
 def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
                   progress: Progress | None = None, source: str | Path | None = None,
                   pretokenized: bool = False, vocabulary: Sequence[str] | None = None,
-                  backend: Backend | None = None) -> BuiltSegment:
+                  backend: Backend | None = None, fields: Sequence[str] | None = None) -> BuiltSegment:
     """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
     in memory). A duplicate id raises InputError naming it (and ``source``, when given).
 
     With ``pretokenized``, ``docs`` are ``(id, tokens)`` pairs indexed as they are (no analysis);
     each stores its tokens joined by spaces as its text. With a ``vocabulary`` as well, the tokens
     are arrays of indices into it, and no text is stored. ``backend`` builds the postings (a new
-    default one when None: see :mod:`bm25lab.engine.backends`).
+    default one when None: see :mod:`bm25lab.engine.backends`). With ``fields`` (names: ``title``,
+    ``text`` or a metadata key), each field is analysed on its own, a document's tokens are its fields'
+    tokens one after the other, and the segment also records each field's lengths and frequencies
+    (:class:`~bm25lab.engine.storage.Fields`, for BM25F).
     """
     workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
     seen: dict[str, int] = {}
     try:
-        batches = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
-                   else _analysed(docs, tokenizer, workers, seen, source))
-        builder = PostingsBuilder(backend or backends.create(), vocabulary if pretokenized else None)
-        return BuiltSegment(_build(batches, builder, seen, progress, Path(workdir.name)), workdir)
+        chosen = backend or backends.create()
+        if fields:
+            names = check_fields(fields)
+            batches = _analysed_fields(docs, tokenizer, workers, seen, source, names)
+            builders = [PostingsBuilder(chosen) for _ in names]
+        else:
+            batches = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
+                       else _analysed(docs, tokenizer, workers, seen, source))
+            names, builders = (), []
+        builder = PostingsBuilder(chosen, vocabulary if pretokenized else None)
+        return BuiltSegment(_build(batches, builder, seen, progress, Path(workdir.name), names, builders), workdir)
     except BaseException:
         workdir.cleanup()
         raise
@@ -180,6 +190,25 @@ class _Batch:
     columns: tuple[Iterable[str], Iterable[str], Iterable[str], Iterable[str]]  # id, title, text, meta
     tokens: list[Sequence[str]]
     joined: list[str] | None = None
+    field_tokens: list[list[Sequence[str]]] | None = None  # per field, each document's tokens in it
+
+
+def check_fields(fields: Sequence[str]) -> tuple[str, ...]:
+    """Field names as given: distinct, non-empty; a bad list is a ParameterError."""
+    names = tuple(str(f) for f in fields)
+    if not names or any(not n.strip() for n in names) or len(set(names)) != len(names):
+        raise ParameterError(f"fields must be distinct non-empty names (title, text or metadata keys), got {list(fields)}")
+    return names
+
+
+def field_text(doc: Document, name: str) -> str:
+    """The text of field ``name`` of ``doc``: its title, its text, or the metadata value (a string, or "")."""
+    if name == "title":
+        return doc.title
+    if name == "text":
+        return doc.text
+    value = doc.metadata.get(name) if doc.metadata else None
+    return value if isinstance(value, str) else "" if value is None else str(value)
 
 
 def _register(seen: dict[str, int], doc_id: str, source: str | Path | None) -> None:
@@ -218,6 +247,28 @@ def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None
         yield _Batch(tuple(zip(*rows)), tokens)  # type: ignore[arg-type]
 
 
+def _analysed_fields(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
+                     source: str | Path | None, names: tuple[str, ...]) -> Iterator[_Batch]:
+    """Batches whose documents' fields are analysed one by one (a token never spans two fields)."""
+    pending: deque[Document] = deque()
+
+    def texts() -> Iterator[str]:
+        for item in docs:
+            doc = as_document(item)
+            _register(seen, doc.id, source)
+            pending.append(doc)
+            yield from (field_text(doc, name) for name in names)
+
+    analysed = tokenizer.tokenize_many(texts(), workers=workers)
+    width = len(names)
+    while flat := list(islice(analysed, _BATCH_DOCS * width)):
+        per_doc = [flat[i:i + width] for i in range(0, len(flat), width)]
+        rows = [fields(pending.popleft()) for _ in per_doc]
+        combined = [[token for part in doc for token in part] for doc in per_doc]
+        by_field = [[doc[f] for doc in per_doc] for f in range(width)]
+        yield _Batch(tuple(zip(*rows)), combined, field_tokens=by_field)  # type: ignore[arg-type]
+
+
 def _given_tokens(docs: Iterable[tuple[str, Sequence[str]]], seen: dict[str, int], source: str | Path | None,
                   with_text: bool) -> Iterator[_Batch]:
     """Batches of ``(id, tokens)`` pairs, checked, numbered and joined in C calls (no Python step
@@ -243,23 +294,44 @@ def _refuse_first(items: list[Any], bad: Callable[[Any], bool], source: str | Pa
 
 
 def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, int], progress: Progress | None,
-           folder: Path) -> storage.Segment:
+           folder: Path, names: tuple[str, ...] = (), field_builders: Sequence[PostingsBuilder] = ()) -> storage.Segment:
     store_path = folder / storage.STORE_FILE
     writer = DocStoreWriter(store_path)
     try:  # the store inserts each batch in its own thread while the builder works
         for batch in batches:
             writer.add_columns(builder.num_docs, *batch.columns)
             builder.add_many(batch.tokens, batch.joined)
+            for field_builder, tokens in zip(field_builders, batch.field_tokens or ()):
+                field_builder.add_many(tokens)
             if progress is not None:
                 progress(builder.num_docs)
         postings = builder.finish()
+        fields = _aligned_fields(postings, names, [b.finish() for b in field_builders]) if names else None
         doc_ids = list(seen)
         ranks = id_ranks(doc_ids)
     finally:
         writer.close()
     if progress is not None and not postings.num_docs:
         progress(0)
-    return storage.Segment(postings, doc_ids, ranks, store_path)
+    return storage.Segment(postings, doc_ids, ranks, store_path, fields)
+
+
+def _aligned_fields(postings: Postings, names: tuple[str, ...], per_field: Sequence[Postings]) -> storage.Fields:
+    """Each field's postings laid onto the document's (``(term, document)`` keys; a field's term is a
+    term of the whole document): its frequencies aligned with ``postings``, and its lengths."""
+    width = np.int64(max(postings.num_docs, 1))
+    term_of = np.repeat(np.arange(postings.num_terms, dtype=np.int64), np.diff(np.asarray(postings.offsets)))
+    keys = term_of * width + np.asarray(postings.doc_nums, dtype=np.int64)
+    tfs = np.zeros((len(names), postings.num_postings), dtype=np.int32)
+    lengths = np.zeros((len(names), postings.num_docs), dtype=np.int32)
+    for f, part in enumerate(per_field):
+        ids = postings.term_ids(list(part.terms))
+        part_terms = np.repeat(ids, np.diff(np.asarray(part.offsets)))
+        places = np.searchsorted(keys, part_terms * width + np.asarray(part.doc_nums, dtype=np.int64))
+        tfs[f, places] = part.tfs
+        lengths[f] = part.doc_lengths
+    assert (tfs.sum(axis=0, dtype=np.int64) == postings.tfs).all(), "field frequencies must add up to the tf"
+    return storage.Fields(names, lengths, tfs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,6 +372,8 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
     np.cumsum(df[used], out=offsets[1:])
     doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
     tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+    names = _field_names(parts)
+    field_tfs = np.empty((len(names), int(offsets[-1])), dtype=np.int32) if names else None
     free = offsets[:-1].copy()  # next free place of every merged term
     base = 0
     for part, global_id, live, live_df in zip(parts, global_ids, live_masks, live_dfs):
@@ -310,13 +384,17 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
         for lo, hi in _term_blocks(part_offsets):
             docs = np.asarray(p.doc_nums[part_offsets[lo]:part_offsets[hi]])
             tf = np.asarray(p.tfs[part_offsets[lo]:part_offsets[hi]])
+            ftf = None if field_tfs is None else np.asarray(part.segment.fields.tfs[:, part_offsets[lo]:part_offsets[hi]])
             if part.deleted.shape[0]:
                 keep = live[docs]
                 docs, tf = docs[keep], tf[keep]
+                ftf = None if ftf is None else ftf[:, keep]
             counts = live_df[lo:hi]
             places = concat_ranges(free[target[lo:hi]], counts)  # each term's next free places
             doc_nums[places] = new_num[docs]
             tfs[places] = tf
+            if field_tfs is not None:
+                field_tfs[:, places] = ftf
             present = counts > 0  # a part's terms are distinct, so plain fancy indexing adds correctly
             free[target[lo:hi][present]] += counts[present]
         base += int(live.sum())
@@ -326,7 +404,20 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
     lengths = [np.asarray(part.segment.postings.doc_lengths)[live] for part, live in zip(parts, live_masks)]
     postings = Postings(terms=[vocabulary[i] for i in used.tolist()], offsets=offsets, doc_nums=doc_nums, tfs=tfs,
                         doc_lengths=_concat(lengths, np.int32))
-    return storage.Segment(postings, doc_ids, id_ranks(doc_ids), None)
+    fields = None
+    if field_tfs is not None:
+        field_lengths = [np.asarray(part.segment.fields.lengths)[:, live] for part, live in zip(parts, live_masks)]
+        fields = storage.Fields(names, np.concatenate(field_lengths, axis=1).astype(np.int32)
+                                if field_lengths else np.zeros((len(names), 0), np.int32), field_tfs)
+    return storage.Segment(postings, doc_ids, id_ranks(doc_ids), None, fields)
+
+
+def _field_names(parts: Sequence[Part]) -> tuple[str, ...]:
+    """The fields every part has (all the same, or none)."""
+    names = {p.segment.fields.names if p.segment.fields is not None else () for p in parts}
+    if len(names) > 1:
+        raise IndexFormatError(f"the index's segments have different fields: {sorted(names)}; rebuild the index")
+    return names.pop() if names else ()
 
 
 _BLOCK = 1 << 22  # postings handled at once while merging: bounds the temporary arrays
@@ -427,7 +518,7 @@ def merged_part(parts: Sequence[Part], folder: Path) -> Part:
     finally:
         writer.close()
     assert num == view.postings.num_docs
-    return Part(storage.Segment(view.postings, view.doc_ids, view.id_rank, store_path))
+    return Part(storage.Segment(view.postings, view.doc_ids, view.id_rank, store_path, view.fields))
 
 
 def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True) -> list[Part]:
@@ -452,7 +543,7 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
             seg = part.segment
             assert seg.store_path is not None
             entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
-                                          move_store=move_stores)
+                                          move_store=move_stores, fields=seg.fields)
         else:
             entry = {k: v for k, v in part.entry.items() if k != "deleted"}
         if part.deleted.shape[0]:
@@ -491,7 +582,8 @@ def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: in
     config = manifest["tokenizer"]
     tokenizer = Tokenizer.from_config(config)
     check_unlocked(directory)
-    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend)
+    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend,
+                          fields=index_fields(manifest))
     try:
         if built.segment.postings.num_docs == 0:
             return _unchanged(directory, verify)
@@ -546,12 +638,21 @@ def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[s
             raise InputError("an index exists already (use overwrite=True to replace it)", directory)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}
+        names = _field_names(parts)
+        if names:
+            manifest["fields"] = list(names)
         if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
             _commit(directory, manifest, [Part(parts[0].segment)], move_stores=False)
             return
         with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
             merged = [merged_part(parts, Path(tmp))] if sum(p.num_live for p in parts) else []
             _commit(directory, manifest, merged, move_stores=True)
+
+
+def index_fields(manifest: dict[str, Any]) -> tuple[str, ...] | None:
+    """The fields an index directory was built with (None: built without fields)."""
+    names = manifest.get("fields")
+    return tuple(names) if isinstance(names, list) and names else None
 
 
 def _unchanged(directory: Path, verify: bool) -> Change:

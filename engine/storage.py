@@ -4,7 +4,9 @@ Layout of an index directory::
 
     index.json            manifest: format, format_version, tokenizer config, counts, segments
     seg-<hex>/            one segment: offsets.npy doc_nums.npy tfs.npy doc_lengths.npy id_rank.npy
-                          terms.txt (one term a line) doc_ids.json docs.sqlite
+                          terms.txt (one term a line) doc_ids.json docs.sqlite; an index built with
+                          fields (BM25F) also field_lengths.npy (fields x documents) and
+                          field_tfs.npy (fields x postings), its entry naming the fields
     del-<hex>.npy         the deleted document numbers of one segment (sorted int32), if any
     .writer.lock          the writers' lock (:mod:`bm25lab.engine.locking`)
 
@@ -43,18 +45,33 @@ TERMS_FILE = "terms.txt"
 IDS_FILE = "doc_ids.json"
 STORE_FILE = "docs.sqlite"
 SEGMENT_FILES = frozenset([f"{key}.npy" for key in ARRAYS] + [TERMS_FILE, IDS_FILE, STORE_FILE])
+FIELD_ARRAYS = ("field_lengths", "field_tfs")
+FIELD_FILES = frozenset(f"{key}.npy" for key in FIELD_ARRAYS)
 _SEGMENT_NAME = re.compile(r"seg-[0-9a-f]{1,32}")
 _DELETIONS_NAME = re.compile(r"del-[0-9a-f]{1,32}\.npy")
 
 
+@dataclass(frozen=True, eq=False)
+class Fields:
+    """The fields of an index built with fields (BM25F): their names, each document's length in each
+    field (``lengths``, fields x documents) and each posting's frequency in each field (``tfs``, fields x
+    postings, aligned with the postings; a posting's field frequencies add up to its ``tf``)."""
+
+    names: tuple[str, ...]
+    lengths: np.ndarray
+    tfs: np.ndarray
+
+
 @dataclass(frozen=True)
 class Segment:
-    """A loaded segment: postings, external ids, their tie-break ranks, and its store file."""
+    """A loaded segment: postings, external ids, their tie-break ranks, its store file and, for an
+    index built with fields, its :class:`Fields`."""
 
     postings: Postings
     doc_ids: list[str]
     id_rank: np.ndarray
     store_path: Path | None  # None for a merged in-memory view of several segments
+    fields: Fields | None = None
 
 
 def size_on_disk(directory: Path) -> int:
@@ -83,7 +100,7 @@ def _unique_name(prefix: str) -> str:
 
 
 def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_rank: np.ndarray,
-                  store_file: Path, move_store: bool = False) -> dict[str, Any]:
+                  store_file: Path, move_store: bool = False, fields: Fields | None = None) -> dict[str, Any]:
     """Write one segment into a new folder inside ``directory``; returns its manifest entry.
 
     ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
@@ -93,6 +110,8 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     tmp.mkdir()
     arrays = {"offsets": postings.offsets, "doc_nums": postings.doc_nums, "tfs": postings.tfs,
               "doc_lengths": postings.doc_lengths, "id_rank": id_rank}
+    if fields is not None:
+        arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
     for key, arr in arrays.items():
         np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
     terms = list(postings.terms)
@@ -110,7 +129,10 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
         files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     _fsync(tmp)
     tmp.rename(directory / name)
-    return {"name": name, "documents": postings.num_docs, "files": files}
+    entry = {"name": name, "documents": postings.num_docs, "files": files}
+    if fields is not None:
+        entry["fields"] = list(fields.names)
+    return entry
 
 
 def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
@@ -222,8 +244,13 @@ def _check_entries(path: Path, entries: Any) -> None:
                 or not _SEGMENT_NAME.fullmatch(entry["name"]):
             raise bad("a segment without a valid name")
         files = entry.get("files")
-        if not isinstance(files, dict) or set(files) != SEGMENT_FILES or not all(_file_record(v) for v in files.values()):
-            raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(SEGMENT_FILES))}")
+        names = entry.get("fields")
+        if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+                                      and len(set(names)) == len(names)):
+            raise bad(f"segment {entry['name']} has a malformed list of fields")
+        expected = SEGMENT_FILES if names is None else SEGMENT_FILES | FIELD_FILES
+        if not isinstance(files, dict) or set(files) != expected or not all(_file_record(v) for v in files.values()):
+            raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(expected))}")
         if not isinstance(entry.get("documents"), int) or isinstance(entry["documents"], bool):
             raise bad(f"segment {entry['name']} without a document count")
         deleted = entry.get("deleted")
@@ -291,4 +318,17 @@ def load_segment(directory: Path, entry: dict[str, Any], verify: bool = True, mm
     if len(doc_ids) != entry["documents"]:
         raise IndexFormatError(f"{folder}: {len(doc_ids)} documents, the manifest says {entry['documents']}; "
                                f"rebuild the index")
-    return Segment(postings, doc_ids, arrays["id_rank"], folder / STORE_FILE)
+    fields = None if entry.get("fields") is None else _load_fields(folder, entry["fields"], postings, mmap)
+    return Segment(postings, doc_ids, arrays["id_rank"], folder / STORE_FILE, fields)
+
+
+def _load_fields(folder: Path, names: list[str], postings: Postings, mmap: bool) -> Fields:
+    try:
+        lengths, tfs = (np.load(folder / f"{key}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+                        for key in FIELD_ARRAYS)
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"{folder}: unreadable field arrays ({exc}); rebuild the index") from None
+    if not (lengths.dtype == tfs.dtype == np.dtype(np.int32) and lengths.shape == (len(names), postings.num_docs)
+            and tfs.shape == (len(names), postings.num_postings)):
+        raise IndexFormatError(f"{folder}: field arrays disagree with the postings; rebuild the index")
+    return Fields(tuple(names), lengths, tfs)

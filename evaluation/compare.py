@@ -176,6 +176,15 @@ def _validate(runs: Mapping[str, PerQuery], measures: Sequence[str], alpha: floa
         raise BM25LabError("compare needs at least one run besides the baseline")
     if not measures:
         raise BM25LabError("compare needs at least one measure")
+    from .errors import MeasureError
+    from .measures import numeric_measure, parse_measure
+
+    for measure in measures:
+        try:
+            parse_measure(measure)
+        except MeasureError:  # per-query values under a name of the caller's own
+            continue
+        numeric_measure(measure)  # a measure whose values are text cannot be compared
     if not 0.0 < alpha < 1.0:
         raise BM25LabError(f"alpha must lie strictly between 0 and 1, got {alpha}")
     if not 0.0 < ci_level < 1.0:

@@ -7,16 +7,25 @@ Which queries count (this module is their one owner):
   lists the run's queries that were ignored for that reason.
 - By default the averaged queries are the judged queries that appear in the run (trec_eval's
   default). A query given with an empty ranking (possible in a dict) appears in the run.
-- With ``complete`` (trec_eval ``-c``) every judged query is averaged; a query missing from the run
-  scores 0 on every measure (where the measure is defined for it), as trec_eval's ``-c`` counts it.
+- With ``complete`` (trec_eval ``-c``) every judged query is averaged. A query missing from the run
+  scores 0 on every measure (where the measure is defined for it), as trec_eval 9.0.8's ``-c`` counts
+  it; under ``trec_eval=10`` it is evaluated as trec_eval 10.0 does, as a ranking of one unjudged
+  document (so ``num_rel`` counts its relevant documents), with ``num_ret``, ``utility``, ``unj`` and
+  ``RBP_resid`` then reported as 0 and ``relstring`` as empty (without parameters only, as trec_eval
+  10.0 resets them by name: :func:`~bm25lab.evaluation.conventions.cleared_for_stand_in`).
   :attr:`EvaluationResult.missing_from_run` lists the judged queries absent from the run either way.
-- A measure undefined for a query (``AUC`` without both relevant and judged non-relevant documents)
-  has no value for it: the query is left out of ``per_query[qid]`` for that measure and out of its
-  mean, and :attr:`EvaluationResult.undefined` names it.
+- A measure undefined for a query (``AUC`` without both relevant and judged non-relevant documents,
+  ``MAE`` without a rated document retrieved) has no value for it: the query is left out of
+  ``per_query[qid]`` for that measure and out of its mean, and :attr:`EvaluationResult.undefined`
+  names it.
 
 Options as in trec_eval: ``rel`` is the relevance threshold (``-l``; judgments ``>= rel`` are
 relevant; nDCG ignores it), ``judged_only`` drops unjudged documents from the ranking before
-measuring (``-J``), ``depth`` keeps each query's best ``depth`` documents (``-M``). A measure whose
+measuring (``-J``), ``depth`` keeps each query's best ``depth`` documents, after ranking (``-M``),
+``collection_size`` is the number of documents in the collection (``-N``: ``utility``'s TN and the
+confusion measures TN, accuracy, FPR, specificity need it), ``trec_eval`` the rule set (9 or 10,
+:mod:`bm25lab.evaluation.conventions`). ``missing_ratings`` says what MAE and RMSE do with a retrieved
+document its query did not rate (:data:`~bm25lab.evaluation.measures.MISSING_RATINGS`). A measure whose
 name sets its own threshold or judged-only choice (ir_measures' ``P(rel=2)@5``, ranx's ``map-l2``)
 uses it instead of the options.
 
@@ -24,8 +33,9 @@ No silent wrong figures: unless ``strict=False``, :class:`~bm25lab.evaluation.er
 is raised when the run shares no query with the qrels (a wrong file, or query ids written
 differently: ``001`` against ``1``) and when the qrels hold no relevant judgment at the threshold
 (a relevance file read in the wrong format, or a ``rel`` above every label): either would give a
-table of zeros or of NaN. Means are arithmetic means over the averaged queries (trec_eval's summary line
-sums the counts ``num_ret``, ``num_rel``, ``num_rel_ret`` instead: see
+table of zeros or of NaN. Means are arithmetic means over the averaged queries, geometric for
+``gm_map`` and ``gm_bpref`` (trec_eval's summary line sums the counts ``num_ret``, ``num_rel``,
+``num_rel_ret``, ... instead: see
 :attr:`EvaluationResult.summary`). Query ids are reported in natural order (``2`` before ``10``).
 """
 from __future__ import annotations
@@ -38,12 +48,14 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..engine.errors import InputWarning
+from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import EvaluationError, MeasureError
-from .measures import ELEVEN_POINTS, IGNORES_REL, Measure, expand_measures, parse_measures
+from .measures import (ELEVEN_POINTS, IGNORES_REL, MIN_GEO_MEAN, MISSING_RATINGS, Measure, expand_measures,
+                       parse_measures)
 from .ranking import JudgedRanking, Qrels, Run, judged_ranking, natural_key
 
-__all__ = ["EvaluationResult", "QuerySelection", "check_meaningful", "evaluate", "precision_recall_curve",
-           "precision_recall_curves", "select_queries"]
+__all__ = ["ROC_POINTS", "EvaluationResult", "QuerySelection", "check_meaningful", "evaluate", "precision_recall_curve",
+           "precision_recall_curves", "roc_curve", "roc_points", "select_queries"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +69,12 @@ class EvaluationResult:
     - ``undefined``: measure -> queries where it has no value (left out of ``per_query`` and the mean).
     - ``missing_from_run``: judged queries absent from the run (scored 0 when ``complete``).
     - ``not_judged``: the run's queries without judgments, ignored.
-    - ``rel``, ``complete``, ``judged_only``, ``depth``: the options used; ``run_name``: the run's tag.
-    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``).
+    - ``rel``, ``complete``, ``judged_only``, ``depth``, ``trec_eval``: the options used; ``run_name``: the
+      run's tag.
+    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``);
+      ``geometric``: those whose mean is geometric; ``summary_only``: those trec_eval prints no
+      per-query line for; ``text``: those whose values are strings (no mean).
+    - ``reasons``: measure -> why it can be undefined for a query.
     - ``num_judged``: the queries the qrels judge (the averaged ones are among them).
     - ``unavailable``: measures a trec_eval nickname (``all_trec``) holds that bm25lab does not compute.
     """
@@ -78,6 +94,11 @@ class EvaluationResult:
     num_judged: int = 0
     unavailable: tuple[str, ...] = ()
     depth: int | None = None
+    trec_eval: int = DEFAULT_TREC_EVAL
+    geometric: tuple[str, ...] = ()
+    summary_only: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, float]:
@@ -112,7 +133,7 @@ def select_queries(qrels: Qrels, run: Run, *, complete: bool) -> QuerySelection:
 
 
 def evaluate(
-    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    qrels: Qrels | Mapping[str, Mapping[str, float]],
     run: Run | Mapping[str, Any],
     measures: Iterable[str] | str,
     complete: bool = False,
@@ -121,41 +142,44 @@ def evaluate(
     *,
     depth: int | None = None,
     strict: bool = True,
+    trec_eval: int = DEFAULT_TREC_EVAL,
+    collection_size: int | None = None,
+    missing_ratings: str = "skip",
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` with the named measures (``["P@10", "nDCG@10", "AP"]``, or
     trec_eval's ``"P.5,10"``, ``"all_trec"``: :func:`~bm25lab.evaluation.measures.expand_measures`).
 
     ``qrels`` is a :class:`~bm25lab.evaluation.ranking.Qrels` or ``{qid: {docid: grade}}``; ``run`` a
     :class:`~bm25lab.evaluation.ranking.Run` or ``{qid: {docid: score}}`` (or lists of pairs or hits).
-    Raises :class:`~bm25lab.evaluation.errors.MeasureError` for an unknown measure or a bad option,
-    and (``strict``) :class:`~bm25lab.evaluation.errors.EvaluationError` when the figures could mean
+    The options are described in the module's docstring. Raises
+    :class:`~bm25lab.evaluation.errors.MeasureError` for an unknown measure or a bad option, and
+    (``strict``) :class:`~bm25lab.evaluation.errors.EvaluationError` when the figures could mean
     nothing (see the module's notes).
     """
     expansion = expand_measures(measures)
     parsed = parse_measures(expansion.names)
-    if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
-        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
-        raise MeasureError(f"the depth (trec_eval -M) must be a positive integer, not {depth!r}")
+    _check_options(rel, depth, collection_size, missing_ratings)
+    rules = get_rules(trec_eval)
     qrels = Qrels.from_dict(qrels)
-    run = Run.from_dict(run)
-    if depth is not None:
-        run = run.truncated(int(depth))
+    run = _cut(Run.from_dict(run), depth)
     selection = select_queries(qrels, run, complete=complete)
     if strict:
         check_meaningful(qrels, run, parsed, rel=int(rel))
+    stand_in = complete and rules.missing_query == "stand-in"
     rankings: dict[tuple[int, bool], JudgedRanking] = {}
     values = {}
-    for m in parsed:
+    for m in parsed:  # one judged ranking per relevance threshold and judged-only choice the measures use
         key = (int(rel) if m.rel is None else m.rel, judged_only if m.judged_only is None else m.judged_only)
         if key not in rankings:
-            rankings[key] = judged_ranking(qrels, run, selection.averaged, rel=key[0], judged_only=key[1])
-        values[m.name] = _score_missing_as_zero(m(rankings[key]), rankings[key].in_run)
+            rankings[key] = judged_ranking(qrels, run, selection.averaged, rel=key[0], judged_only=key[1],
+                                           trec_eval=rules, stand_in=stand_in, collection_size=collection_size,
+                                           missing_ratings=missing_ratings)
+        values[m.name] = _for_missing_queries(m, m(rankings[key]), rankings[key].in_run, stand_in)
     per_query, undefined = _per_query(selection.averaged, values)
     return EvaluationResult(
         measures=tuple(m.name for m in parsed),
         per_query=per_query,
-        mean={name: _mean(v) for name, v in values.items()},
+        mean={m.name: _mean(m, values[m.name]) for m in parsed},
         num_queries=len(selection.averaged),
         undefined=undefined,
         missing_from_run=selection.missing_from_run,
@@ -168,6 +192,11 @@ def evaluate(
         num_judged=qrels.num_queries,
         unavailable=expansion.unavailable,
         depth=None if depth is None else int(depth),
+        trec_eval=rules.version,
+        geometric=tuple(m.name for m in parsed if m.definition.geometric),
+        summary_only=tuple(m.name for m in parsed if m.definition.summary_only),
+        text=tuple(m.name for m in parsed if m.definition.text),
+        reasons={m.name: m.definition.undefined_when for m in parsed if m.name in undefined},
     )
 
 
@@ -220,6 +249,26 @@ def _numbering_hint(run_qids: Iterable[str], qrels_qids: Iterable[str]) -> str:
     return ""
 
 
+def _cut(run: Run, depth: int | None) -> Run:
+    """The run evaluated at ``depth`` (trec_eval ``-M``): each query's best ``depth`` documents."""
+    return run if depth is None else run.truncated(int(depth))
+
+
+def _check_options(rel: Any, depth: Any, collection_size: Any, missing_ratings: Any) -> None:
+    def whole(value: Any) -> bool:
+        return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+    if not whole(rel) or rel < 1:
+        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
+    if depth is not None and (not whole(depth) or depth < 1):
+        raise MeasureError(f"the depth (trec_eval -M) must be a positive integer (or None for every document), "
+                           f"not {depth!r}")
+    if collection_size is not None and (not whole(collection_size) or collection_size < 0):
+        raise MeasureError(f"collection_size must be an integer >= 0 (or None), not {collection_size!r}")
+    if missing_ratings not in MISSING_RATINGS:
+        raise MeasureError(f"unknown missing_ratings {missing_ratings!r}; choose one of: {', '.join(MISSING_RATINGS)}")
+
+
 def precision_recall_curve(
     qrels: Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Any],
@@ -228,10 +277,12 @@ def precision_recall_curve(
     complete: bool = False,
     judged_only: bool = False,
     depth: int | None = None,
+    trec_eval: int = DEFAULT_TREC_EVAL,
 ) -> dict[float, float]:
     """``{recall level: mean interpolated precision}`` at the eleven standard levels 0.0, 0.1, ..., 1.0
     (the means of ``iprec@r``, as trec_eval's ``iprec_at_recall``), for a precision-recall plot."""
-    result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth)
+    result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth,
+                            trec_eval=trec_eval)
     return {level: result.mean[_level_name(level)] for level in ELEVEN_POINTS}
 
 
@@ -243,10 +294,12 @@ def precision_recall_curves(
     complete: bool = False,
     judged_only: bool = False,
     depth: int | None = None,
+    trec_eval: int = DEFAULT_TREC_EVAL,
 ) -> dict[str, dict[float, float]]:
     """Per query, ``{qid: {recall level: interpolated precision}}`` at the eleven standard levels (each
     query's ``iprec@r``), for the averaged queries in natural order."""
-    result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth)
+    result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth,
+                            trec_eval=trec_eval)
     return {qid: {level: values[_level_name(level)] for level in ELEVEN_POINTS}
             for qid, values in result.per_query.items()}
 
@@ -259,10 +312,76 @@ def _eleven_points(qrels: Any, run: Any, **options: Any) -> EvaluationResult:
     return evaluate(qrels, run, [_level_name(level) for level in ELEVEN_POINTS], **options)
 
 
-def _score_missing_as_zero(values: np.ndarray, in_run: np.ndarray) -> np.ndarray:
-    """A query missing from the run scores 0 where the measure is defined (only under ``complete``)."""
-    if in_run.all():
+ROC_POINTS = tuple(i / 100 for i in range(101))
+"""The false-positive rates at which :func:`roc_curve` averages the queries' true-positive rates."""
+
+
+def roc_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One query's ROC curve: (FPR, TPR) after each group of equal scores, best first, from (0, 0).
+
+    ``labels`` says which judged documents are relevant; a tie in score moves both rates at once (a
+    diagonal segment), so the area under the polyline is the AUC that counts ties 1/2 (scikit-learn's
+    ``roc_curve(..., drop_intermediate=False)`` gives the same points).
+    """
+    order = np.argsort(-scores, kind="stable")
+    labels, scores = labels[order], scores[order]
+    ends = np.append(np.flatnonzero(scores[1:] != scores[:-1]), scores.size - 1)
+    tp, fp = np.cumsum(labels)[ends], np.cumsum(~labels)[ends]
+    return (np.concatenate(([0.0], fp / max(int((~labels).sum()), 1))),
+            np.concatenate(([0.0], tp / max(int(labels.sum()), 1))))
+
+
+def _tpr_at(fpr: np.ndarray, tpr: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The polyline's TPR at each grid FPR (the top of a vertical step, on its right side)."""
+    last = np.searchsorted(fpr, grid, side="right") - 1
+    following = np.minimum(last + 1, fpr.size - 1)
+    span = fpr[following] - fpr[last]
+    share = np.divide(grid - fpr[last], span, out=np.zeros_like(grid), where=span > 0)
+    return tpr[last] + share * (tpr[following] - tpr[last])
+
+
+def roc_curve(
+    qrels: Qrels | Mapping[str, Mapping[str, float]],
+    run: Run | Mapping[str, Any],
+    *,
+    rel: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+    depth: int | None = None,
+) -> dict[float, float]:
+    """``{false-positive rate: mean true-positive rate}`` at :data:`ROC_POINTS`, over the queries whose
+    ``AUC`` is defined (vertical averaging), for a ROC plot. Each query's curve runs over its judged
+    documents by run score, the unretrieved ones tied below every retrieved one (as ``AUC``)."""
+    _check_options(rel, depth, None, "skip")
+    qrels = Qrels.from_dict(qrels)
+    run = _cut(Run.from_dict(run), depth)
+    selection = select_queries(qrels, run, complete=complete)
+    r = judged_ranking(qrels, run, selection.averaged, rel=rel, judged_only=judged_only)
+    grid = np.array(ROC_POINTS)
+    total, counted = np.zeros(grid.size), 0
+    floor = float(r.score.min(initial=0.0)) - 1.0
+    for q in range(r.num_queries):
+        if r.num_rel[q] == 0 or r.num_nonrel[q] == 0:
+            continue
+        rows = r.seg == q
+        unretrieved_rel = int(r.num_rel[q] - (r.is_rel & rows).sum())
+        unretrieved_nonrel = int(r.num_nonrel[q] - (r.is_nonrel & rows).sum())
+        labels = np.concatenate((r.is_rel[rows], np.ones(unretrieved_rel, bool), np.zeros(unretrieved_nonrel, bool)))
+        scores = np.concatenate((r.score[rows], np.full(unretrieved_rel + unretrieved_nonrel, floor)))
+        total += _tpr_at(*roc_points(labels, scores), grid)
+        counted += 1
+    mean = total / counted if counted else np.full(grid.size, np.nan)
+    return dict(zip(ROC_POINTS, mean.tolist()))
+
+
+def _for_missing_queries(measure: Measure, values: np.ndarray, in_run: np.ndarray, stand_in: bool) -> np.ndarray:
+    """The values of the queries missing from the run (only under ``complete``): 0 (empty for text) where
+    the measure is defined, by 9.0.8's rules; by 10.0's, the stand-in ranking's values, except for the
+    measures trec_eval 10.0 then reports as 0."""
+    if in_run.all() or (stand_in and not cleared_for_stand_in(measure.trec_eval_name)):
         return values
+    if measure.definition.text:
+        return np.where(in_run, values, "")
     return np.where(~in_run & ~np.isnan(values), 0.0, values)
 
 
@@ -274,11 +393,21 @@ def _per_query(
     for i, qid in enumerate(qids):
         per_query[qid] = {name: column[i] for name, column in columns.items() if column[i] == column[i]}
     undefined = {
-        name: tuple(qids[i] for i in np.flatnonzero(np.isnan(v))) for name, v in values.items() if np.isnan(v).any()
+        name: tuple(qids[i] for i in np.flatnonzero(np.isnan(v)))
+        for name, v in values.items() if v.dtype != object and np.isnan(v).any()
     }
     return per_query, undefined
 
 
-def _mean(values: np.ndarray) -> float:
+def _mean(measure: Measure, values: np.ndarray) -> float:
+    """The run-level figure: the arithmetic mean of the defined values, geometric for ``gm_*`` (values
+    floored at ``MIN_GEO_MEAN``, as trec_eval's ``te_calc_avg_meas_s_gm``); NaN for text and when no
+    query has a value."""
+    if measure.definition.text:
+        return math.nan
     defined = values[~np.isnan(values)]
-    return math.fsum(defined.tolist()) / defined.size if defined.size else math.nan
+    if not defined.size:
+        return math.nan
+    if measure.definition.geometric:
+        return math.exp(math.fsum(np.log(np.maximum(defined, MIN_GEO_MEAN)).tolist()) / defined.size)
+    return math.fsum(defined.tolist()) / defined.size

@@ -18,6 +18,8 @@ distinct combinations before any repeats), so up to ten runs stay legible in col
 - :func:`plot_comparison`: per-query differences for every measure (a column each, a row per run)
   beside the precision-recall curves (``compare --plot``).
 - :func:`plot_heatmap`: a k1 x b grid of a measure (``tune --plot``), best cell outlined.
+- :func:`plot_roc_curves`: mean ROC curves ({run: {false-positive rate: true-positive rate}}, from
+  :func:`bm25lab.evaluation.evaluator.roc_curve`), one line per run, the chance diagonal dashed.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ __all__ = [
     "plot_pr_curves",
     "plot_comparison",
     "plot_heatmap",
+    "plot_roc_curves",
 ]
 
 MISSING_MATPLOTLIB = "plotting needs matplotlib: pip install 'bm25lab[plot]'"
@@ -247,6 +250,30 @@ def plot_query_pr_curves(mean: Curves, per_query: Mapping[str, Mapping[str, Mapp
     figure.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 5), fontsize=8)
     figure.supxlabel("recall", fontsize=9)
     figure.supylabel("interpolated precision", fontsize=9)
+    return _save(figure, path, dpi)
+
+
+def plot_roc_curves(curves: Curves, path: str | Path, *, dpi: int = DEFAULT_DPI) -> Path:
+    """ROC curves ``{run: {false-positive rate: mean true-positive rate}}`` (``evaluate --plot-roc``); returns
+    ``path``. The legend gives each curve's area (trapezoids over its points)."""
+    if not curves:
+        raise BM25LabError("nothing to plot: no ROC curves")
+    figure = _new_figure(6.0, 5.0)
+    ax = figure.add_subplot()
+    for i, (run, curve) in enumerate(curves.items()):
+        if any(math.isnan(v) for v in curve.values()):
+            raise BM25LabError(f"nothing to plot for {run}: no query has both relevant and judged non-relevant documents")
+        fpr, tpr = _curve_points(curve, run)
+        area = float(np.sum(np.diff(fpr) * (np.array(tpr[1:]) + np.array(tpr[:-1])) / 2))
+        ax.plot(fpr, tpr, label=f"{run} (area {area:.4f})", markersize=3.5, linewidth=1.4, markevery=10, **_style(i))
+    ax.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="gray", linewidth=0.8)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("false-positive rate")
+    ax.set_ylabel("true-positive rate (recall)")
+    ax.set_title("ROC over the judged documents (mean of the queries)")
+    ax.grid(True, linewidth=0.4, alpha=0.5)
+    ax.legend(loc="lower right", fontsize=8)
     return _save(figure, path, dpi)
 
 

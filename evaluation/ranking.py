@@ -37,6 +37,7 @@ from ..engine.columns import string_array as _string_array
 from ..engine.columns import string_hashes
 from ..engine.postings import concat_ranges
 from ..engine.records import Results
+from .conventions import DEFAULT_TREC_EVAL, TrecEvalRules, get_rules
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -152,8 +153,10 @@ class Qrels:
 
     ``qids`` lists the judged queries (each with at least one judgment) in first-appearance order;
     the judgments of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]`` (in hash order), with document
-    ids ``doc_ids``, their hashes ``doc_hash`` and integer judgments ``label``. Build one with
-    :func:`bm25lab.evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
+    ids ``doc_ids``, their hashes ``doc_hash``, the judgments as written (``grade``, float64: a rating
+    such as 4.5 stays 4.5 for MAE and RMSE) and the integer labels every other measure reads
+    (``label``: by default the grade truncated toward zero, as trec_eval reads "4.5" with ``atol``).
+    Build one with :func:`bm25lab.evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
@@ -161,6 +164,7 @@ class Qrels:
     doc_ids: Any
     doc_hash: np.ndarray
     label: np.ndarray
+    grade: np.ndarray
 
     @classmethod
     def from_columns(
@@ -169,36 +173,46 @@ class Qrels:
         doc: Any,
         label: Any,
         *,
+        integer_labels: Any = None,
         source: str | Path | None = None,
         lines: np.ndarray | None = None,
     ) -> Qrels:
         """Qrels from parallel columns (pyarrow arrays or sequences), one judgment per row.
 
-        A repeated (query, document) pair is dropped when its label is the same and an
-        :class:`InputError` naming ``source`` and the line (from ``lines``) when it differs.
+        ``label`` holds the judgments as numbers (finite; non-integers allowed); ``integer_labels``, when
+        given, the integer labels to use instead of the judgments truncated toward zero (the reader
+        passes trec_eval 10.0's ``atol`` reading of the text). A repeated (query, document) pair is
+        dropped when its judgment is the same and an :class:`InputError` naming ``source`` and the line
+        (from ``lines``) when it differs.
         """
         qid, doc = _string_array(qid), _string_array(doc)
-        labels = np.asarray(label, dtype=np.int64)
+        grades = np.asarray(label, dtype=np.float64) + 0.0
+        if not np.isfinite(grades).all():
+            path, line = _where(source, lines, int(np.flatnonzero(~np.isfinite(grades))[0]))
+            raise InputError("relevance is not a finite number", path, line)
+        labels = np.trunc(grades).astype(np.int64) if integer_labels is None else np.asarray(integer_labels, np.int64)
         q, qids = _encode_queries(qid)
         hashes = string_hashes(doc)
         keep = np.ones(labels.size, dtype=bool)
         for first, later in _repeated_pairs(q, doc, hashes, len(qids)):
-            if labels[first] != labels[later]:
+            if grades[first] != grades[later] or labels[first] != labels[later]:
                 path, line = _where(source, lines, later)
                 raise InputError(
                     f"conflicting judgments for query {qids[int(q[later])]!r}, document "
-                    f"{_take(doc, np.array([later]))[0].as_py()!r}: {int(labels[first])} and {int(labels[later])}",
+                    f"{_take(doc, np.array([later]))[0].as_py()!r}: {_grade_text(grades[first])} and "
+                    f"{_grade_text(grades[later])}",
                     path,
                     line,
                 )
             keep[later] = False
         rows = np.flatnonzero(keep)
         order = rows[np.argsort(_pair_keys(q[rows], hashes[rows], len(qids)), kind="stable")]
-        return cls(qids, _offsets(q[order], len(qids)), _take(doc, order), hashes[order], labels[order])
+        return cls(qids, _offsets(q[order], len(qids)), _take(doc, order), hashes[order], labels[order], grades[order])
 
     @classmethod
-    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
-        """Qrels from ``{qid: {docid: grade}}``; ids are taken as ``str``, grades must be integers.
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, float]]) -> Qrels:
+        """Qrels from ``{qid: {docid: grade}}``; ids are taken as ``str``, grades are numbers (a rating
+        such as 4.5 is kept for MAE and RMSE; the integer measures read it truncated, 4).
 
         A query whose inner mapping is empty has no judgments and is left out.
         """
@@ -206,15 +220,16 @@ class Qrels:
             return judgments
         qids, docs, grades = _flatten(judgments)
         if not all(type(g) is int for g in grades):
-            grades = [_as_label(g, q, d) for q, d, g in zip(qids, docs, grades)]
-        return cls.from_columns(qids, docs, np.array(grades, dtype=np.int64))
+            grades = [_as_grade(g, q, d) for q, d, g in zip(qids, docs, grades)]
+        return cls.from_columns(qids, docs, np.array(grades, dtype=np.float64))
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        """``{qid: {docid: grade}}`` with queries in first-appearance order."""
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{qid: {docid: grade}}`` with queries in first-appearance order; whole grades as ``int``."""
         docs = self.doc_ids.to_pylist()
-        labels = self.label.tolist()
+        whole = bool((self.grade == self.label).all())
+        grades = self.label.tolist() if whole else [int(g) if g.is_integer() else g for g in self.grade.tolist()]
         return {
-            qid: dict(zip(docs[start:stop], labels[start:stop]))
+            qid: dict(zip(docs[start:stop], grades[start:stop]))
             for qid, start, stop in zip(self.qids, self.offsets[:-1].tolist(), self.offsets[1:].tolist())
         }
 
@@ -229,17 +244,21 @@ class Qrels:
         return f"Qrels({self.num_queries} queries, {len(self)} judgments)"
 
 
-def _as_label(grade: Any, qid: Any, docid: Any) -> int:
-    """An integer relevance grade from an int, a numpy integer or an integral float."""
+def _grade_text(grade: float) -> str:
+    return str(int(grade)) if float(grade).is_integer() else repr(float(grade))
+
+
+def _as_grade(grade: Any, qid: Any, docid: Any) -> float:
+    """A finite relevance grade from an int, a float or a numpy number (bools count as 0 and 1)."""
     if isinstance(grade, (bool, np.bool_)):
-        return int(grade)
+        return float(grade)
     try:
-        return int(grade.__index__())
+        return float(grade.__index__())
     except (AttributeError, TypeError):
         pass
-    if isinstance(grade, (float, np.floating)) and math.isfinite(grade) and float(grade).is_integer():
-        return int(grade)
-    raise InputError(f"query {str(qid)!r}, document {str(docid)!r}: relevance {grade!r} is not an integer")
+    if isinstance(grade, (float, np.floating)) and math.isfinite(grade):
+        return float(grade)
+    raise InputError(f"query {str(qid)!r}, document {str(docid)!r}: relevance {grade!r} is not a finite number")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,15 +516,22 @@ class JudgedRanking:
     """The judged documents each evaluated query retrieved, with their ranks: the input of every measure.
 
     Every measure of trec_eval depends on the retrieved documents only through their count and the
-    ranks and labels of the judged ones (label ``>= 0``): unjudged documents are non-relevant, gain 0
-    and not judged non-relevant. So only judged rows are kept, which makes the measures cheap: row j
-    is a judged document ranked ``rank[j]`` (1-based, in tie-rule order) for query ``seg[j]`` with
-    judgment ``label[j]``; rows are ordered by query, then rank. Per query: ``num_ret`` (documents
-    retrieved), and from the qrels ``num_rel`` (R, labels ``>= rel``), ``num_nonrel`` (N, labels
-    ``0 <= label < rel``) and the positive labels sorted descending (``ideal_gain``, segments
-    ``ideal_offsets``) for the ideal DCG. ``in_run`` says which queries the run has. With
+    ranks and labels of the documents in the qrels: documents absent from the qrels are non-relevant,
+    gain 0 and not judged non-relevant. So only those are kept, which makes the measures cheap: row j
+    is a judged document (label ``>= 0``) ranked ``rank[j]`` (1-based, in tie-rule order) for query
+    ``seg[j]`` with integer judgment ``label[j]``, grade ``grade[j]`` (the judgment as written: a rating
+    such as 4.5) and run score ``score[j]``; rows are ordered by query, then rank. Retrieved documents
+    the qrels list with a negative label ("in the pool, unjudged") are ``pooled_seg`` / ``pooled_rank``.
+
+    Per query: ``num_ret`` (documents retrieved), and from the qrels ``num_rel`` (R, labels ``>= rel``),
+    ``num_nonrel`` (N, labels ``0 <= label < rel``), and every judgment ``>= 0`` sorted by label
+    descending (``judged_label`` with ``judged_grade``, segments ``judged_offsets``), which give the
+    ideal ranking. ``ret_score`` holds the scores of all retrieved documents in rank order (segments
+    ``ret_offsets``) for the measures of ratings. ``in_run`` says which queries the run has. With
     ``judged_only`` (trec_eval ``-J``) the unjudged documents were removed before ranking, so ranks
-    count judged documents only.
+    count judged documents only (trec_eval's ``-M`` is :meth:`Run.truncated`, before the join). ``rules`` are the trec_eval rules measures follow where 9.0.8 and 10.0 differ,
+    ``collection_size`` the number of documents in the collection (None when not given), and
+    ``missing_ratings`` what MAE and RMSE do with a retrieved document the user did not rate.
     """
 
     qids: tuple[str, ...]
@@ -514,11 +540,21 @@ class JudgedRanking:
     seg: np.ndarray
     rank: np.ndarray
     label: np.ndarray
+    grade: np.ndarray
+    score: np.ndarray
     rel: int
     num_rel: np.ndarray
     num_nonrel: np.ndarray
-    ideal_offsets: np.ndarray
-    ideal_gain: np.ndarray
+    judged_offsets: np.ndarray
+    judged_label: np.ndarray
+    judged_grade: np.ndarray
+    pooled_seg: np.ndarray
+    pooled_rank: np.ndarray
+    ret_offsets: np.ndarray
+    ret_score: np.ndarray
+    rules: TrecEvalRules
+    collection_size: int | None = None
+    missing_ratings: str = "skip"
 
     @property
     def num_queries(self) -> int:
@@ -580,48 +616,104 @@ class JudgedRanking:
         return self.count(self.is_rel & self.top(k))
 
     @cached_property
+    def judged_seg(self) -> np.ndarray:
+        """Query position of every entry of ``judged_label``."""
+        return np.repeat(np.arange(self.num_queries, dtype=np.int64), np.diff(self.judged_offsets))
+
+    @cached_property
+    def ideal_gain(self) -> np.ndarray:
+        """Every positive label of each query, sorted descending: the gains of the ideal ranking."""
+        return self.judged_label[self.judged_label > 0].astype(np.float64)
+
+    @cached_property
     def ideal_seg(self) -> np.ndarray:
         """Query position of every ideal gain."""
-        return np.repeat(np.arange(self.num_queries, dtype=np.int64), np.diff(self.ideal_offsets))
+        return self.judged_seg[self.judged_label > 0]
+
+    @cached_property
+    def ideal_offsets(self) -> np.ndarray:
+        return _offsets(self.ideal_seg, self.num_queries)
 
     @cached_property
     def ideal_rank(self) -> np.ndarray:
         """1-based rank of every ideal gain within its query."""
         return np.arange(self.ideal_gain.size, dtype=np.int64) - self.ideal_offsets[:-1][self.ideal_seg] + 1
 
+    def rel_list(self, q: int) -> np.ndarray:
+        """trec_eval's ``results_rel_list`` of query position ``q``: the label at each rank, -1 for a
+        document absent from the qrels (``RELVALUE_NONPOOL``), -2 for one with a negative label
+        (``RELVALUE_UNJUDGED``)."""
+        out = np.full(int(self.num_ret[q]), -1, dtype=np.int64)
+        rows = slice(self._row_offsets[q], self._row_offsets[q + 1])
+        out[self.rank[rows] - 1] = self.label[rows]
+        out[self.pooled_rank[self._pooled_offsets[q]:self._pooled_offsets[q + 1]] - 1] = -2
+        return out
+
+    @cached_property
+    def _pooled_offsets(self) -> np.ndarray:
+        return _offsets(self.pooled_seg, self.num_queries)
+
+    def judged_levels(self, q: int) -> np.ndarray:
+        """trec_eval's ``rel_levels`` of query position ``q``: the number of judgments at each label 0, 1, ..."""
+        labels = self.judged_label[self.judged_offsets[q]:self.judged_offsets[q + 1]]
+        return np.bincount(labels) if labels.size else np.zeros(0, dtype=np.int64)
+
     def __repr__(self) -> str:
         return f"JudgedRanking({self.num_queries} queries, {self.label.size} judged documents retrieved, rel={self.rel})"
 
 
 def judged_ranking(
-    qrels: Qrels, run: Run, qids: Sequence[str], *, rel: int = 1, judged_only: bool = False
+    qrels: Qrels,
+    run: Run,
+    qids: Sequence[str],
+    *,
+    rel: int = 1,
+    judged_only: bool = False,
+    trec_eval: int | TrecEvalRules = DEFAULT_TREC_EVAL,
+    stand_in: bool = False,
+    collection_size: int | None = None,
+    missing_ratings: str = "skip",
 ) -> JudgedRanking:
     """Join ``run`` with ``qrels`` for the queries ``qids`` (all judged; some may be absent from the run).
 
     Each retrieved document is looked up among its query's judgments by (query, hash) key: a bitmap of
     judged hashes skips most unjudged documents, ``searchsorted`` finds the candidates, and a string
-    comparison confirms each one. With ``judged_only`` (trec_eval ``-J``) unjudged documents are
-    dropped and the judged ones close ranks.
+    comparison confirms each one. With ``judged_only`` (trec_eval ``-J``) documents without a judgment ``>= 0`` are
+    dropped and the judged ones close ranks. With ``stand_in`` the queries missing from the run are
+    evaluated as trec_eval 10.0 does under ``-c``: as a ranking of one unjudged document.
     """
     n = len(qids)
     run_rows, num_ret, in_run = _run_segments(run, qids)
-    judged_seg, judged_row, judged_label = _qrels_segments(qrels, qids)
+    q_seg, q_row, q_label = _qrels_segments(qrels, qids)
     ends = np.cumsum(num_ret)
     starts = ends - num_ret
+    selected_score = run.score if run_rows is None else run.score[run_rows]
 
-    retrieved, label = _lookup(qrels, run, run_rows, ends, judged_seg, judged_row, judged_label, n)
+    retrieved, matched = _lookup(qrels, run, run_rows, ends, q_seg, q_row, n)
     seg = np.searchsorted(ends, retrieved, side="right")
     rank = retrieved - starts[seg] + 1
+    label, grade, score = qrels.label[matched], qrels.grade[matched], selected_score[retrieved]
+    ret_score = selected_score
     if judged_only:
+        keep = label >= 0
+        seg, label, grade, score = seg[keep], label[keep], grade[keep], score[keep]
         num_ret = np.bincount(seg, minlength=n).astype(np.int64)
         rank = np.arange(seg.size, dtype=np.int64) - (np.cumsum(num_ret) - num_ret)[seg] + 1
+        ret_score = score
+    ret_offsets = np.concatenate(([0], np.cumsum(num_ret))).astype(np.int64)
+    if stand_in:
+        num_ret = np.where(in_run, num_ret, 1)
 
-    num_rel = np.bincount(judged_seg, weights=judged_label >= rel, minlength=n).astype(np.int64)
-    nonrel = (judged_label >= 0) & (judged_label < rel)
-    num_nonrel = np.bincount(judged_seg, weights=nonrel, minlength=n).astype(np.int64)
-    positive = judged_label > 0
-    ideal_seg, ideal_label = judged_seg[positive], judged_label[positive]
-    ideal_order = np.lexsort((-ideal_label, ideal_seg))
+    judged = label >= 0
+    pooled_seg, pooled_rank = seg[~judged], rank[~judged]
+    seg, rank, label, grade, score = seg[judged], rank[judged], label[judged], grade[judged], score[judged]
+
+    num_rel = np.bincount(q_seg, weights=q_label >= rel, minlength=n).astype(np.int64)
+    nonrel = (q_label >= 0) & (q_label < rel)
+    num_nonrel = np.bincount(q_seg, weights=nonrel, minlength=n).astype(np.int64)
+    in_pool = q_label >= 0
+    pool_seg, pool_label, pool_grade = q_seg[in_pool], q_label[in_pool], qrels.grade[q_row[in_pool]]
+    order = np.lexsort((-pool_label, pool_seg))
     return JudgedRanking(
         qids=tuple(qids),
         in_run=in_run,
@@ -629,11 +721,21 @@ def judged_ranking(
         seg=seg,
         rank=rank,
         label=label,
+        grade=grade,
+        score=score,
         rel=rel,
         num_rel=num_rel,
         num_nonrel=num_nonrel,
-        ideal_offsets=_offsets(ideal_seg, n),
-        ideal_gain=ideal_label[ideal_order].astype(np.float64),
+        judged_offsets=_offsets(pool_seg, n),
+        judged_label=pool_label[order],
+        judged_grade=pool_grade[order],
+        pooled_seg=pooled_seg,
+        pooled_rank=pooled_rank,
+        ret_offsets=ret_offsets,
+        ret_score=ret_score,
+        rules=get_rules(trec_eval),
+        collection_size=collection_size,
+        missing_ratings=missing_ratings,
     )
 
 
@@ -644,19 +746,17 @@ def _lookup(
     ends: np.ndarray,
     judged_seg: np.ndarray,
     judged_row: np.ndarray,
-    judged_label: np.ndarray,
     n: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(positions among the selected run rows, labels) of the retrieved documents judged ``>= 0``."""
+    """(positions among the selected run rows, qrels rows) of the retrieved documents the qrels list."""
     empty = np.zeros(0, dtype=np.int64)
-    judged = judged_label >= 0
-    if not judged.any() or not ends.size or ends[-1] == 0:
+    if not judged_row.size or not ends.size or ends[-1] == 0:
         return empty, empty
-    seg, row, label = judged_seg[judged], judged_row[judged], judged_label[judged]
+    seg, row = judged_seg, judged_row
     hashes = qrels.doc_hash[row]
     keys = _pair_keys(seg, hashes, n)
     order = np.argsort(keys, kind="stable")
-    keys, row, label = keys[order], row[order], label[order]
+    keys, row = keys[order], row[order]
 
     run_hash = run.doc_hash if run_rows is None else run.doc_hash[run_rows]
     size = 1 << max(16, (8 * hashes.size).bit_length())  # bitmap of judged hashes, about 1/8 full
@@ -678,7 +778,7 @@ def _lookup(
             names = _take(qrels.doc_ids, row[at[i] : stop]).to_pylist()
             same[i] = doc in names
             at[i] = at[i] + names.index(doc) if doc in names else at[i]
-    return candidates[same], label[at[same]]
+    return candidates[same], row[at[same]]
 
 
 def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

@@ -3,9 +3,13 @@
 Qrels formats (:data:`QRELS_FORMATS`; fields separated by any run of spaces or tabs, ``.gz`` files
 accepted by their content):
 
-- ``trec``: ``qid iteration docid relevance``; relevance an integer (``2`` or ``2.0``), negative
-  meaning "in the pool, unjudged".
-- ``beir``: BEIR's TSV ``query-id corpus-id score``, its header line optional.
+- ``trec``: ``qid iteration docid relevance``; relevance a number, negative meaning "in the pool,
+  unjudged". A non-integer grade (a rating such as ``4.5``) is kept for the measures of ratings
+  (MAE, RMSE); every other measure reads the integer label: the grade truncated toward zero under
+  trec_eval 9 rules (``4.5`` is 4, ``1e2`` is 100), C's ``atol`` of the text under trec_eval 10 rules
+  (``4.5`` is 4, ``1e2`` is 1), as :mod:`bm25lab.evaluation.conventions` says.
+- ``beir``: BEIR's TSV ``query-id corpus-id score``, its header line optional; its score read as TREC's
+  relevance.
 - ``smart``: the SMART collections' relevance files (CISI ``CISI.REL``, CACM ``qrels.text``):
   ``qid docid 0 0`` (the last two columns unused); every listed pair is relevant (label 1).
   Numeric ids lose their leading zeros (``01`` is ``1``), as :mod:`bm25lab.engine.sources` reads the
@@ -13,15 +17,18 @@ accepted by their content):
 - ``cranfield``: Cranfield's ``cranqrel``, ``qid docid grade`` on Cleverdon's inverted scale: grade
   1 (a complete answer) .. 4 (minimum interest) become labels 4 .. 1 (label = 5 - grade), and -1
   ("of no interest") becomes 0, judged non-relevant: the labels of the bundled Cranfield collection.
-- ``ranx``: ranx's (and ir_measures' dict) JSON ``{"qid": {"docid": relevance, ...}, ...}``.
+- ``ranx``: ranx's (and ir_measures' dict) JSON ``{"qid": {"docid": relevance, ...}, ...}``; a
+  relevance is a number (a rating such as 4.5 kept, as in TREC qrels, the integer label its truncation).
 
 Run formats (:data:`RUN_FORMATS`):
 
 - ``trec``: ``qid Q0 docid rank score tag``. The rank and ``Q0`` columns are ignored: documents are
   ranked by score with trec_eval's tie rule (:mod:`bm25lab.evaluation.ranking`). Scores are read as
-  float64, as trec_eval's ``atof``.
+  float64, as trec_eval's ``atof``. As in trec_eval, anything after the tag is ignored (its own test
+  run has "STANDARD more junk at end of lines") and the run is named by the tag of its last line
+  (trec_eval's ``runid``).
 - ``msmarco``: MS MARCO's ``qid<TAB>docid<TAB>rank``: the rank is the order (score = -rank); the
-  ranks of a query must be distinct.
+  ranks of a query must be distinct integers.
 - ``ranx``: JSON ``{"qid": {"docid": score, ...}, ...}``.
 
 Detection (``format="auto"``): a file starting with ``{`` is JSON (``ranx``); otherwise the number of
@@ -31,12 +38,12 @@ fields of the first line decides, and where two formats have that many the conte
 - qrels, 4 fields: ``smart`` when the third column holds one value throughout and the second more
   than one (SMART's ``qid docid 0 0``; read as TREC, every judgment would name document ``0``),
   else ``trec``; 3 fields: ``beir`` (header or not), or ``cranfield`` when the labels are grades of
-  Cranfield's scale (1..4 and -1, with -1 present); 6 fields: an error (a TREC run, not qrels).
-- runs, 6 fields: ``trec``; 3 fields: ``msmarco``; 4 fields: an error (TREC qrels, not a run).
+  Cranfield's scale (1..4 and -1, with -1 present); 6 or more: an error (a TREC run, not qrels).
+- runs, 6 fields or more: ``trec``; 3 fields: ``msmarco``; 4 fields: an error (TREC qrels, not a run).
 
 Strictness: blank lines and lines starting with ``#`` are skipped (as trec_eval does); any other line
-must have exactly the format's number of fields, a number where a score is due (NaN refused), an
-integer where a relevance is due. A repeated (query, document) pair in a run is an error, as in
+must have exactly the format's number of fields (a run line at least six), a number where a score or
+a relevance is due (NaN refused). A repeated (query, document) pair in a run is an error, as in
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
@@ -61,6 +68,7 @@ from typing import IO, Any, Literal, Mapping
 import numpy as np
 
 from ..engine.errors import InputWarning
+from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
 
@@ -82,12 +90,13 @@ class _Layout:
     doc: int
     value: int
     kind: Literal["score", "label"]
+    more_allowed: bool = False  # fields after the last one are ignored (a run's, as trec_eval does)
 
     def describe(self) -> str:
         return f"{len(self.fields)} fields ({self.name}: {' '.join(self.fields)})"
 
 
-TREC_RUN = _Layout("TREC run", ("qid", "Q0", "docid", "rank", "score", "tag"), 0, 2, 4, "score")
+TREC_RUN = _Layout("TREC run", ("qid", "Q0", "docid", "rank", "score", "tag"), 0, 2, 4, "score", more_allowed=True)
 MSMARCO_RUN = _Layout("MS MARCO run", ("qid", "docid", "rank"), 0, 1, 2, "label")
 TREC_QRELS = _Layout("TREC qrels", ("qid", "iteration", "docid", "relevance"), 0, 2, 3, "label")
 BEIR_QRELS = _Layout("BEIR qrels", ("query-id", "corpus-id", "score"), 0, 1, 2, "label")
@@ -106,12 +115,14 @@ CRANFIELD_GRADES = {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}
 
 @dataclass(frozen=True)
 class _Columns:
-    """Parsed rows: query ids, document ids, values, and the 1-based line of each row (slow path)."""
+    """Parsed rows: query ids, document ids, values, the 1-based line of each row (slow path) and,
+    for labels read with ``atol``, the integer labels."""
 
     qid: Any
     doc: Any
     value: Any
     lines: np.ndarray | None
+    integer: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,15 +131,15 @@ class _Columns:
 
 def read_run(path: str | Path, *, format: str = "auto") -> Run:
     """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
-    :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's first tag."""
+    :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's last tag (trec_eval's ``runid``)."""
     data = _load(path)
     chosen = _chosen(format, RUN_FORMATS, "run", path) or detect_run_format(path, data)
     if chosen == "ranx":
         return _from_json(Run.from_dict, data, path, "run")
-    first = _first_fields(data)
     layout = RUN_FORMATS[chosen]
     assert isinstance(layout, _Layout)
-    name = first[1][5].decode("utf-8", "replace") if chosen == "trec" and first and len(first[1]) == 6 else ""
+    last = _last_fields(data) if chosen == "trec" else None
+    name = last[5].decode("utf-8", "replace") if last and len(last) >= 6 else ""
 
     def build(columns: _Columns) -> Run:
         score = columns.value
@@ -140,13 +151,15 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
     return _parse_and_build(data, layout, path, build, skip_header=False)
 
 
-def read_qrels(path: str | Path, *, format: str = "auto") -> Qrels:
+def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAULT_TREC_EVAL) -> Qrels:
     """Read qrels (:data:`QRELS_FORMATS`: ``trec``, ``beir``, ``smart``, ``cranfield``, ``ranx``;
     ``auto`` detects it, see the module's notes) into :class:`~bm25lab.evaluation.ranking.Qrels`.
 
     A detection that another format could also have matched warns (:class:`InputWarning`) naming
-    the format chosen and the one to ask for instead.
+    the format chosen and the one to ask for instead. ``trec_eval`` (9 or 10) chooses how the integer
+    labels are read from the text (see the module's docstring).
     """
+    by_atol = get_rules(trec_eval).label_from_text == "atol"
     data = _load(path)
     chosen = _chosen(format, QRELS_FORMATS, "qrels", path) or detect_qrels_format(path, data)
     if chosen == "ranx":
@@ -160,9 +173,11 @@ def read_qrels(path: str | Path, *, format: str = "auto") -> Qrels:
     def build(columns: _Columns) -> Qrels:
         if adjust is not None:
             columns = adjust(columns, path)
-        return Qrels.from_columns(columns.qid, columns.doc, columns.value, source=path, lines=columns.lines)
+        return Qrels.from_columns(columns.qid, columns.doc, columns.value, integer_labels=columns.integer,
+                                  source=path, lines=columns.lines)
 
-    return _parse_and_build(data, layout, path, build, skip_header=header)
+    return _parse_and_build(data, layout, path, build, skip_header=header,
+                            atol_labels=by_atol and layout.kind == "label")
 
 
 def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path) -> str | None:
@@ -221,8 +236,8 @@ def detect_qrels_format(path: str | Path, data: bytes | None = None) -> str:
                   f"-1 -> 0); --qrels-format beir takes the third column as the label itself")
             return "cranfield"
         return "beir"
-    if width == 6:
-        raise InputError("6 fields: this looks like a TREC run (qid Q0 docid rank score tag), not qrels; "
+    if width >= 6:
+        raise InputError(f"{width} fields: this looks like a TREC run (qid Q0 docid rank score tag), not qrels; "
                          "the qrels come first", path, 1)
     raise InputError(f"expected {TREC_QRELS.describe()}, {BEIR_QRELS.describe()} or JSON, found {width}",
                      path, _first_fields(data)[0] if _first_fields(data) else None)
@@ -234,7 +249,7 @@ def detect_run_format(path: str | Path, data: bytes | None = None) -> str:
     if data.lstrip()[:1] == b"{":
         return "ranx"
     first = _first_fields(data)
-    if first is None or len(first[1]) == 6:
+    if first is None or len(first[1]) >= 6:  # a TREC run line may carry more fields after the tag
         return "trec"
     line, fields = first
     if len(fields) == 3:
@@ -257,24 +272,27 @@ def _smart_columns(columns: _Columns, path: str | Path) -> _Columns:
     """SMART qrels: every listed pair is relevant (label 1); numeric ids without leading zeros."""
     qid = [_smart_id(q) for q in _as_list(columns.qid)]
     doc = [_smart_id(d) for d in _as_list(columns.doc)]
-    return _Columns(qid, doc, np.ones(len(qid), dtype=np.int64), columns.lines)
+    return _Columns(qid, doc, np.ones(len(qid), dtype=np.float64), columns.lines)
 
 
 def _cranfield_columns(columns: _Columns, path: str | Path) -> _Columns:
     """Cranfield's grades to labels (:data:`CRANFIELD_GRADES`); any other grade is an error."""
-    grades = np.asarray(columns.value, dtype=np.int64)
-    known = np.isin(grades, list(CRANFIELD_GRADES))
+    values = np.asarray(columns.value, dtype=np.float64)
+    known = np.isin(values, list(CRANFIELD_GRADES))
     if not known.all():
         row = int(np.flatnonzero(~known)[0])
         line = int(columns.lines[row]) if columns.lines is not None else None
-        raise InputError(f"Cranfield grade {int(grades[row])} is not one of 1, 2, 3, 4, -1", path, line)
+        grade = int(values[row]) if values[row].is_integer() else float(values[row])
+        raise InputError(f"Cranfield grade {grade} is not one of 1, 2, 3, 4, -1", path, line)
+    grades = values.astype(np.int64)
     mapping = np.zeros(grades.max() - grades.min() + 1, dtype=np.int64)
     for grade, label in CRANFIELD_GRADES.items():
         if grades.min() <= grade <= grades.max():
             mapping[grade - grades.min()] = label
     qid = [_smart_id(q) for q in _as_list(columns.qid)]
     doc = [_smart_id(d) for d in _as_list(columns.doc)]
-    return _Columns(qid, doc, mapping[grades - grades.min()] if grades.size else grades, columns.lines)
+    labels = mapping[grades - grades.min()] if grades.size else grades
+    return _Columns(qid, doc, labels.astype(np.float64), columns.lines)
 
 
 _QRELS_ADJUSTERS: dict[str, Any] = {"smart": _smart_columns, "cranfield": _cranfield_columns}
@@ -285,13 +303,19 @@ def _as_list(values: Any) -> list[str]:
 
 
 def _check_ranks(columns: _Columns, path: str | Path) -> None:
-    """MS MARCO runs: within a query the ranks are distinct (a repeat means the file is something else,
-    qrels with their labels in the third column, say)."""
+    """MS MARCO runs: the ranks are integers, distinct within a query (a repeat means the file is
+    something else, qrels with their labels in the third column, say)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    ranks = np.asarray(columns.value, dtype=np.float64)
+    fractional = np.flatnonzero(ranks != np.trunc(ranks))
+    if fractional.size:
+        row = int(fractional[0])
+        line = int(columns.lines[row]) if columns.lines is not None else None
+        raise InputError(f"rank {float(ranks[row])!r} is not an integer", path, line)
     qid = columns.qid if hasattr(columns.qid, "type") else pa.array(columns.qid, type=pa.string())
-    table = pa.table({"q": qid, "r": pa.array(np.asarray(columns.value, dtype=np.int64))})
+    table = pa.table({"q": qid, "r": pa.array(ranks.astype(np.int64))})
     counts = table.group_by(["q", "r"]).aggregate([("r", "count")])
     repeated = pc.greater(counts.column("r_count"), 1)
     if pc.any(repeated).as_py():
@@ -323,15 +347,16 @@ def _json_object(data: bytes, path: str | Path, what: str) -> dict[str, dict[str
     return value
 
 
-def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool) -> Any:
+def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
+                     atol_labels: bool = False) -> Any:
     """Parse fast and build; on any failure or error parse slowly, so errors name their line."""
-    columns = _parse_fast(data, layout, skip_header)
+    columns = _parse_fast(data, layout, skip_header, atol_labels)
     if columns is not None:
         try:
             return build(columns)
         except InputError:
             pass
-    return build(_parse_slow(data, layout, path, skip_header))
+    return build(_parse_slow(data, layout, path, skip_header, atol_labels))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,6 +388,18 @@ def _first_fields(data: bytes) -> tuple[int, list[bytes]] | None:
     return None
 
 
+def _last_fields(data: bytes) -> list[bytes] | None:
+    """The fields of the last line that is neither blank nor a comment."""
+    end = len(data)
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        fields = data[start:end].split()
+        if fields and not fields[0].startswith(b"#"):
+            return fields
+        end = start - 1
+    return None
+
+
 def _is_number(field: bytes) -> bool:
     try:
         float(field)
@@ -388,8 +425,9 @@ def _fast_delimiter(data: bytes) -> str | None:
     return " "
 
 
-def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | None:
-    """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path."""
+def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bool = False) -> _Columns | None:
+    """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path (with
+    ``atol_labels``, whenever a label is not plainly written as an integer)."""
     delimiter = _fast_delimiter(data)
     if delimiter is None:
         return None
@@ -399,7 +437,8 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
 
     names = [f"f{i}" for i in range(len(layout.fields))]
     types = {name: pa.binary() for name in names}  # unused fields: only checked to be non-empty
-    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: pa.float64()})
+    value_type = pa.string() if atol_labels else pa.float64()
+    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: value_type})
     try:
         table = pcsv.read_csv(
             pa.BufferReader(data),
@@ -421,13 +460,18 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
         return None
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
+    if atol_labels:  # only plain integers here; anything else is read by atol on the Python path
+        text = table.column(names[layout.value])
+        if qid.null_count or doc.null_count or (
+                table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py()):
+            return None
+        integer = np.asarray(pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return _Columns(qid, doc, integer.astype(np.float64), None, integer)
     value = table.column(names[layout.value]).to_numpy()
     if qid.null_count or doc.null_count or np.isnan(value).any():
         return None
-    if layout.kind == "label":
-        if not (np.isfinite(value).all() and (value == np.round(value)).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
-            return None
-        value = value.astype(np.int64)
+    if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
+        return None
     return _Columns(qid, doc, value, None)
 
 
@@ -435,11 +479,13 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool) -> _Columns | N
 # Slow path: Python, line by line
 
 
-def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: bool) -> _Columns:
+def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: bool,
+                atol_labels: bool = False) -> _Columns:
     """Columns parsed line by line; raises :class:`InputError` at the first malformed line."""
     qids: list[str] = []
     docs: list[str] = []
     values: list[Any] = []
+    integers: list[int] = []
     lines: list[int] = []
     expected = len(layout.fields)
     convert = _score if layout.kind == "score" else _label
@@ -451,14 +497,16 @@ def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: boo
         if header_pending:
             header_pending = False
             continue
-        if len(fields) != expected:
+        if len(fields) < expected or (len(fields) > expected and not layout.more_allowed):
             raise InputError(f"expected {layout.describe()}, found {len(fields)}", path, number)
         qids.append(_text(fields[layout.query], "query id", path, number))
         docs.append(_text(fields[layout.doc], "document id", path, number))
         values.append(convert(fields[layout.value], path, number))
+        if atol_labels:
+            integers.append(atol(fields[layout.value]))
         lines.append(number)
-    dtype = np.float64 if layout.kind == "score" else np.int64
-    return _Columns(qids, docs, np.array(values, dtype=dtype), np.array(lines, dtype=np.int64))
+    integer = np.array(integers, dtype=np.int64) if atol_labels else None
+    return _Columns(qids, docs, np.array(values, dtype=np.float64), np.array(lines, dtype=np.int64), integer)
 
 
 def _text(field: bytes, what: str, path: str | Path, line: int) -> str:
@@ -481,17 +529,17 @@ def _score(field: bytes, path: str | Path, line: int) -> float:
     return value
 
 
-def _label(field: bytes, path: str | Path, line: int) -> int:
-    """An integer relevance (``2`` or ``2.0``, magnitude at most 2**53)."""
+def _label(field: bytes, path: str | Path, line: int) -> float:
+    """A relevance grade: a finite number (``2``, ``2.0``, ``4.5``) of magnitude at most 2**53."""
     try:
         if b"_" in field:
             raise ValueError
         value = float(field)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value.is_integer() and abs(value) <= _LARGEST_LABEL):
-        raise InputError(f"relevance {field.decode('utf-8', 'replace')!r} is not an integer", path, line)
-    return int(value)
+    if not (math.isfinite(value) and abs(value) <= _LARGEST_LABEL):
+        raise InputError(f"relevance {field.decode('utf-8', 'replace')!r} is not a number", path, line)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

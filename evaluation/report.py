@@ -5,9 +5,12 @@ Every renderer takes one :class:`~bm25lab.evaluation.evaluator.EvaluationResult`
 returns a string or rich objects; nothing is printed.
 
 - :func:`to_trec`: trec_eval's layout, ``measure<TAB>qid<TAB>value`` with the measure name padded to
-  22 characters, values to 4 decimals (counts as integers), one ``all`` line per measure holding
-  trec_eval's summary (the mean; the sum for ``num_ret``, ``num_rel``, ``num_rel_ret``). Each run's
-  block starts with a ``runid`` line. Per-query lines with ``per_query=True`` (trec_eval ``-q``).
+  22 characters, values to 4 decimals (counts as integers, ``relstring`` quoted), one ``all`` line per
+  measure holding trec_eval's summary (the mean; the sum for the counts; the geometric mean for
+  ``gm_map``, ``gm_bpref``, which have no per-query lines; none for ``relstring``). Each run's block
+  starts with a ``runid`` line naming the run by its tag (trec_eval's runid), else by the name given.
+  Per-query lines with ``per_query=True`` (trec_eval ``-q``); under trec_eval 9 rules a query missing
+  from the run gets none even with ``complete`` (as 9.0.8 prints), under 10 rules it does (as 10.0).
 - :func:`to_json`: ``{"run", "queries", "mean", "per_query"}`` for one run (``per_query`` when asked,
   ``undefined`` when a measure is undefined for some queries), a list for several; NaN becomes null.
 - :func:`to_csv`: ``run,query,measure,value`` rows, the mean under query ``all``.
@@ -54,7 +57,9 @@ def _named(results: Results) -> list[tuple[str, EvaluationResult]]:
 UNDEFINED = "-"  # what a table shows for a mean no query could give
 
 
-def _number(value: float, count: bool) -> str:
+def _number(value: float | str, count: bool) -> str:
+    if isinstance(value, str):
+        return f"'{value}'"
     if math.isnan(value):
         return UNDEFINED
     return str(int(round(value))) if count else f"{value:.4f}"
@@ -68,11 +73,15 @@ def to_trec(results: Results, *, per_query: bool = False) -> str:
     """trec_eval's output: per-query lines (``-q``) and the ``all`` lines, one block per run."""
     lines: list[str] = []
     for name, result in _named(results):
-        lines.append(f"{'runid':<22}\tall\t{name}")
+        lines.append(f"{'runid':<22}\tall\t{result.run_name or name}")
         counts = set(result.totals)
+        shown = [m for m in result.measures if m not in result.summary_only]
+        unlisted = set(result.missing_from_run) if result.trec_eval == 9 else set()
         if per_query:
             for qid, values in result.per_query.items():
-                for measure in result.measures:
+                if qid in unlisted:
+                    continue
+                for measure in shown:
                     if measure in values:
                         lines.append(f"{measure:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
         lines.append(f"{'num_q':<22}\tall\t{result.num_queries}")
@@ -120,7 +129,8 @@ def to_csv(results: Results, *, per_query: bool = True) -> str:
             for qid, values in result.per_query.items():
                 for measure in result.measures:
                     if measure in values:
-                        writer.writerow([name, qid, measure, repr(values[measure])])
+                        value = values[measure]
+                        writer.writerow([name, qid, measure, value if isinstance(value, str) else repr(value)])
         for measure, value in result.mean.items():
             writer.writerow([name, "all", measure, "" if math.isnan(value) else repr(value)])
     return buffer.getvalue()
@@ -143,6 +153,8 @@ def _options(result: EvaluationResult, unit: str = " queries") -> str:
         parts.append("judged only")
     if result.depth is not None:
         parts.append(f"top {result.depth:,}")
+    if result.trec_eval != 9:
+        parts.append(f"trec_eval {result.trec_eval} rules")
     return ", ".join(parts)
 
 
@@ -170,7 +182,7 @@ def to_table(results: Results) -> Table:
     for measure in measures:
         table.add_column(measure, justify="right")
     for name, result in named:
-        cells = [_number(result.mean[m], False) if m in result.mean else "" for m in measures]
+        cells = [_number(result.mean[m], False) if m in result.mean and m not in result.text else "" for m in measures]
         table.add_row(name, _options(result, unit=""), *cells)
     return table
 
@@ -185,7 +197,8 @@ def to_per_query_table(name: str, result: EvaluationResult) -> Table:
         table.add_column(measure, justify="right")
     for qid, values in result.per_query.items():
         table.add_row(qid, *(_number(values[m], False) if m in values else "-" for m in result.measures))
-    table.add_row("all", *(_number(result.mean[m], False) for m in result.measures), style="bold")
+    table.add_row("all", *("" if m in result.text else _number(result.mean[m], False) for m in result.measures),
+                  style="bold")
     return table
 
 
@@ -210,10 +223,12 @@ def notes(result: EvaluationResult) -> list[str]:
         lines.append(f"{len(result.unavailable)} trec_eval measures are not computed by bm25lab: "
                      f"{', '.join(result.unavailable)}")
     for measure, value in result.mean.items():
-        if math.isnan(value) and result.num_queries:
+        if math.isnan(value) and result.num_queries and measure not in result.text:
             lines.append(f"{measure} is undefined for every averaged query: no mean ({UNDEFINED})")
     if result.missing_from_run:
-        fate = "scored 0 (complete)" if result.complete else "not averaged (complete would score them 0)"
+        fate = ("not averaged (complete would score them 0)" if not result.complete else "scored 0 (complete)"
+                if result.trec_eval == 9 else "evaluated as a ranking of one unjudged document (complete, trec_eval "
+                f"{result.trec_eval} rules)")
         lines.append(
             f"{len(result.missing_from_run)} judged queries missing from the run, {fate}: "
             f"{_listed(result.missing_from_run)}"
@@ -221,8 +236,11 @@ def notes(result: EvaluationResult) -> list[str]:
     if result.not_judged:
         lines.append(f"{len(result.not_judged)} run queries without judgments ignored: {_listed(result.not_judged)}")
     for measure, qids in result.undefined.items():
+        reason = result.reasons.get(measure)
         lines.append(
-            f"{measure} undefined for {len(qids)} queries (no relevant or no judged non-relevant document), "
-            f"left out of its mean: {_listed(qids)}"
+            f"{measure} undefined for {len(qids)} queries" + (f" ({reason})" if reason else "") +
+            f", left out of its mean: {_listed(qids)}"
         )
+    if result.geometric:
+        lines.append(f"{', '.join(result.geometric)}: geometric mean over the queries (values floored at 0.00001)")
     return lines

@@ -135,9 +135,9 @@ def search_depth(measure: str, k: int) -> int:
 
     An unknown measure name is a :class:`~bm25lab.evaluation.errors.MeasureError` listing the known ones.
     """
-    from .measures import parse_measure
+    from .measures import numeric_measure
 
-    parsed = parse_measure(measure)
+    parsed = numeric_measure(measure)
     if parsed.definition.name in _TOP_N_FAMILIES and isinstance(parsed.param, int):
         return min(parsed.param, k)
     return k
@@ -228,6 +228,7 @@ class TuneResult:
     test_mean: float
     num_queries: int
     depth: int  # results searched per query
+    k3: float | None = None  # query-term saturation used at every grid point (None: off)
 
     @property
     def on_edge(self) -> list[str]:
@@ -287,13 +288,13 @@ def _per_query(result: Any, qids: Sequence[str], measure: str) -> np.ndarray:
 
 
 def _scorer(prepared: "PreparedBatch", qrels: Any, qids: Sequence[str], measure: str, variant: str,
-            depth: int) -> Callable[[float, float], np.ndarray]:
+            depth: int, k3: float | None = None) -> Callable[[float, float], np.ndarray]:
     """``score(k1, b)``: the per-query values of ``measure`` (query order ``qids``) at one grid point."""
     from .evaluator import evaluate
     from .ranking import Run
 
     def score(k1: float, b: float) -> np.ndarray:
-        run = Run.from_results(prepared.search(k=depth, variant=variant, k1=k1, b=b))
+        run = Run.from_results(prepared.search(k=depth, variant=variant, k1=k1, b=b, k3=k3))
         return _per_query(evaluate(qrels, run, [measure], complete=True), qids, measure)
 
     return score
@@ -302,20 +303,22 @@ def _scorer(prepared: "PreparedBatch", qrels: Any, qids: Sequence[str], measure:
 def tune(index: "Index", queries: Mapping[str, str], qrels: Any, measure: str = "nDCG@10",
          variant: str = DEFAULT_VARIANT, k1_grid: Sequence[float] = DEFAULT_K1_GRID,
          b_grid: Sequence[float] = DEFAULT_B_GRID, folds: int = 5, k: int = 1000, seed: int = 0,
-         progress: ProgressCallback | None = None) -> TuneResult:
+         progress: ProgressCallback | None = None, k3: float | None = None) -> TuneResult:
     """Grid search of (k1, b) on ``index`` for ``measure``, with ``folds``-fold cross-validation.
 
     ``queries`` is ``{qid: text}``; ``qrels`` is ``{qid: {docid: grade}}`` or a ``Qrels``. Every grid
-    point reuses the postings gathered once by ``index.batch``. See the module docstring.
+    point reuses the postings gathered once by ``index.batch``; ``k3`` (fixed over the grid) saturates
+    repeated query terms. See the module docstring.
     """
     k1_grid, b_grid = tuple(float(v) for v in k1_grid), tuple(float(v) for v in b_grid)
     _check_grid(variant, k1_grid, b_grid)
+    Params(variant, k3=k3).resolved()
     if k < 1:
         raise ParameterError(f"k must be >= 1, got {k}")
     qids, judged = _judged(qrels, queries)
     fold_assignment(len(qids), folds, seed)  # fail before searching when there are too few queries
     depth = search_depth(measure, k)
-    score = _scorer(index.batch({q: queries[q] for q in qids}), judged, qids, measure, variant, depth)
+    score = _scorer(index.batch({q: queries[q] for q in qids}), judged, qids, measure, variant, depth, k3)
     values = np.empty((len(k1_grid), len(b_grid), len(qids)), dtype=np.float64)
     total = values.shape[0] * values.shape[1]
     for n, (i, j) in enumerate(np.ndindex(*values.shape[:2]), start=1):
@@ -332,4 +335,4 @@ def tune(index: "Index", queries: Mapping[str, str], qrels: Any, measure: str = 
     i, j = _first_best(grid)
     return TuneResult(measure, variant, k1_grid, b_grid, grid, {"k1": k1_grid[i], "b": b_grid[j]},
                       float(grid[i, j]), float(defaults.mean()), cv.folds, cv.train_mean, cv.test_mean,
-                      int(defined.sum()), depth)
+                      int(defined.sum()), depth, k3)

@@ -81,3 +81,9 @@ def test_search_progress_reports_every_query() -> None:
     assert seen and seen[-1] == (225, 225) and all(t == 225 for _, t in seen)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert result.index.info().documents == 1400 and result.index.info().size_bytes > 0
+
+
+def test_experiment_gives_the_confusion_measures_its_collection_size():
+    done = experiment("cranfield", measures=["TP", "TN", "accuracy"], k=100)
+    for values in done.evaluation.per_query.values():
+        assert values["accuracy"] == pytest.approx((values["TP"] + values["TN"]) / 1400, abs=1e-12)

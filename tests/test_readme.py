@@ -70,6 +70,7 @@ def test_the_shell_examples_run_and_print_what_they_say(tmp_path: Path) -> None:
 
     shared = README.parents[1] / "shared"
     (tmp_path / "new.jsonl").write_text('{"id": "1", "text": "replaced"}\n{"id": "new", "text": "added"}\n')
+    (tmp_path / "ranks.txt").write_text("Jack born_in Italy 2\nJohn born_in Ireland 1\n")  # link-prediction's
     env = {**os.environ, "COLUMNS": "110", "BM25LAB_DEBUG": ""}
     ran = 0
     for command, printed in shell_examples():

@@ -1,5 +1,5 @@
-"""The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, tune, corpora,
-experiment, info, measures.
+"""The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, link-prediction,
+tune, corpora, experiment, info, measures.
 
 Each area lives in its own module; this one only assembles the app. The commands parse their
 arguments, call the library and render what it returns. Bad input or data is one line on stderr
@@ -54,6 +54,7 @@ app.command("search", **_EPILOG)(engine_cmds.search)
 app.command("run", **_EPILOG)(engine_cmds.run)
 app.command("evaluate", **_EPILOG)(evaluate_cmds.evaluate_cmd)
 app.command("compare", **_EPILOG)(evaluate_cmds.compare_cmd)
+app.command("link-prediction", **_EPILOG)(evaluate_cmds.link_prediction_cmd)
 app.command("tune", **_EPILOG)(tune_cmds.tune)
 app.command("corpora", **_EPILOG)(corpora_cmds.corpora_list)
 app.command("experiment", **_EPILOG)(corpora_cmds.experiment)

@@ -45,10 +45,17 @@ VARIANT_OPT = typer.Option("--variant", help="BM25 variant.")
 K1_OPT = typer.Option("--k1", help="BM25 k1 (term frequency saturation).", min=0.0)
 B_OPT = typer.Option("--b", help="BM25 b (length normalisation), 0..1.", min=0.0, max=1.0)
 DELTA_OPT = typer.Option("--delta", help="delta of bm25l / bm25+ (default: the variant's).", min=0.0)
+FIELD_WEIGHTS_OPT = typer.Option("--field-weights", help="BM25F on an index built with --fields: each field's "
+                                 "weight, e.g. title=3,text=1 (a field not named weighs 1).")
+FIELD_B_OPT = typer.Option("--field-b", help="BM25F: each field's length normalisation b, e.g. title=0.5,text=0.75 "
+                           "(default: --b).")
+K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weighs qf (k3+1)/(qf+k3) (Robertson's "
+                                   "k3; default: off, each repeat counts, as in Lucene).", min=0.0)
 BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (numba once the work pays for "
                                              "loading it). Default: $BM25LAB_BACKEND or auto.")
 DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
-__all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "K1_OPT",
+__all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
+           "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress"]
 

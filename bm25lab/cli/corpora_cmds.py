@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..evaluation.measures import DEFAULT_MEASURES
-from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT,
+from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
                      handles_errors, human_bytes, progress_bars)
 from .engine_cmds import make_tokenizer
@@ -53,6 +53,7 @@ def experiment(
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
     measure: Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measure (repeatable). Default: " + " ".join(DEFAULT_MEASURES) + ".")] = None,
     k: Annotated[int, typer.Option("-k", help="Results per query.", min=1)] = 1000,
     language: Annotated[Optional[Language], typer.Option(help="Analyser (default: the corpus's language).")] = None,
@@ -74,7 +75,7 @@ def experiment(
     collection = open_collection(corpus, query_ids=query_ids.value)
     tokenizer = make_tokenizer(language or Language(collection.language), stem, None, None)
     with progress_bars() as bars:
-        done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, measures=measure, k=k,
+        done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, measures=measure, k=k,
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
                               query_ids=query_ids.value,
                               index_progress=bars.documents(f"indexing {collection.name}"),
@@ -85,4 +86,5 @@ def experiment(
     if format is TableFormat.table:
         console(stderr=True).print(
             f"{collection.name}: {done.index.num_docs:,} documents ({'cached index' if done.cached else 'indexed'}), "
-            f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}, k={k}, {done.seconds:.1f} s")
+            f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}"
+            f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s")

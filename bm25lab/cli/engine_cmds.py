@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT,
-                     VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
-                     document_progress, handles_errors, human_bytes, note, query_progress)
+from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
+                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
+                     backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress)
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TEXT_FIELDS_OPT,
                      TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat, QueryIds, RunWriter)
 
@@ -58,6 +58,7 @@ def index(
     id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,
     text_fields: Annotated[Optional[str], TEXT_FIELDS_OPT] = None,
     duplicates: Annotated[Duplicates, DUPLICATES_OPT] = Duplicates("error"),
+    fields: Annotated[Optional[str], typer.Option("--fields", help="BM25F: also index each of these document fields on its own (title, text or metadata keys, comma-separated, e.g. title,text), for --field-weights at search time; --text-fields chooses what makes up the text.")] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
     """Build an index from SOURCE into --out.
@@ -79,7 +80,7 @@ def index(
     docs, count = documents(source, format, id_field, text_fields, duplicates)
     with document_progress(f"indexing {source}", count) as advance:
         built = Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source,
-                            backend=backend_name(backend))
+                            backend=backend_name(backend), fields=None if fields is None else fields.split(","))
     report_duplicates(docs)
     built.save(out, overwrite=overwrite)
     elapsed = time.perf_counter() - started
@@ -104,6 +105,9 @@ def search(
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
+    field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
+    field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
     qid: Annotated[str, typer.Option("--qid", help="Query id of the --format trec lines.")] = "1",
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
@@ -114,7 +118,8 @@ def search(
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
     idx = load_index(directory, backend)
-    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta)
+    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, field_weights=field_weights,
+                      field_b=field_b)
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -158,6 +163,9 @@ def run(
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
+    field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
+    field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
     query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
     topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
     query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
@@ -174,7 +182,8 @@ def run(
     idx = load_index(directory, backend)
     topics = read_topics(queries, query_format, topic_field, query_ids)
     with query_progress() as advance:
-        results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance)
+        results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
+                                  k3=k3, field_weights=field_weights, field_b=field_b)
     write_run(results, out, tag=tag, format=run_format.value)
     console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 

@@ -1,4 +1,5 @@
-"""`bm25lab evaluate` and `bm25lab compare`: runs against qrels, and runs against a baseline."""
+"""`bm25lab evaluate`, `compare`, `measures` and `link-prediction`: runs against qrels, runs against a
+baseline, the measures' registry, and ranked positives."""
 from __future__ import annotations
 
 from enum import Enum
@@ -9,9 +10,10 @@ import typer
 
 from ..engine.errors import ParameterError
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
-from ..evaluation.measures import DEFAULT_MEASURES
+from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
+from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.significance import TESTS
-from .common import _choices, console, handles_errors
+from .common import TableFormat, _choices, console, handles_errors
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
 if TYPE_CHECKING:
@@ -33,9 +35,13 @@ class CompareFormat(str, Enum):
 
 
 TestName = _choices("TestName", TESTS)
+TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
+MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab's (nDCG@10), trec_eval's (P.5,10, "
-                                                    "all_trec), ir_measures' (P(rel=2)@5) or ranx's (hits@10) names; "
-                                                    "`bm25lab measures` lists them.")
+                                                    "ndcg_1=3,2=9, all_trec), ir_measures' (P(rel=2)@5) or ranx's "
+                                                    "(hits@10) names; `bm25lab measures` lists them.")
+TREC_EVAL_OPT = typer.Option("--trec-eval", help="trec_eval's rules where its releases differ: 9 (9.0.8, as "
+                                                 "pytrec_eval) or 10 (10.0). See evaluation/MEASURES.md.")
 RUNS_ARG = typer.Argument(help="Run file(s): TREC, MS MARCO (qid docid rank) or ranx JSON.")
 QRELS_ARG = typer.Argument(help="Qrels: TREC, BEIR TSV, SMART (qid docid 0 0), Cranfield, ranx JSON, or a bundled "
                                 "collection's name.")
@@ -72,44 +78,55 @@ def evaluate_cmd(
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also show every query's values (trec_eval -q).")] = False,
-    complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c).")] = False,
+    complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c; under --trec-eval 10, as 10.0 scores it).")] = False,
     rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
     judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
-    depth: Annotated[Optional[int], typer.Option("--depth", "-M", help="Evaluate each query's best N documents only (trec_eval -M).", min=1)] = None,
+    depth: Annotated[Optional[int], typer.Option("--depth", "-M", "--max-docs", help="Evaluate each query's best N documents only, after ranking (trec_eval -M).", min=1)] = None,
+    collection_size: Annotated[Optional[int], typer.Option("--collection-size", "-N", min=0, help="Documents in the collection: TN, accuracy, FPR, specificity and utility's TN weight need it (trec_eval -N).")] = None,
+    index: Annotated[Optional[Path], typer.Option("--index", help="Take the collection size from this index.")] = None,
+    trec_eval: Annotated[TrecEvalRules, TREC_EVAL_OPT] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
+    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="MAE/RMSE: a retrieved document its query did not rate is skipped, or rated with the query's mean, median, or zero.")] = MissingRatings("skip"),
     format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Precision-recall curves of the runs. " + PLOT_HELP)] = None,
     plot_queries: Annotated[Optional[str], typer.Option("--plot-queries", help="Also each of these queries' curves, in small panels: comma-separated ids, or 'all'.")] = None,
+    plot_roc: Annotated[Optional[Path], typer.Option("--plot-roc", help="ROC curves of the runs over the judged documents. " + PLOT_HELP)] = None,
     dpi: Annotated[int, DPI_OPT] = 150,
 ) -> None:
-    """Evaluate TREC run(s) against qrels with trec_eval's conventions.
+    """Evaluate run(s) against qrels with trec_eval's conventions.
 
     Default measures: {defaults}.
 
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
     from ..evaluation import evaluate
-    from ..evaluation.evaluator import precision_recall_curve, precision_recall_curves
+    from ..evaluation.evaluator import precision_recall_curve, precision_recall_curves, roc_curve
     from .inputs import qrels as read_judgments, run as read_a_run
 
-    if plot is not None:
-        from ..evaluation.plots import check_plot_path
-
-        check_plot_path(plot)
-    elif plot_queries is not None:
+    if plot is None and plot_queries is not None:
         raise ParameterError("--plot-queries draws into the --plot file: give --plot FILE too")
+    for path in (plot, plot_roc):
+        if path is not None:
+            from ..evaluation.plots import check_plot_path
+
+            check_plot_path(path)
     measures = measure or DEFAULT_MEASURES
-    judgments = read_judgments(qrels, qrels_format)
+    rules = int(trec_eval.value)
+    size = _collection_size(collection_size, index)
+    judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
-    named, curves, per_query_curves = [], {}, {}
+    named, curves, per_query_curves, rocs = [], {}, {}, {}
     for path in runs:
         run = read_a_run(path, run_format)
-        named.append((path.stem, evaluate(judgments, run, measures, **options)))
+        named.append((path.stem, evaluate(judgments, run, measures, **options, trec_eval=rules, collection_size=size,
+                                          missing_ratings=missing_ratings.value)))
         if plot is not None:
-            curves[path.stem] = precision_recall_curve(judgments, run, **options)
+            curves[path.stem] = precision_recall_curve(judgments, run, **options, trec_eval=rules)
             if plot_queries is not None:
-                per_query_curves[path.stem] = precision_recall_curves(judgments, run, **options)
+                per_query_curves[path.stem] = precision_recall_curves(judgments, run, **options, trec_eval=rules)
+        if plot_roc is not None:
+            rocs[path.stem] = roc_curve(judgments, run, **options)
     render_results(named, format.value, per_query)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves, plot_query_pr_curves
@@ -119,6 +136,11 @@ def evaluate_cmd(
         else:
             plot_query_pr_curves(curves, per_query_curves, _query_list(plot_queries), plot, dpi=dpi)
         console(stderr=True).print(f"precision-recall curves -> {plot}")
+    if plot_roc is not None:
+        from ..evaluation.plots import plot_roc_curves
+
+        plot_roc_curves(rocs, plot_roc, dpi=dpi)
+        console(stderr=True).print(f"ROC curves -> {plot_roc}")
 
 
 def _query_list(text: str) -> Optional[list[str]]:
@@ -129,6 +151,17 @@ def _query_list(text: str) -> Optional[list[str]]:
     if not listed:
         raise ParameterError("--plot-queries: give query ids separated by commas, or 'all'")
     return listed
+
+
+def _collection_size(given: Optional[int], index: Optional[Path]) -> Optional[int]:
+    """The collection size: given, or the number of documents of ``index``."""
+    if index is None:
+        return given
+    if given is not None:
+        raise ParameterError("give the collection size either as --collection-size or by --index, not both")
+    from ..engine import Index
+
+    return Index.load(index, verify=False).num_docs
 
 
 evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
@@ -145,6 +178,7 @@ def compare_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
+    trec_eval: Annotated[TrecEvalRules, TREC_EVAL_OPT] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
     format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
@@ -160,21 +194,22 @@ def compare_cmd(
     from ..evaluation import evaluate
     from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown, to_rich_table
     from ..evaluation.evaluator import precision_recall_curve
+    from ..evaluation.measures import expand_measures
     from .inputs import qrels as read_judgments, run as read_a_run
 
     if plot is not None:
         from ..evaluation.plots import check_plot_path
 
         check_plot_path(plot)
-    from ..evaluation.measures import expand_measures
-
     measures = list(expand_measures(measure or COMPARE_MEASURES).names)
-    judgments = read_judgments(qrels, qrels_format)
+    rules = int(trec_eval.value)
+    judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):
         raise ParameterError(f"two runs have the same name (file stem): {', '.join(names)}")
     loaded = {p.stem: read_a_run(p, run_format) for p in [baseline, *runs]}
-    per_query = {name: evaluate(judgments, run, measures, complete=complete).per_query for name, run in loaded.items()}
+    per_query = {name: evaluate(judgments, run, measures, complete=complete, trec_eval=rules).per_query
+                 for name, run in loaded.items()}
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
                      test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
     if format is CompareFormat.table:
@@ -187,7 +222,8 @@ def compare_cmd(
     if plot is not None:
         from ..evaluation.plots import plot_comparison
 
-        curves = {name: precision_recall_curve(judgments, run, complete=complete) for name, run in loaded.items()}
+        curves = {name: precision_recall_curve(judgments, run, complete=complete, trec_eval=rules)
+                  for name, run in loaded.items()}
         plot_comparison(result, curves, plot, dpi=dpi)
         console(stderr=True).print(f"plot -> {plot}")
 
@@ -198,21 +234,29 @@ def measures_cmd(
 ) -> None:
     """List every measure: its forms, aliases, trec_eval name and definition (from the registry).
 
-    Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, all_trec),
-    ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
+    Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, ndcg_1=3,2=9,
+    all_trec), ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
     evaluation/MEASURES.md defines each and says where the tools' conventions differ.
 
     Example: bm25lab measures
     """
     import json
 
-    from ..evaluation.measures import MEASURES, TREC_NICKNAMES
+    from ..evaluation.measures import MEASURES, TREC_NICKNAMES, TREC_RENAMED, MeasureDef
 
     if format not in ("table", "json"):
         raise ParameterError(f"--format {format!r}: use table or json")
-    rows = [{"name": d.name, "forms": d.forms(), "aliases": list(d.aliases),
-             "trec_eval": (d.trec_eval or "").replace("|", ", ").replace("{k}", "k").replace("{r}", "r") or None,
-             "kind": "count" if not d.bounded else "0..1", "definition": d.description}
+
+    def trec_eval_names(d: MeasureDef) -> Optional[str]:
+        marks = {"{k}": "k", "{r}": d.symbol, "{text}": d.symbol}
+        text = (d.trec_eval or "").strip("|").replace("|", ", ")
+        for mark, shown in marks.items():
+            text = text.replace(mark, shown)
+        return text or None
+
+    rows = [{"name": d.name, "forms": d.forms(), "aliases": list(d.aliases), "trec_eval": trec_eval_names(d),
+             "kind": "text" if d.text else "0..1" if d.bounded else "count" if d.total or d.count else "number",
+             "definition": d.description}
             for d in MEASURES.values()]
     if format == "json":
         typer.echo(json.dumps({"measures": rows, "trec_eval_nicknames": list(TREC_NICKNAMES)}, indent=1))
@@ -225,7 +269,37 @@ def measures_cmd(
     for row in rows:
         table.add_row(row["forms"], ", ".join(row["aliases"]), row["trec_eval"] or "", row["kind"], row["definition"])
     console().print(table)
-    console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000) and nicknames "
-                    f"({', '.join(TREC_NICKNAMES)}); ir_measures' parameters P(rel=2)@5, RR(judged_only=True), "
-                    "nDCG(dcg='exp-log2')@10; ranx's relevance level map@100-l2 and rbp.95. Definitions: "
-                    "evaluation/MEASURES.md.")
+    renamed = ", ".join(f"trec_eval's {trec} is {ours}" for trec, ours in TREC_RENAMED.items())
+    console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000), parameter lists "
+                    f"(ndcg_1=3,2=9, utility_2,-1,0,0) and nicknames ({', '.join(TREC_NICKNAMES)}; {renamed}); "
+                    "ir_measures' parameters P(rel=2)@5, RR(judged_only=True), nDCG(dcg='exp-log2')@10; ranx's "
+                    "relevance level map@100-l2 and rbp.95. Definitions: evaluation/MEASURES.md.")
+
+
+@handles_errors
+def link_prediction_cmd(
+    ranks: Annotated[Path, typer.Argument(help="One test positive per line, its rank among its candidates (1 = best) as the line's last field.")],
+    hits: Annotated[Optional[list[int]], typer.Option("--hits", "-k", min=1, help="Hits@k cutoff, repeatable (default: 1, 3, 10).")] = None,
+    format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
+) -> None:
+    """Link-prediction measures of ranked positives (knowledge-graph completion): MR, MRR and Hits@k
+    (the share of positives ranked k or better).
+
+    Example: bm25lab link-prediction ranks.txt -k 1 -k 3 -k 10
+    """
+    import json
+
+    from ..evaluation.linkprediction import DEFAULT_HITS, link_prediction, read_ranks
+
+    result = link_prediction(read_ranks(ranks), hits or DEFAULT_HITS)
+    values = result.as_dict()
+    if format is TableFormat.json:
+        typer.echo(json.dumps({"positives": result.count, **values}, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Link prediction over {result.count} positives")
+    for name in values:
+        table.add_column(name, justify="right")
+    table.add_row(*(f"{v:.4f}" for v in values.values()))
+    console().print(table)

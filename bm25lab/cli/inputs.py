@@ -92,17 +92,19 @@ def queries(spec: str, format: Enum, topic_field: str, ids: Enum) -> dict[str, s
                         ids=ids.value)
 
 
-def qrels(spec: str, format: Enum) -> "Qrels":
-    """The qrels of a file, or of a bundled collection."""
+def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
+    """The qrels of a file, or of a bundled collection, labels read by the rules of ``trec_eval`` (9 or
+    10; None: the default rules)."""
     from .. import corpora
     from ..evaluation.readers import read_qrels
 
+    rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
-        return read_qrels(corpora.get(name).qrels_path, format="trec")
+        return read_qrels(corpora.get(name).qrels_path, format="trec", **rules)
     if not Path(spec).exists():
         raise _neither(spec, "qrels file")
-    return read_qrels(spec, format=format.value)
+    return read_qrels(spec, format=format.value, **rules)
 
 
 def run(path: Path, format: Enum) -> "Run":

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
-from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, VARIANT_OPT, BackendName, TableFormat, VariantName,
+from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
                      backend_name, console, handles_errors, note)
 from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TOPIC_FIELD_OPT, QrelsFormat, QueryFormat,
                      QueryIds)
@@ -23,7 +23,7 @@ B_GRID_HELP = f"b values: start:stop:step (stop included) or a comma list. Defau
 
 def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: object, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
-                        seed: int, backend: Optional[str]) -> "TuneResult":
+                        seed: int, backend: Optional[str], k3: Optional[float] = None) -> "TuneResult":
     """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -43,7 +43,7 @@ def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: obje
             bar.update(task, completed=done, total=total)
 
         result = tune(idx, topics, judgments, measure=measure, variant=variant, k1_grid=k1_grid, b_grid=b_grid,
-                      folds=folds, k=k, seed=seed, progress=advance)
+                      folds=folds, k=k, seed=seed, progress=advance, k3=k3)
     elapsed = time.perf_counter() - started
     points = len(k1_grid) * len(b_grid)
     console(stderr=True).print(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s "
@@ -58,7 +58,8 @@ def _print_tables(result: "TuneResult") -> None:
     from ..engine.scoring import DEFAULT_B, DEFAULT_K1
 
     m = result.measure
-    summary = Table(title=f"tune {m} ({result.variant}, {result.num_queries} queries, "
+    k3 = "" if result.k3 is None else f", k3 {result.k3:g}"
+    summary = Table(title=f"tune {m} ({result.variant}{k3}, {result.num_queries} queries, "
                           f"{len(result.k1_grid)} x {len(result.b_grid)} grid)")
     for name, justify in (("", "left"), ("k1", "right"), ("b", "right"), (m, "right")):
         summary.add_column(name, justify=justify)
@@ -86,6 +87,7 @@ def tune(
     variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1_grid: Annotated[Optional[str], typer.Option("--k1-grid", help=K1_GRID_HELP)] = None,
     b_grid: Annotated[Optional[str], typer.Option("--b-grid", help=B_GRID_HELP)] = None,
+    k3: Annotated[Optional[float], K3_OPT] = None,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds over the queries.", min=2)] = 5,
     k: Annotated[int, typer.Option("-k", help="Results per query for measures of the whole ranking (a measure NAME@n needs only n).", min=1)] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random assignment of queries to folds.")] = 0,
@@ -114,7 +116,7 @@ def tune(
     judgments = read_judgments(qrels, qrels_format)
     topics = read_topics(queries, query_format, topic_field, query_ids)
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
-                                 backend_name(backend))
+                                 backend_name(backend), k3)
     if format is TableFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=1))
     else:

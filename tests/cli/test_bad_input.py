@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -192,7 +193,7 @@ def judged(built: Path) -> Path:
 
 BAD_EVAL_FILES = {
     "qrels fields": ("qrels", "q1 0 d1 1\nq1 0 d2\n", ":2: expected 4 fields"),
-    "qrels relevance": ("qrels", "q1 0 d1 1\nq2 0 d3 high\n", ":2: relevance 'high' is not an integer"),
+    "qrels relevance": ("qrels", "q1 0 d1 1\nq2 0 d3 high\n", ":2: relevance 'high' is not a number"),
     "beir fields": ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\n", ":3: expected 3 fields"),
     "run fields": ("run", "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5\n", ":2: expected 6 fields"),
     "run score": ("run", "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1,5 t\n", ":2: score '1,5' is not a number"),
@@ -258,8 +259,10 @@ def read_eval_file(path: Path, kind: str) -> None:
             run = read_run(path)
             assert all(isinstance(doc, str) for q in run.to_dict().values() for doc in q)
         else:
-            qrels = read_qrels(path)
-            assert all(isinstance(label, int) for q in qrels.to_dict().values() for label in q.values())
+            qrels = read_qrels(path)  # grades: whole ones as int, others (a rating such as 4.5, issue 18) finite floats
+            assert all(isinstance(grade, int) or (isinstance(grade, float) and math.isfinite(grade)
+                                                  and not grade.is_integer())
+                       for q in qrels.to_dict().values() for grade in q.values())
     except BM25LabError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
 

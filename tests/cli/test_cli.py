@@ -51,11 +51,13 @@ def workdir(tmp_path_factory) -> Path:
 def test_help_lists_every_command() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("index", "search", "run", "evaluate", "compare", "tune", "corpora", "experiment", "info"):
+    for command in ("index", "search", "run", "evaluate", "compare", "link-prediction", "tune", "corpora", "experiment",
+                    "info"):
         assert command in result.output
 
 
-@pytest.mark.parametrize("command", ["index", "search", "run", "evaluate", "compare", "tune", "corpora", "experiment", "info"])
+@pytest.mark.parametrize("command", ["index", "search", "run", "evaluate", "compare", "link-prediction", "tune", "corpora",
+                                     "experiment", "info"])
 def test_each_command_has_help_with_an_example(command: str) -> None:
     result = invoke(command, "--help")
     assert result.exit_code == 0, result.output

@@ -179,25 +179,83 @@ def test_forced_hash_collisions_change_nothing(monkeypatch):
 # ROC AUC against scikit-learn
 
 
-def test_auc_equals_scikit_learn_over_the_judged_documents(cranfield_qrels, cranfield_run):
+def _sklearn_auc(judged: dict, ranking: dict, rel: int):
+    """scikit-learn's roc_auc_score over a query's judged documents on the run's raw scores, unretrieved
+    judged documents all scoring below every retrieved one (None when undefined)."""
     from sklearn.metrics import roc_auc_score
 
-    ranking = Run.from_dict(cranfield_run)
-    ranks = {qid: {doc: i for i, (doc, _) in enumerate(ranking.ranked(qid), 1)} for qid in ranking.qids}
+    floor = min(ranking.values(), default=0.0) - 1.0
+    docs = [d for d, label in judged.items() if label >= 0]
+    truth = [judged[d] >= rel for d in docs]
+    if all(truth) or not any(truth):
+        return None
+    return roc_auc_score(truth, [ranking.get(d, floor) for d in docs])
+
+
+def test_auc_equals_scikit_learn_on_raw_scores_over_the_judged_documents(cranfield_qrels, cranfield_run):
+    ties = sum(len(r) - len(set(r.values())) for r in cranfield_run.values())
+    assert ties > 0  # the real run has tied scores: they count 1/2, as scikit-learn counts them
     for rel in (1, 3):
         result = evaluate(cranfield_qrels, cranfield_run, ["AUC"], rel=rel)
         checked = 0
         for qid, judged in cranfield_qrels.items():
-            rank = ranks[qid]
-            docs = [d for d, label in judged.items() if label >= 0]
-            truth = [judged[d] >= rel for d in docs]
-            # retrieved documents score by rank (the tie rule already applied); unretrieved ones tie below
-            scores = [-rank.get(d, 10**9) for d in docs]
-            if all(truth) or not any(truth):
+            expected = _sklearn_auc(judged, cranfield_run[qid], rel)
+            if expected is None:
                 assert "AUC" not in result.per_query[qid] and qid in result.undefined["AUC"]
                 continue
-            assert result.per_query[qid]["AUC"] == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
+            assert result.per_query[qid]["AUC"] == pytest.approx(expected, abs=1e-12)
             checked += 1
         assert checked > 150
         defined = [v["AUC"] for v in result.per_query.values() if "AUC" in v]
         assert result.mean["AUC"] == pytest.approx(sum(defined) / len(defined), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_auc_with_heavy_ties_equals_scikit_learn(seed):
+    qrels, run = adversarial_case(seed)
+    for judged_only in (False, True):
+        result = evaluate(qrels, run, ["AUC"], judged_only=judged_only)
+        for qid, values in result.per_query.items():
+            ranking = run.get(qid, {})
+            if judged_only:
+                ranking = {d: s for d, s in ranking.items() if qrels[qid].get(d, -1) >= 0}
+            expected = _sklearn_auc(qrels[qid], ranking, 1)
+            assert values.get("AUC") == (None if expected is None else pytest.approx(expected, abs=1e-12))
+
+
+# ---------------------------------------------------------------------------------------------
+# trec_eval's further measures (issue 18) under the 9.0.8 rules, through pytrec_eval
+
+FURTHER = ["infAP", "gm_map", "gm_bpref", "Rprec_mult@0.2", "Rprec_mult@1.0", "Rprec_mult@2.0", "Rprec_mult@0.35",
+           "utility", "G", "binG", "ndcg_rel", "Rndcg", "relative_P@5", "relative_P@100", "set_relative_P", "set_map",
+           "num_nonrel_judged_ret"]
+
+
+def assert_further_agree(qrels: dict, run: dict, rel: int = 1, judged_only: bool = False) -> int:
+    """Per query equal to pytrec_eval; gm_* per query are AP / bpref here, log(max(value, 1e-5)) there."""
+    names = {m: parse_measure(m).trec_eval_name for m in FURTHER}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()), relevance_level=rel,
+                                            judged_docs_only_flag=judged_only).evaluate(run)
+    ours = evaluate(qrels, run, FURTHER, rel=rel, judged_only=judged_only, collection_size=0)
+    compared = 0
+    for qid, values in theirs.items():
+        for measure, name in names.items():
+            expected, got = values[name], ours.per_query[qid][measure]
+            if measure.startswith("gm_"):
+                expected, got = math.exp(expected), max(got, 0.00001)
+            assert abs(got - expected) <= TOLERANCE * max(1.0, abs(expected)), (qid, measure, got, expected)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_further_trec_eval_measures_on_adversarial_runs(seed):
+    qrels, run = adversarial_case(seed)
+    for rel in (1, 2):
+        for judged_only in (False, True):
+            assert_further_agree(qrels, run, rel=rel, judged_only=judged_only)
+
+
+@pytest.mark.parametrize("rel", [1, 3])
+def test_further_trec_eval_measures_on_cranfield(cranfield_qrels, cranfield_run, rel):
+    assert assert_further_agree(cranfield_qrels, cranfield_run, rel=rel) == 225 * len(FURTHER)

@@ -17,6 +17,8 @@ BOUNDED = [
     "P@1", "P@3", "P@10", "R@3", "R@10", "F1@3", "RR", "RR@3", "AP", "AP@3", "Rprec", "bpref", "Success@3",
     "iprec@0.0", "iprec@0.3", "iprec@1.0", "11pt-AP", "nDCG", "nDCG@3", "nDCG@10", "nDCG_exp", "nDCG_exp@3", "AUC",
     "set_P", "set_R", "set_F1", "Judged@3", "RBP@0.8",
+    "relative_P@3", "set_relative_P", "set_map", "binG", "unj@3", "Rprec_mult@1.5", "AP_relret", "AP_hits@3",
+    "RR_max", "RBP_graded@0.8",
 ]
 
 doc_ids = st.text(alphabet="abcAB01é", min_size=1, max_size=3)

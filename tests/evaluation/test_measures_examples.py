@@ -5,6 +5,8 @@ a qrels dict; the relevance at each rank is spelled out in a comment.
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bm25lab.evaluation import MeasureError, evaluate as strict_evaluate, parse_measure
@@ -149,6 +151,12 @@ def test_seed000_tied_scores_follow_trec_evals_tie_rule():
     # the article's own code (Python's stable sort keeps input order: d0 before d7) gives 0.6862;
     # scikit-learn (tied scores as one block) 0.7029: neither is trec_eval's rule
     assert round(ap, 4) not in (0.6862, 0.7029)
+    # AUC is not a rank measure: a tie in score counts 1/2, as scikit-learn's roc_auc_score on the raw
+    # scores (0.78); breaking the ties by the ranking's document-id rule would give 0.80
+    from sklearn.metrics import roc_auc_score
+
+    auc = values(qrels, run, ["AUC"])["AUC"]
+    assert auc == pytest.approx(roc_auc_score(labels, scores), abs=EXACT) and round(auc, 4) == 0.78
 
 
 def test_seed002_ndcg_is_zero_without_relevant_and_short_lists_pad():
@@ -199,3 +207,129 @@ def test_additions_beyond_trec_eval_judged_rbp():
     assert got["RBP@0.8"] == pytest.approx(0.2 * (1 + 0.8**3), abs=EXACT)
     assert (got["set_P"], got["set_R"]) == (0.5, pytest.approx(2 / 3))
     assert got["set_F1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3), abs=EXACT)
+
+
+# ---------------------------------------------------------------------------------------------
+# The articles' further definitions (issue 18)
+
+
+def test_seed002_mae_and_rmse_of_a_rating_of_four_and_a_half():
+    # one user rated two items 4.5; the predicted ratings (run scores) are 1.2 and 4.3: errors 3.3, 0.2
+    qrels = {"u": {"i1": 4.5, "i2": 4.5}}
+    run = {"u": {"i1": 1.2, "i2": 4.3}}
+    got = values(qrels, run, ["MAE", "RMSE"])
+    assert got["MAE"] == pytest.approx((3.3 + 0.2) / 2, abs=EXACT) and round(got["MAE"], 4) == 1.75
+    assert got["RMSE"] == pytest.approx(((3.3**2 + 0.2**2) / 2) ** 0.5, abs=EXACT) and round(got["RMSE"], 4) == 2.3377
+    # each item on its own: the distances the article names
+    assert values({"u": {"i1": 4.5}}, {"u": {"i1": 1.2}}, ["MAE"])["MAE"] == pytest.approx(3.3, abs=EXACT)
+    assert values({"u": {"i2": 4.5}}, {"u": {"i2": 4.3}}, ["MAE"])["MAE"] == pytest.approx(0.2, abs=EXACT)
+
+
+def test_seed002_missing_ratings_skip_mean_median_zero():
+    # the user rated i1 = 5, i2 = 1, i4 = 1.5 (mean 2.5, median 1.5); the run predicts i1 4, i2 1 and
+    # i3 3, which the user did not rate
+    qrels = {"u": {"i1": 5, "i2": 1, "i4": 1.5}}
+    run = {"u": {"i1": 4.0, "i2": 1.0, "i3": 3.0}}
+    errors = {"skip": [1, 0], "mean": [1, 0, 0.5], "median": [1, 0, 1.5], "zero": [1, 0, 3]}
+    for choice, expected in errors.items():
+        result = evaluate(qrels, run, ["MAE", "RMSE"], missing_ratings=choice).per_query["u"]
+        assert result["MAE"] == pytest.approx(sum(expected) / len(expected), abs=EXACT), choice
+        assert result["RMSE"] == pytest.approx((sum(e * e for e in expected) / len(expected)) ** 0.5, abs=EXACT)
+    with pytest.raises(MeasureError, match="missing_ratings.*skip, mean, median, zero"):
+        evaluate(qrels, run, ["MAE"], missing_ratings="guess")
+    # a user without a rated item retrieved has no MAE: left out of the mean, and said so
+    result = evaluate({"u": {"i1": 5}, "v": {"x": 2}}, {"u": {"i1": 4.0}, "v": {"y": 1.0}}, ["MAE"])
+    assert result.undefined == {"MAE": ("v",)} and result.mean["MAE"] == 1.0
+
+
+def test_non_integer_grades_count_truncated_for_the_integer_measures():
+    # grades 0.5 and 2.7 read as labels 0 and 2 (trec_eval's atol), so d1 is not relevant and d2 gains 2
+    qrels = {"q": {"d1": 0.5, "d2": 2.7}}
+    run = {"q": {"d1": 2.0, "d2": 1.0}}
+    got = values(qrels, run, ["P@1", "RR", "DCG", "MAE"])
+    assert got["P@1"] == 0.0 and got["RR"] == 0.5 and got["DCG"] == pytest.approx(2 / math.log2(3), abs=EXACT)
+    assert got["MAE"] == pytest.approx((1.5 + 1.7) / 2, abs=EXACT)
+
+
+def test_seed001_confusion_counts_accuracy_and_false_positive_rate():
+    # 10 documents d1..d10; d1-d4 relevant; the system retrieved d3-d7:
+    # TP = {d3, d4}, FP = {d5, d6, d7}, FN = {d1, d2}, TN = {d8, d9, d10}
+    qrels = {"q": {f"d{i}": int(i <= 4) for i in range(1, 11)}}
+    run = {"q": {f"d{i}": 10.0 - i for i in range(3, 8)}}
+    names = ["TP", "FP", "FN", "TN", "accuracy", "FPR", "specificity", "set_P", "set_R", "TPR"]
+    got = evaluate(qrels, run, names, collection_size=10).per_query["q"]
+    assert [got[n] for n in names] == [2, 3, 2, 3, 0.5, 0.5, 0.5, 0.4, 0.5, 0.5]
+    # the article's accuracy formula (TP + FN) / all would give 0.4: a slip for (TP + TN) / all
+    assert (got["TP"] + got["FN"]) / 10 == 0.4 != got["accuracy"]
+    with pytest.raises(MeasureError, match="TN needs the number of documents in the collection"):
+        evaluate(qrels, run, ["TN"])
+    with pytest.raises(MeasureError, match="collection size 6 is smaller"):
+        evaluate(qrels, run, ["accuracy"], collection_size=6)
+
+
+def test_seed001_ideal_dcg_as_a_measure():
+    # judgments d1 = 0, d2 = 1, d3 = 2, d4 = 2; ideal order 2, 2, 1, 0 -> 2/1 + 2/log2(3) + 1/2 = 3.7619
+    qrels = {"q": {"d1": 0, "d2": 1, "d3": 2, "d4": 2}}
+    run = {"q": {"d3": 4.0, "d2": 3.0, "d4": 2.0, "d1": 1.0}}
+    got = values(qrels, run, ["IDCG", "IDCG@2", "IDCG_exp", "DCG", "nDCG"])
+    assert got["IDCG"] == pytest.approx(2 + 2 / math.log2(3) + 1 / 2, abs=EXACT) and round(got["IDCG"], 4) == 3.7619
+    assert got["IDCG@2"] == pytest.approx(2 + 2 / math.log2(3), abs=EXACT)
+    assert round(got["IDCG_exp"], 4) == 5.3928  # the article prints IDCG 7.170: a slip
+    assert got["nDCG"] == pytest.approx(got["DCG"] / got["IDCG"], abs=EXACT)
+    assert parse_measure("IDCG").trec_eval_name == "ideal_dcg" and parse_measure("DCG").trec_eval_name == "dcg"
+
+
+def test_seed001_ap_over_the_retrieved_relevant_is_its_own_measure():
+    # 6 relevant; retrieved at ranks 1, 2, 5, 10, 20: AP = 3.25 / 6, the article's variant 3.25 / 5
+    qrels, run = ranked("q", [1 if i in (1, 2, 5, 10, 20) else 0 for i in range(1, 21)], total_relevant=6)
+    got = values(qrels, run, ["AP", "AP_relret"])
+    assert got["AP"] == pytest.approx(3.25 / 6, abs=EXACT) and got["AP_relret"] == pytest.approx(0.65, abs=EXACT)
+    assert parse_measure("AP_relret").trec_eval_name is None
+
+
+def test_seed002_code_ap_at_k_divides_by_the_hits_so_far():
+    import numpy as np
+
+    # the article's code: np.cumsum(tp_cumsum * true_positive / val_counter) / tp_cumsum, at every k
+    labels = [0, 1, 1, 0, 1, 0, 0, 0, 1, 1]
+    true_positive = np.array(labels, dtype=float)
+    tp_cumsum = np.cumsum(true_positive)
+    val_counter = np.cumsum(np.ones(len(true_positive)))
+    with np.errstate(invalid="ignore"):
+        article = np.cumsum(tp_cumsum * true_positive / val_counter) / tp_cumsum
+    qrels, run = ranked("q", labels)
+    got = values(qrels, run, [f"AP_hits@{k}" for k in range(1, 11)] + ["AP@5"])
+    for k in range(1, 11):
+        expected = 0.0 if np.isnan(article[k - 1]) else article[k - 1]  # 0/0 before the first hit: 0
+        assert got[f"AP_hits@{k}"] == pytest.approx(expected, abs=EXACT)
+    assert got["AP_hits@5"] != got["AP@5"]  # trec_eval's map_cut_5 divides by R = 5
+
+
+def test_seed003_rr_of_the_most_relevant_document():
+    # ranks 1..4 with grades 1, 0, 3, 2: the most relevant (3) is at rank 3; RR counts the first relevant
+    qrels, run = ranked("q", [1, 0, 3, 2])
+    got = values(qrels, run, ["RR", "RR_max", "RR_max@2"])
+    assert got == {"RR": 1.0, "RR_max": pytest.approx(1 / 3, abs=EXACT), "RR_max@2": 0.0}
+    # no relevant document at all: 0
+    assert values(*ranked("q", [0, 0]), ["RR_max"])["RR_max"] == 0.0
+
+
+def test_seed003_link_prediction_from_one_rank_per_positive():
+    from bm25lab.evaluation.linkprediction import link_prediction
+
+    # two test positives ranked 2nd and 1st against their corrupted candidates
+    result = link_prediction([2, 1])
+    assert result.as_dict() == {"MR": 1.5, "MRR": 0.75, "Hits@1": 0.5, "Hits@3": 1.0, "Hits@10": 1.0}
+    assert link_prediction([2.5, 1, 11], ks=[1, 10]).hits == {1: pytest.approx(1 / 3), 10: pytest.approx(2 / 3)}
+
+
+def test_trec_eval_10_rounds_recall_levels_where_9_adds_0_9():
+    # relevant, non-relevant, relevant, non-relevant, relevant; R = 3
+    qrels, run = ranked("q", [1, 0, 1, 0, 1])
+    nine = evaluate(qrels, run, ["11pt-AP", "iprec@0.5"], trec_eval=9).per_query["q"]
+    ten = evaluate(qrels, run, ["11pt-AP", "iprec@0.5"], trec_eval=10).per_query["q"]
+    assert round(nine["11pt-AP"], 4) == 0.7697 and round(ten["11pt-AP"], 4) == 0.8061
+    # recall 0.5 of R = 3: (long)(1.5 + 0.9) = 2 relevant documents in 9.0.8, lround(1.5) = 2 in 10.0
+    assert nine["iprec@0.5"] == ten["iprec@0.5"] == pytest.approx(2 / 3, abs=EXACT)
+    with pytest.raises(MeasureError, match="trec_eval rule set 8.*9, 10"):
+        evaluate(qrels, run, ["AP"], trec_eval=8)

@@ -107,3 +107,20 @@ def test_queries_judged_only_with_negative_labels_count_and_score_zero():
     result = evaluate({"q": {"a": -1, "b": -2}}, {"q": {"a": 1.0, "c": 0.5}}, ["AP", "nDCG", "bpref", "num_rel", "AUC"])
     assert result.per_query == {"q": {"AP": 0.0, "nDCG": 0.0, "bpref": 0.0, "num_rel": 0.0}}
     assert result.undefined == {"AUC": ("q",)}
+
+
+def test_complete_under_trec_eval_10_evaluates_a_stand_in_ranking():
+    # query 2 is missing from the run. 9.0.8 scores it 0 everywhere (num_rel 0 in the sums); 10.0
+    # evaluates a ranking of one unjudged document: num_rel counts its R, num_ret is reported 0,
+    # AUC (bm25lab's) is that of an empty ranking: both judged documents tie below, 1/2
+    run = {q: r for q, r in RUN.items() if q != "2"}
+    nine = evaluate(QRELS, run, MEASURES + ["utility", "utility@1,-1,0,0", "relstring"], complete=True)
+    ten = evaluate(QRELS, run, MEASURES + ["utility", "utility@1,-1,0,0", "relstring"], complete=True, trec_eval=10)
+    assert nine.per_query["2"] == {"P@2": 0.0, "AP": 0.0, "nDCG": 0.0, "RR": 0.0, "num_ret": 0.0, "num_rel": 0.0,
+                                   "AUC": 0.0, "utility": 0.0, "utility@1,-1,0,0": 0.0, "relstring": ""}
+    assert ten.per_query["2"] == {"P@2": 0.0, "AP": 0.0, "nDCG": 0.0, "RR": 0.0, "num_ret": 0.0, "num_rel": 1.0,
+                                  "AUC": 0.5, "utility": 0.0, "utility@1,-1,0,0": -1.0, "relstring": ""}
+    assert nine.summary["num_rel"] == 3 and ten.summary["num_rel"] == 4
+    # trec_eval 10.0 clears utility and relstring by name only: with parameters written they keep
+    # the stand-in's values (utility_1,-1,0,0 = -1 for its one non-relevant document, relstring_3 = '-')
+    assert evaluate(QRELS, run, ["relstring@3"], complete=True, trec_eval=10).per_query["2"] == {"relstring@3": "-"}

@@ -89,10 +89,12 @@ def test_trec_eval_lists_families_and_nicknames() -> None:
     assert expand_measures("success").names == ("success_1", "success_5", "success_10")
     assert len(expand_measures("iprec_at_recall").names) == 11
     official = expand_measures("official")
-    assert "map" in official.names and "P_30" in official.names and official.unavailable == ("gm_map",)
+    assert "map" in official.names and "P_30" in official.names and official.unavailable == ()  # gm_map: issue 18
     every = expand_measures("all_trec")
     assert {"ndcg_cut_1000", "set_F", "11pt_avg", "success_10", "recall_5"} <= set(every.names)
-    assert "rbp" in every.unavailable  # trec_eval's rbp is graded with p = 0.9: not bm25lab's RBP
+    # issue 18 computes every measure of all_trec; trec_eval's rbp (graded, p = 0.9) as RBP_graded, since
+    # rbp alone is ir_measures' and ranx's binary RBP
+    assert every.unavailable == () and "RBP_graded" in every.names and "rbp" not in every.names
     qrels, run = collection(3)
     result = evaluate(qrels, run, ["P.5,10", "P@5"])
     assert result.measures == ("P_5", "P_10", "P@5")
@@ -152,3 +154,17 @@ def test_numbering_hint_when_qrels_number_queries_by_position() -> None:
     run = {"9": {"a": 1.0}, "12": {"a": 1.0}, "30": {"a": 1.0}, "41": {"a": 1.0}}
     with pytest.raises(EvaluationError, match="--query-ids position"):
         evaluate(qrels, run, ["AP"])
+
+
+def test_trec_eval_lists_beside_measures_that_take_a_list() -> None:
+    # a list of cutoffs is several measures; the list parameter of utility, 11pt_avg or a gain map is one
+    assert expand_measures(["Rprec_mult.0.2,0.4", "unj"]).names == ("Rprec_mult_0.2", "Rprec_mult_0.4", "unj_5",
+                                                                     "unj_10", "unj_20")
+    one = ["11pt_avg_.25,.5,.75", "utility_2,-1,-0.5,0", "ndcg.1=3,2=9", "ndcg_cut.5,10"]
+    assert expand_measures(one).names == ("11pt_avg_.25,.5,.75", "utility_2,-1,-0.5,0", "ndcg.1=3,2=9",
+                                          "ndcg_cut_5", "ndcg_cut_10")
+    assert [parse_measure(n).param for n in expand_measures(one).names[:3]] == [
+        (0.25, 0.5, 0.75), (2.0, -1.0, -0.5, 0.0), ((1, 3.0), (2, 9.0))]
+    # every family of all_trec spelled out with trec_eval 10.0's default parameters, as it prints them
+    every = expand_measures("all_trec").names
+    assert {"Rprec_mult_0.20", "Rprec_mult_2.00", "unj_20", "relative_P_1000", "rbp_resid", "relstring"} <= set(every)

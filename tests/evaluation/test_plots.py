@@ -21,6 +21,7 @@ from bm25lab.evaluation.plots import (
     plot_heatmap,
     plot_pr_curves,
     plot_query_pr_curves,
+    plot_roc_curves,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -141,3 +142,13 @@ def test_no_matplotlib_on_import_and_no_pyplot_when_plotting(tmp_path: Path) -> 
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
     assert (tmp_path / "x.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_roc_curves_plot(tmp_path):
+    from bm25lab.evaluation.evaluator import roc_curve
+
+    curves = {"bm25": roc_curve({"q": {"a": 1, "b": 0, "c": 1}}, {"q": {"a": 2.0, "b": 1.0, "c": 0.5}})}
+    assert _png_size(plot_roc_curves(curves, tmp_path / "roc.png"))[0] > 300
+    undefined = {"bm25": roc_curve({"q": {"a": 1}}, {"q": {"a": 2.0}})}
+    with pytest.raises(BM25LabError, match="no query has both relevant and judged non-relevant"):
+        plot_roc_curves(undefined, tmp_path / "none.png")

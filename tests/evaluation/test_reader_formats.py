@@ -73,3 +73,41 @@ def test_wrong_files_are_named(tmp_path: Path) -> None:
     (tmp_path / "g.qrels").write_text("1 2 5\n1 3 -1\n")
     with pytest.raises(InputError, match="Cranfield grade 5"):
         read_qrels(tmp_path / "g.qrels", format="cranfield")
+
+
+def test_every_qrels_format_gives_grades_and_integer_labels(tmp_path: Path) -> None:
+    # issue 18's Qrels keep the grade as written (MAE, RMSE) beside the integer label the other measures read
+    files = {
+        "t.qrels": ("q1 0 d1 4.5\nq1 0 d2 0\nq1 0 d3 1e2\n", "trec"),
+        "b.tsv": ("query-id\tcorpus-id\tscore\nq1\td1\t4.5\nq1\td2\t0\nq1\td3\t1e2\n", "beir"),
+        "r.json": ('{"q1": {"d1": 4.5, "d2": 0, "d3": 100}}', "ranx"),
+    }
+    for name, (text, fmt) in files.items():
+        (tmp_path / name).write_text(text)
+        for rules, label_of_1e2 in ((9, 100), (10, 1 if fmt != "ranx" else 100)):  # 10.0 reads text with atol
+            qrels = read_qrels(tmp_path / name, trec_eval=rules)
+            assert detect_qrels_format(tmp_path / name) == fmt
+            grades = dict(zip(qrels.doc_ids.to_pylist(), zip(qrels.grade.tolist(), qrels.label.tolist())))
+            assert grades == {"d1": (4.5, 4), "d2": (0.0, 0), "d3": (100.0, label_of_1e2)}, (name, rules)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputWarning)
+        smart = read_qrels(SMART / "CISI.REL", trec_eval=10)
+        cran = read_qrels(SMART / "cranqrel", trec_eval=10)
+    assert set(smart.grade.tolist()) == {1.0} and set(smart.label.tolist()) == {1}
+    assert (cran.grade == cran.label).all() and set(cran.label.tolist()) == {0, 1, 2, 3, 4}
+    (tmp_path / "g.qrels").write_text("1 2 1\n1 3 -1\n1 4 1.5\n")  # a Cranfield grade is one of its scale
+    with pytest.raises(InputError, match="g.qrels:3: Cranfield grade 1.5"):
+        read_qrels(tmp_path / "g.qrels", format="cranfield")
+
+
+def test_run_lines_with_fields_after_the_tag_and_ranks_that_must_be_integers(tmp_path: Path) -> None:
+    # trec_eval ignores what follows the tag (its own test run does) and names the run by the last tag
+    (tmp_path / "r.run").write_text("q1 Q0 d1 1 2.5 first more junk\nq1 Q0 d2 2 1.5 last\n")
+    assert detect_run_format(tmp_path / "r.run") == "trec"
+    run = read_run(tmp_path / "r.run")
+    assert run.name == "last" and run.to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}}
+    with pytest.raises(InputError, match="looks like a TREC run"):
+        read_qrels(tmp_path / "r.run")
+    (tmp_path / "m.tsv").write_text("q1\td1\t1\nq1\td2\t2.5\n")
+    with pytest.raises(InputError, match="m.tsv:2: rank 2.5 is not an integer"):
+        read_run(tmp_path / "m.tsv")

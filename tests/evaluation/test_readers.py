@@ -102,6 +102,31 @@ def test_scores_and_labels_accept_numeric_forms(tmp_path):
     assert qrels.to_dict() == {"q": {"a": 2, "b": 0}}
 
 
+def test_text_after_a_run_lines_tag_is_ignored_and_the_last_tag_names_the_run(tmp_path):
+    # trec_eval's own test run (results.trunc) has "STANDARD more junk at end of lines"; its runid is
+    # the tag of the run's last line
+    path = write(tmp_path, "junk.run", "q Q0 d 1 2.0 first more junk at\n\nq Q0 e 2 1.0 last end of lines.\n# c\n")
+    run = read_run(path)
+    assert run.name == "last" and run.ranked("q") == [("d", 2.0), ("e", 1.0)]
+    with pytest.raises(InputError, match=r"junk\.run:2: expected 6 fields .*found 5"):
+        read_run(write(tmp_path, "junk.run", "q Q0 d 1 2.0 t more\nq Q0 e 2 1.0\n"))
+
+
+def test_grades_may_be_ratings_and_the_integer_label_follows_the_rule_set(tmp_path):
+    # a rating of 4.5 is kept for MAE/RMSE; integer measures read 4 (trec_eval's atol); "1e2" is 100
+    # under the 9 rules (its value) and 1 under the 10 rules (atol of the text), as trec_eval 10.0 reads it
+    text = "q 0 a 4.5\nq 0 b 1e2\nq 0 c -0.5\nq 0 d 2\n"
+    nine, ten = read_qrels(write(tmp_path, "qrels", text)), read_qrels(write(tmp_path, "qrels", text), trec_eval=10)
+    assert nine.to_dict() == ten.to_dict() == {"q": {"a": 4.5, "b": 100, "c": -0.5, "d": 2}}
+    labels = {q: dict(zip(r.doc_ids.to_pylist(), r.label.tolist())) for q, r in (("9", nine), ("10", ten))}
+    assert labels["9"] == {"a": 4, "b": 100, "c": 0, "d": 2}
+    assert labels["10"] == {"a": 4, "b": 1, "c": 0, "d": 2}
+    # plain integers take the fast path under either rule set and read the same
+    plain = "q 0 a 3\nq 0 b -1\n"
+    assert read_qrels(write(tmp_path, "p", plain), trec_eval=10).label.tolist() == read_qrels(
+        write(tmp_path, "p", plain)).label.tolist()
+
+
 # ---------------------------------------------------------------------------------------------
 # Strictness: every error names the file and the line
 
@@ -110,7 +135,6 @@ def test_scores_and_labels_accept_numeric_forms(tmp_path):
     ("text", "line", "message"),
     [
         ("q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n", 2, "expected 6 fields"),
-        ("q Q0 d 1 1.0 t\n\n\nq Q0 e 2 1.0 t extra\n", 4, "found 7"),
         ("q Q0 d 1 abc t\n", 1, "score 'abc' is not a number"),
         ("q Q0 d 1 1.0 t\nq Q0 e 2 nan t\n", 2, "NaN"),
         ("q Q0 d 1 1_0 t\n", 1, "not a number"),
@@ -135,8 +159,7 @@ def test_malformed_runs_name_file_and_line(tmp_path, text, line, message):
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("q 0 d 1\nq 0 e x\n", 2, "relevance 'x' is not an integer"),
-        ("q 0 d 1\nq 0 e 0.5\n", 2, "not an integer"),
+        ("q 0 d 1\nq 0 e x\n", 2, "relevance 'x' is not a number"),
         ("q 0 d 1\nq 0 e 1 extra\n", 2, "expected 4 fields"),
         ("q 0 d 1\nq 0 e 0\n\nq 0 d 2\n", 4, "conflicting judgments for query 'q', document 'd': 1 and 2"),
         ("q 0 d 1 2 3\n", 1, "6 fields: this looks like a TREC run"),
@@ -164,7 +187,7 @@ def test_invalid_utf8_and_missing_file(tmp_path):
 
 
 def test_in_memory_data_is_checked_too():
-    with pytest.raises(InputError, match="relevance 'high' is not an integer"):
+    with pytest.raises(InputError, match="relevance 'high' is not a"):
         Qrels.from_dict({"q": {"d": "high"}})
     with pytest.raises(InputError, match="score is NaN"):
         Run.from_dict({"q": {"d": float("nan")}})
@@ -206,18 +229,25 @@ def test_fast_and_python_paths_give_the_same_run(rows, separator):
     assert run_rows(from_fast) == run_rows(from_slow)
 
 
-@pytest.mark.parametrize("field", ["1e2", "+1", "007", "-0", "1.0", "-3"])
+@pytest.mark.parametrize("field", ["1e2", "+1", "007", "-0", "1.0", "-3", "4.5", "-0.5", "12"])
 def test_label_forms_read_the_same_on_both_paths(tmp_path, field):
     text = f"q 0 d {field}\n"
     slow = _slow_columns(text, readers.TREC_QRELS)
     fast = readers._parse_fast(text.encode(), readers.TREC_QRELS, False)
     if fast is not None:
         assert fast.value.tolist() == slow.value.tolist()
-    assert read_qrels(write(tmp_path, "q", text)).label.tolist() == slow.value.tolist()
+    assert read_qrels(write(tmp_path, "q", text)).grade.tolist() == slow.value.tolist() == [float(field)]
+    # trec_eval 10 rules: atol of the text, on the fast path when the text is a plain integer
+    slow10 = readers._parse_slow(text.encode(), readers.TREC_QRELS, "mem", False, True)
+    fast10 = readers._parse_fast(text.encode(), readers.TREC_QRELS, False, True)
+    if fast10 is not None:
+        assert fast10.integer.tolist() == slow10.integer.tolist()
+    expected = {"1e2": 1, "+1": 1, "007": 7, "-0": 0, "1.0": 1, "-3": -3, "4.5": 4, "-0.5": 0, "12": 12}[field]
+    assert read_qrels(write(tmp_path, "q", text), trec_eval=10).label.tolist() == slow10.integer.tolist() == [expected]
 
 
 def test_hex_is_not_a_relevance_on_either_path(tmp_path):
-    with pytest.raises(InputError, match="relevance '0x10' is not an integer"):
+    with pytest.raises(InputError, match="relevance '0x10' is not a number"):
         read_qrels(write(tmp_path, "q", "q 0 d 0x10\n"))
 
 

@@ -101,3 +101,12 @@ def test_a_single_result_is_named_by_its_run(tmp_path, result):
     named = evaluate(read_qrels(tmp_path / "q.trec"), read_run(tmp_path / "r.trec"), ["AP"])
     assert json.loads(to_json(named))["run"] == "tagged"
     assert to_trec(named).splitlines()[0].endswith("\ttagged")
+
+
+def test_notes_of_text_measures_and_of_trec_eval_10s_missing_queries():
+    # relstring has no mean by nature (text): no "undefined for every averaged query" note for it
+    assert not any("relstring" in line for line in notes(evaluate(QRELS, RUN, ["relstring", "AP"])))
+    # under trec_eval 10's rules -c evaluates a missing query as a ranking of one unjudged document
+    ten = notes(evaluate(QRELS, RUN, ["AP"], complete=True, trec_eval=10))
+    assert ten[0] == ("1 judged queries missing from the run, evaluated as a ranking of one unjudged document "
+                      "(complete, trec_eval 10 rules): 3")
