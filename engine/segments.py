@@ -297,11 +297,12 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
                 keep = live[docs]
                 docs, tf = docs[keep], tf[keep]
             counts = live_df[lo:hi]
-            places = concat_ranges(free[target[lo:hi]], counts)  # each term's next free places
+            present = counts > 0  # terms without live postings here have no merged place (target -1)
+            terms, counts = target[lo:hi][present], counts[present]
+            places = concat_ranges(free[terms], counts)  # each term's next free places
             doc_nums[places] = new_num[docs]
             tfs[places] = tf
-            present = counts > 0  # a part's terms are distinct, so plain fancy indexing adds correctly
-            free[target[lo:hi][present]] += counts[present]
+            free[terms] += counts  # a part's terms are distinct, so plain fancy indexing adds correctly
         base += int(live.sum())
     doc_ids: list[str] = []
     for part, live in zip(parts, live_masks):

@@ -167,6 +167,28 @@ def test_bm25plus_constant_ignores_terms_only_in_deleted_documents() -> None:
     assert hits(index, "x gone", variant="bm25+") == hits(fresh, "x gone", variant="bm25+")
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("how", ["delete", "replace"])
+def test_only_documents_without_terms_left(tmp_path: Path, how: str, backend: str) -> None:
+    # the audit's repro: "b" is all stopwords; once "a" is gone no term has a live posting, and the
+    # merged view used to index an empty array (IndexError in search, info and optimize)
+    en = Tokenizer("en")
+    Index.build([("a", "hello world"), ("b", "the")], tokenizer=en).save(tmp_path / "i")
+    on_disk, in_memory = Index.load(tmp_path / "i", backend=backend), Index.build([("a", "hello world"), ("b", "the")],
+                                                                                tokenizer=en, backend=backend)
+    for index in (on_disk, in_memory):
+        change = index.delete(["a"]) if how == "delete" else index.add([("a", "of the")])
+        assert change.documents == (1 if how == "delete" else 2)
+        fresh = Index.build([("b", "the")] + ([("a", "of the")] if how == "replace" else []), tokenizer=en)
+        assert index.search("hello") == [] and index.search_many({"q": "hello world"})["q"] == []
+        assert index.counts() == fresh.counts() and index.counts()["terms"] == 0
+        assert index.info().documents == fresh.num_docs
+        index.optimize()
+        assert index.num_segments == 1 and index.search("hello") == [] and index.counts() == fresh.counts()
+    loaded = Index.load(tmp_path / "i", backend=backend)
+    assert sorted(loaded.doc_ids) == sorted(fresh.doc_ids) and loaded.search("world") == []
+
+
 def test_delete_everything_then_add_again(tmp_path: Path) -> None:
     Index.build([("a", "x"), ("b", "y")], tokenizer=WS).save(tmp_path / "i")
     index = Index.load(tmp_path / "i")
