@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +104,7 @@ def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool 
         try:
             return Index.load(path, backend=backend), True
         except IndexFormatError:
-            pass  # a damaged cache entry is rebuilt below
+            shutil.rmtree(path, ignore_errors=True)  # a damaged cache entry (the cache's own folder) is rebuilt
     built = Index.build(collection.documents(), tokenizer=tokenizer, progress=progress, backend=backend)
     built.save(path, overwrite=True)
     return Index.load(path, backend=backend), False

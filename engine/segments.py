@@ -23,10 +23,10 @@ was before or as it is after.
 from __future__ import annotations
 
 import json
-import tempfile
+import sqlite3
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from itertools import compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -40,6 +40,7 @@ from .errors import IndexFormatError, InputError
 from .locking import check_unlocked, write_lock
 from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
+from .scratch import Scratch
 from .selection import id_ranks
 from .tokenization import Tokenizer
 
@@ -65,16 +66,20 @@ class Change:
 @dataclass(frozen=True, eq=False)
 class Part:
     """One segment of an index with its deleted document numbers (sorted, unique int32), its store
-    reader, and its manifest entry once it is on disk."""
+    reader, and its manifest entry once it is on disk (``verified``: its files' checksums were
+    checked when it was loaded)."""
 
     segment: storage.Segment
     deleted: np.ndarray = field(default_factory=lambda: _NO_DELETIONS)
     entry: dict[str, Any] | None = None
+    verified: bool = True
+    opened: InitVar[DocStore | None] = None  # its store, opened already (pinned: see load_parts)
     store: DocStore = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, opened: DocStore | None) -> None:
         assert self.segment.store_path is not None
-        object.__setattr__(self, "store", DocStore(self.segment.store_path, self.deleted))
+        store = DocStore(self.segment.store_path, self.deleted) if opened is None else opened.with_deleted(self.deleted)
+        object.__setattr__(self, "store", store)
 
     @property
     def num_docs(self) -> int:
@@ -93,7 +98,19 @@ class Part:
     def with_deleted(self, nums: Iterable[int]) -> "Part":
         """This segment with ``nums`` deleted as well (same entry: the deletions file is rewritten on commit)."""
         more = np.fromiter(nums, dtype=np.int64)
-        return Part(self.segment, np.union1d(self.deleted, more).astype(np.int32), self.entry)
+        return Part(self.segment, np.union1d(self.deleted, more).astype(np.int32), self.entry, self.verified,
+                    self.store)
+
+    def source(self) -> Path | None:
+        """The index directory the segment was loaded from (None when it was never saved)."""
+        return None if self.entry is None else self.segment.store_path.parent.parent  # type: ignore[union-attr]
+
+    def check(self) -> None:
+        """Before its data is rewritten (a merge, a save): verify an unverified segment's checksums,
+        so that damaged data never gets fresh ones (IndexFormatError naming the damaged file)."""
+        source = self.source()
+        if source is not None and not self.verified:
+            storage.verify_entry(source, self.entry)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,10 +136,10 @@ def as_document(item: DocLike) -> Document:
 
 @dataclass
 class BuiltSegment:
-    """A segment built in a temporary folder (which holds its store until ``cleanup``)."""
+    """A segment built in a scratch folder (which holds its store until ``cleanup``)."""
 
     segment: storage.Segment
-    workdir: tempfile.TemporaryDirectory
+    workdir: Scratch
 
     def cleanup(self) -> None:
         self.workdir.cleanup()
@@ -131,22 +148,24 @@ class BuiltSegment:
 def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
                   progress: Progress | None = None, source: str | Path | None = None,
                   pretokenized: bool = False, vocabulary: Sequence[str] | None = None,
-                  backend: Backend | None = None) -> BuiltSegment:
+                  backend: Backend | None = None, scratch: str | Path | None = None) -> BuiltSegment:
     """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
     in memory). A duplicate id raises InputError naming it (and ``source``, when given).
 
     With ``pretokenized``, ``docs`` are ``(id, tokens)`` pairs indexed as they are (no analysis);
     each stores its tokens joined by spaces as its text. With a ``vocabulary`` as well, the tokens
     are arrays of indices into it, and no text is stored. ``backend`` builds the postings (a new
-    default one when None: see :mod:`bm25lab.engine.backends`).
+    default one when None: see :mod:`bm25lab.engine.backends`). The store is written in a scratch
+    folder in ``scratch`` (default: the system's temporary folder; :mod:`bm25lab.engine.scratch`).
     """
-    workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
+    workdir = Scratch(scratch)
+    storage.checkpoint("scratch made")
     seen: dict[str, int] = {}
     try:
         batches = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
                    else _analysed(docs, tokenizer, workers, seen, source))
         builder = PostingsBuilder(backend or backends.create(), vocabulary if pretokenized else None)
-        return BuiltSegment(_build(batches, builder, seen, progress, Path(workdir.name)), workdir)
+        return BuiltSegment(_build(batches, builder, seen, progress, workdir.path), workdir)
     except BaseException:
         workdir.cleanup()
         raise
@@ -398,7 +417,10 @@ def with_deleted(parts: Sequence[Part], doc_ids: Iterable[str]) -> tuple[list[Pa
 
 
 def merged_part(parts: Sequence[Part], folder: Path) -> Part:
-    """The live documents of ``parts`` as one new segment (postings and store) in ``folder``."""
+    """The live documents of ``parts`` as one new segment (postings and store) in ``folder``;
+    segments loaded without verification are verified first (:meth:`Part.check`)."""
+    for part in parts:
+        part.check()
     view = merge(parts)
     store_path = folder / storage.STORE_FILE
     writer = DocStoreWriter(store_path)
@@ -415,10 +437,35 @@ def merged_part(parts: Sequence[Part], folder: Path) -> Part:
 
 
 def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True) -> list[Part]:
-    """The segments a (checked) manifest names, with their deletions."""
-    return [Part(storage.load_segment(directory, entry, verify=verify, mmap=mmap),
-                 storage.load_deletions(directory, entry, verify=verify), entry)
-            for entry in manifest["segments"]]
+    """The segments a (checked) manifest names, with their deletions.
+
+    Every file is opened before any is read, the stores included (SQLite opens its file when it
+    connects), so that a writer that commits meanwhile and removes them takes nothing from under
+    this reader; a file already gone raises :class:`~bm25lab.engine.storage.MissingFile`.
+    Deletion files are always verified: they are small, and a change rewrites them."""
+    entries = manifest["segments"]
+    with storage.Pins() as pins:
+        stores: list[DocStore] = []
+        try:
+            for entry in entries:
+                storage.pin_entry(directory, entry, pins)
+                stores.append(_open_store(directory / entry["name"] / storage.STORE_FILE))
+            return [Part(storage.load_segment(directory, entry, pins, verify=verify, mmap=mmap),
+                         storage.load_deletions(directory, entry, pins, verify=True), entry, verify, store)
+                    for entry, store in zip(entries, stores)]
+        except BaseException:
+            for store in stores:
+                store.close()
+            raise
+
+
+def _open_store(path: Path) -> DocStore:
+    try:
+        return DocStore(path)
+    except sqlite3.Error as exc:
+        if not path.exists():
+            raise storage.MissingFile(f"{path}: missing index file; rebuild the index") from None
+        raise IndexFormatError(f"{path}: unreadable document store ({exc}); rebuild the index") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,23 +476,32 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
     """Write what ``parts`` need that is not on disk yet, then atomically replace the manifest.
 
     The caller holds the writer's lock. ``move_stores``: the new segments' stores are temporary files.
+    If anything fails (a full disk), what this commit wrote is removed again (everything it writes
+    is journaled first: :func:`bm25lab.engine.storage.settle`) and the error, naming its file, raised.
     """
-    entries = []
-    for part in parts:
-        if part.entry is None:
-            seg = part.segment
-            assert seg.store_path is not None
-            entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
-                                          move_store=move_stores)
-        else:
-            entry = {k: v for k, v in part.entry.items() if k != "deleted"}
-        if part.deleted.shape[0]:
-            old = part.entry.get("deleted") if part.entry else None
-            same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
-            entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
-        entries.append(entry)
-    updated = dict(manifest, counts=live_counts(parts), segments=entries)
-    storage.write_manifest(directory, updated)
+    try:
+        entries = []
+        for part in parts:
+            if part.entry is None:
+                seg = part.segment
+                assert seg.store_path is not None
+                entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
+                                              move_store=move_stores)
+            else:
+                entry = {k: v for k, v in part.entry.items() if k != "deleted"}
+            if part.deleted.shape[0]:
+                old = part.entry.get("deleted") if part.entry else None
+                same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
+                entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
+            entries.append(entry)
+        updated = dict(manifest, format_version=storage.FORMAT_VERSION, counts=live_counts(parts), segments=entries)
+        storage.write_manifest(directory, updated)
+    except BaseException:
+        try:
+            storage.settle(directory)
+        except OSError:
+            pass  # the next writer finishes it
+        raise
 
 
 def _config_key(config: Any) -> str:
@@ -455,9 +511,12 @@ def _config_key(config: Any) -> str:
 @contextmanager
 def _transaction(directory: Path, verify: bool,
                  tokenizer_config: dict[str, Any] | None = None) -> Iterator[tuple[dict[str, Any], list[Part]]]:
-    """Under the writer's lock: the current manifest of ``directory`` and its parts. With
-    ``tokenizer_config``, the index must still use the tokenizer the new documents were analysed with."""
+    """Under the writer's lock: the current manifest of ``directory`` and its parts, after removing
+    what an earlier writer that failed or was killed left (:func:`bm25lab.engine.storage.settle`).
+    With ``tokenizer_config``, the index must still use the tokenizer the new documents were
+    analysed with."""
     with write_lock(directory):
+        storage.settle(directory)
         manifest = storage.read_manifest(directory)
         if tokenizer_config is not None and _config_key(manifest["tokenizer"]) != _config_key(tokenizer_config):
             raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer while "
@@ -469,13 +528,15 @@ def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: in
                   progress: Progress | None = None, source: str | Path | None = None,
                   verify: bool = True, backend: Backend | None = None) -> Change:
     """Add ``docs`` to the index in ``directory`` as a new segment; an id already in the index
-    replaces that document. Bad input raises before anything is written."""
+    replaces that document. Bad input raises before anything is written. The documents are
+    analysed into a scratch folder inside ``directory`` (:mod:`bm25lab.engine.scratch`)."""
     directory = Path(directory)
     manifest = storage.read_manifest(directory)
     config = manifest["tokenizer"]
     tokenizer = Tokenizer.from_config(config)
     check_unlocked(directory)
-    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend)
+    built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend,
+                          scratch=directory)
     try:
         if built.segment.postings.num_docs == 0:
             return _unchanged(directory, verify)
@@ -506,7 +567,9 @@ def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, verify: b
 
 def optimize(directory: str | Path, *, verify: bool = True) -> Change:
     """Merge the segments of the index in ``directory`` into one, dropping deleted documents.
-    An index that is one segment without deletions is left as it is."""
+    An index that is one segment without deletions is left as it is. The segments are verified
+    before they are rewritten whatever ``verify`` says (damaged data never gets fresh checksums);
+    the merge is written in a scratch folder inside ``directory``."""
     directory = Path(directory)
     storage.read_manifest(directory)
     with _transaction(directory, verify) as (manifest, parts):
@@ -514,28 +577,45 @@ def optimize(directory: str | Path, *, verify: bool = True) -> Change:
         if len(parts) <= 1 and sum(int(p.deleted.shape[0]) for p in parts) == 0:
             return Change(documents=documents, segments=len(parts))
         purged = sum(int(p.deleted.shape[0]) for p in parts)
-        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
-            merged = [merged_part(parts, Path(tmp))] if documents else []
+        scratch = Scratch(directory)
+        storage.checkpoint("scratch made")
+        try:
+            merged = [merged_part(parts, scratch.path)] if documents else []
             _commit(directory, manifest, merged, move_stores=True)
+        finally:
+            scratch.cleanup()
     return Change(merged=len(parts), purged=purged, documents=documents, segments=len(merged))
 
 
 def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[str, Any],
                 overwrite: bool) -> None:
     """Write ``parts`` (merged into one segment unless already one) as the whole index in ``directory``,
-    under the writer's lock; an existing index is replaced only with ``overwrite``."""
-    directory.mkdir(parents=True, exist_ok=True)
+    under the writer's lock. ``directory`` must be new, empty or hold only what an unfinished build
+    left; an existing index is replaced only with ``overwrite``, and never a folder holding anything
+    else (:func:`bm25lab.engine.storage.check_target`). Segments loaded without verification are
+    verified before they are rewritten."""
+    storage.check_target(directory, overwrite)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(directory)) from None
     with write_lock(directory):
-        if (directory / storage.MANIFEST).exists() and not overwrite:
-            raise InputError("an index exists already (use overwrite=True to replace it)", directory)
+        storage.check_target(directory, overwrite)  # again, now that no other writer can change it
+        storage.settle(directory)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}
+        for part in parts:
+            part.check()
         if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
-            _commit(directory, manifest, [Part(parts[0].segment)], move_stores=False)
+            _commit(directory, manifest, [Part(parts[0].segment, opened=parts[0].store)], move_stores=False)
             return
-        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
-            merged = [merged_part(parts, Path(tmp))] if sum(p.num_live for p in parts) else []
+        scratch = Scratch(directory)
+        storage.checkpoint("scratch made")
+        try:
+            merged = [merged_part(parts, scratch.path)] if sum(p.num_live for p in parts) else []
             _commit(directory, manifest, merged, move_stores=True)
+        finally:
+            scratch.cleanup()
 
 
 def _unchanged(directory: Path, verify: bool) -> Change:

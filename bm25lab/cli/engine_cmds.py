@@ -49,21 +49,45 @@ def index(
     from ..corpora import documents_of
     from ..engine import Index
     from ..engine.errors import InputError
-    from ..engine.storage import size_on_disk
+    from ..engine.storage import MANIFEST, check_target, size_on_disk
 
-    if (out / "index.json").exists() and not overwrite:
+    if (out / MANIFEST).exists() and not overwrite:
         raise InputError("an index exists already; add --overwrite to replace it", out)
+    check_target(out, overwrite)  # before the work: a folder holding anything but an index is refused
     started = time.perf_counter()
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
-    with document_progress(f"indexing {source}") as advance:
-        built = Index.build(documents_of(source), tokenizer=tokenizer, workers=workers, progress=advance,
-                            source=source, backend=backend_name(backend))
-    built.save(out, overwrite=overwrite)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # the build's scratch folder goes in it: the index's own disk
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
+    built = None
+    try:
+        with document_progress(f"indexing {source}") as advance:
+            built = Index.build(documents_of(source), tokenizer=tokenizer, workers=workers, progress=advance,
+                                source=source, backend=backend_name(backend), scratch=out)
+        built.save(out, overwrite=overwrite)
+    except BaseException:
+        built = None  # its scratch folder goes with it
+        if created:
+            _remove_if_empty(out)
+        raise
     elapsed = time.perf_counter() - started
     info = built.info()
     console().print(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
                     f"{human_bytes(size_on_disk(out))} on disk, {elapsed:.1f} s "
                     f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove a folder this command made, once its scratch folder is gone, if nothing else is in it."""
+    import gc
+
+    gc.collect()  # an index built before the failure removes its scratch folder when it is collected
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from fuzzing import mutated
 from typer.testing import CliRunner
 
-from bm25lab.engine import BM25LabError, Index, IndexFormatError, Tokenizer
+from bm25lab.engine import BM25LabError, Index, IndexFormatError, Tokenizer, storage
 from bm25lab.evaluation import read_qrels, read_run
 from bm25lab.cli import app
 
@@ -132,7 +132,7 @@ def _damage_array(index_dir: Path) -> Path:
 
 def _newer_version(index_dir: Path) -> Path:
     manifest = json.loads((index_dir / "index.json").read_text())
-    manifest["format_version"] = 2
+    manifest["format_version"] = storage.FORMAT_VERSION + 1
     (index_dir / "index.json").write_text(json.dumps(manifest))
     return index_dir / "index.json"
 
@@ -144,7 +144,8 @@ def _broken_manifest(index_dir: Path) -> Path:
 
 DAMAGE = {
     "checksum": (_damage_array, "checksum mismatch"),
-    "newer version": (_newer_version, "format version 2, this bm25lab reads version 1; upgrade bm25lab"),
+    "newer version": (_newer_version, f"format version {storage.FORMAT_VERSION + 1}, this bm25lab reads version "
+                                      f"{storage.FORMAT_VERSION}; upgrade bm25lab"),
     "broken manifest": (_broken_manifest, "unreadable manifest"),
 }
 

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bm25lab.cli import app
+from bm25lab.engine import storage
 
 runner = CliRunner()
 
@@ -114,7 +115,7 @@ def test_run_writes_trec_run(workdir: Path) -> None:
 def test_info(workdir: Path) -> None:
     result = invoke("info", str(workdir / "idx"), "--format", "json")
     facts = json.loads(result.stdout)
-    assert facts["documents"] == 4 and facts["format_version"] == 1 and facts["tokenizer"]["language"] == "auto"
+    assert facts["documents"] == 4 and facts["format_version"] == storage.FORMAT_VERSION and facts["tokenizer"]["language"] == "auto"
     assert invoke("info", str(workdir / "idx")).exit_code == 0
 
 

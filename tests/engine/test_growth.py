@@ -229,15 +229,49 @@ def test_add_with_duplicate_ids_changes_nothing(tmp_path: Path) -> None:
     assert snapshot(tmp_path / "i") == before
 
 
-def test_leftovers_of_a_killed_writer_are_removed_by_the_next_commit(tmp_path: Path) -> None:
-    Index.build([("a", "x")], tokenizer=WS).save(tmp_path / "i")
-    junk = [tmp_path / "i" / name for name in (".tmp-seg-0123", "seg-00ff", "del-00ff.npy", ".index.json.99.tmp")]
-    for path in junk:
-        path.mkdir() if "seg" in path.name else path.write_bytes(b"half")
-    keep = tmp_path / "i" / "notes.txt"
-    keep.write_text("mine")
-    Index.load(tmp_path / "i").add([("b", "y")])
-    assert not any(p.exists() for p in junk) and keep.read_text() == "mine"
+def _make(path: Path, as_folder: bool, content: bytes) -> None:
+    if as_folder:
+        path.mkdir()
+        (path / "f").write_bytes(content)
+    else:
+        path.write_bytes(content)
+
+
+def test_leftovers_of_a_killed_writer_are_removed_by_the_next_commit_and_nothing_else(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    Index.build([("a", "x"), ("c", "z")], tokenizer=WS).save(directory)
+    # a writer killed mid-commit had journaled (fsynced) each name before creating it
+    left = [".tmp-seg-0123456789abcdef", "seg-0123456789abcdef", "del-0123456789abcdef.npy", ".index.json.tmp"]
+    storage.Journal(directory).add(*left)
+    for name in left:
+        _make(directory / name, "seg" in name, b"half")
+    # the user's own files, some named as an index's files are: never the index's to remove
+    mine = ["seg-00ff", "del-00ff.npy", ".tmp-seg-77", "seg-0123456789abcdee", ".index.json.99.tmp", "notes.txt"]
+    for name in mine:
+        _make(directory / name, name.startswith(("seg", ".tmp-seg")), b"mine")
+    Index.load(directory).add([("b", "y")])
+    assert not any((directory / name).exists() for name in left)
+    assert storage.Journal(directory).names() == []
+    for change in (lambda index: index.delete(["a"]), lambda index: index.optimize(),
+                   lambda index: index.save(directory, overwrite=True)):
+        change(Index.load(directory))
+    for name in mine:
+        assert ((directory / name / "f") if name.startswith(("seg", ".tmp-seg")) else directory / name).read_bytes() == b"mine"
+    assert sorted(Index.load(directory).doc_ids) == ["b", "c"]
+
+
+def test_a_commit_removes_only_what_the_old_manifest_named(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    Index.build([("a", "x"), ("c", "z")], tokenizer=WS).save(directory)
+    Index.load(directory).add([("b", "y")])
+    Index.load(directory).delete(["a"])
+    before = storage.named_files(directory)
+    assert len(before) == 3  # two segments and a deletions file
+    Index.load(directory).optimize()
+    after = storage.named_files(directory)
+    assert not before & after and all(not (directory / name).exists() for name in before)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        after | {"index.json", ".writer.lock", ".writer.journal"})
 
 
 # ---------------------------------------------------------------------- lock and readers

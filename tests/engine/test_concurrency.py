@@ -1,0 +1,26 @@
+"""Readers never fail while a writer commits: real processes, sustained, on an index whose load
+overlaps commits. The short run of tests/benchmarks/soak_readers.py (its 35-second run is the
+issue's bar): a writer process commits about 50 times a second (deletions, additions, merges that
+remove segment folders) while `bm25lab search` processes and a library process load and search the
+index over and over. Before readers pinned the files they open, this failed within seconds
+("missing index file; rebuild the index", FileNotFoundError, "unable to open database file")."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SOAK = Path(__file__).resolve().parents[1] / "benchmarks" / "soak_readers.py"
+
+
+def test_readers_never_fail_while_a_writer_commits(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(SOAK), "--seconds", "5", "--docs", "8000", "--rate", "200",
+                             "--cli-readers", "1", "--folder", str(tmp_path / "index"), "--json"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert counts["failures"] == 0 and result.returncode == 0, counts["errors"]
+    assert counts["writer_errors"] == []
+    # the run means something: many commits, and many loads during which the manifest changed
+    assert counts["commits"] >= 100 and counts["overlapping_loads"] >= 20, counts
+    assert counts["cli_searches"] >= 3 and counts["library_searches"] >= 50, counts
