@@ -116,7 +116,8 @@ class DocStoreWriter:
         except sqlite3.OperationalError as exc:
             code = getattr(exc, "sqlite_errorcode", None)
             full = code == _SQLITE_FULL or "full" in str(exc)
-            raise OSError(errno.ENOSPC if full else errno.EIO, f"cannot write the document store ({exc})",
+            raise OSError(errno.ENOSPC if full else errno.EIO,
+                          f"cannot write the document store ({exc}{'' if full else _size_limit()})",
                           str(self.path)) from None
 
     def _raise_error(self) -> None:
@@ -141,6 +142,17 @@ class DocStoreWriter:
                     self._db.commit()
         finally:
             self._db.close()
+
+
+def _size_limit() -> str:
+    """The process's file size limit, when it has one (SQLite reports a write beyond it as an I/O error)."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return "" if limit == resource.RLIM_INFINITY else f"; files are limited to {limit:,} bytes (ulimit -f)"
 
 
 class DocStore:
