@@ -298,3 +298,70 @@ def test_a_run_from_search_results_equals_one_from_their_dict() -> None:
     ranked = fast.ranked("q1")
     tied = [doc for doc, score in ranked if score == dict(ranked)["b"]]
     assert tied == ["流", "b", "B"]  # identical documents: id descending, code point order
+
+
+# ---------------------------------------------------------------------- blank lines, comments, huge files
+def _naive_content_lines(data: bytes) -> list[tuple[int, list[bytes]]]:
+    """The definition: every line whose first field exists and does not start with '#'."""
+    found = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        fields = raw.split()
+        if fields and not fields[0].startswith(b"#"):
+            found.append((number, fields))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.sampled_from([b"\n", b" ", b"\t", b"\r", b"\x0b", b"#", b"a", b"b1", b"\x00", b"\xff", b"# c\n"]),
+                     max_size=60).map(b"".join),
+       block=st.sampled_from([1, 2, 3, 5, 8, 1 << 22]))
+def test_content_lines_skip_blank_and_comment_lines_at_any_block_size(data: bytes, block: int) -> None:
+    got = [(number, data[start:end].split()) for number, start, end in readers._content_lines(data, block)]
+    assert got == _naive_content_lines(data)
+
+
+def _blank_gzip(path: Path, megabytes: int, tail: bytes) -> Path:
+    """A gzip file of ``megabytes`` MB of blank lines then ``tail``: gzip members concatenated
+    (each a MB of newlines), so that it is written in milliseconds."""
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    path.write_bytes(member * megabytes + gzip.compress(tail, mtime=0))
+    return path
+
+
+def test_blank_lines_cost_no_python_step(tmp_path: Path) -> None:
+    # the audit's file: a small gzip of nothing but blank lines spun in a Python loop (~25 s for
+    # these 64 MB before, ~45 minutes for its 2 GB); now numpy and pyarrow skip them
+    import time
+
+    run = _blank_gzip(tmp_path / "blank.run.gz", 64, b"q1 Q0 d1 1 2.5 t\n#\n\n  \nq1 Q0 d2 2 1.5 t\n")
+    started = time.perf_counter()
+    assert read_run(run).to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}}
+    qrels = _blank_gzip(tmp_path / "blank.qrels.gz", 64, b"q1 0 d1 1\nq1 0 d2 x\n")  # the line-by-line path
+    with pytest.raises(InputError, match=rf"blank.qrels.gz:{64 * (1 << 20) + 2}: relevance 'x'"):
+        read_qrels(qrels)
+    assert time.perf_counter() - started < 20
+
+
+def test_a_file_too_large_for_the_memory_is_a_clear_error(tmp_path: Path) -> None:
+    # under a limit of the address space, a file whose content does not fit: one line, exit 1
+    import resource
+    import subprocess
+    import sys
+
+    limit = 800 * (1 << 20)
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    small = tmp_path / "small.run"
+    small.write_text("q1 Q0 d1 1 2.5 t\n")
+    huge = _blank_gzip(tmp_path / "huge.run.gz", 900, b"q1 Q0 d1 1 2.5 t\n")
+    exe = str(Path(sys.executable).parent / "bm25lab")
+
+    def evaluate_limited(run: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([exe, "evaluate", str(qrels), str(run), "-m", "P@1"], capture_output=True, text=True,
+                              timeout=300, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+
+    assert evaluate_limited(small).returncode == 0  # the limit leaves room for the command itself
+    failed = evaluate_limited(huge)
+    assert failed.returncode == 1 and failed.stderr.strip().splitlines() == [
+        f"bm25lab: error: {huge}: too large to read in the memory available ({huge.stat().st_size:,} bytes on disk); "
+        f"split the file or give the process more memory"]
