@@ -118,9 +118,12 @@ def search(
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
-    if format is SearchFormat.trec:
-        for r, h in enumerate(hits, 1):
-            typer.echo(f"query Q0 {h.doc_id} {r} {h.score!r} bm25lab")
+    if format is SearchFormat.trec:  # the run writer's lines: an id that a TREC line cannot hold is refused
+        import sys
+
+        from ..evaluation import write_run
+
+        write_run({"query": list(hits)}, sys.stdout, tag="bm25lab")
         return
     from rich.table import Table
 

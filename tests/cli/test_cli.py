@@ -177,7 +177,7 @@ def test_unknown_corpus() -> None:
 
 
 def test_installed_entry_point(tmp_path: Path, workdir: Path) -> None:
-    exe = shutil.which("bm25lab") or str(Path(sys.executable).parent / "bm25lab")
+    exe = str(Path(sys.executable).parent / "bm25lab")  # this installation's, never another one on PATH
     env = dict(os.environ, COLUMNS="200")
     result = subprocess.run([exe, "search", str(workdir / "idx"), "flutter", "--format", "json"],
                             capture_output=True, text=True, env=env, timeout=120)
