@@ -395,3 +395,54 @@ def test_cli_add_delete_optimize(tmp_path: Path) -> None:
 def test_growth_commands_have_help_with_an_example(command: str) -> None:
     result = CliRunner().invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output and "Exit codes" in result.output
+
+
+# ---------------------------------------------------------------------- durability: fsync observed
+def test_every_commit_fsyncs_its_files_and_the_directory_before_and_after_the_rename(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    # storage's docstring claims: new files are fsynced, then the manifest is written to a temporary
+    # file, fsynced, renamed over index.json, and the directory fsynced. Observed here, call by call.
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace, real_rename = os.fsync, os.replace, os.rename
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst, **kwargs) -> None:
+        events.append(("replace", f"{src} -> {dst}"))
+        real_replace(src, dst, **kwargs)
+
+    def rename(src, dst, **kwargs) -> None:
+        events.append(("rename", f"{src} -> {dst}"))
+        real_rename(src, dst, **kwargs)
+
+    directory = tmp_path / "i"
+    Index.build([("a", "x y"), ("b", "y z"), ("c", "z")], tokenizer=WS).save(directory)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "rename", rename)
+    changes = {"add": lambda: Index.load(directory).add([("d", "x")]),
+               "delete": lambda: Index.load(directory).delete(["a"]),
+               "optimize": lambda: Index.load(directory).optimize(),
+               "save": lambda: Index.load(directory).save(directory, overwrite=True)}
+    for name, change in changes.items():
+        events.clear()
+        before = storage.named_files(directory)
+        change()
+        new = storage.named_files(directory) - before
+        commit = next(i for i, (kind, what) in enumerate(events) if kind == "replace" and what.endswith("index.json"))
+        synced = [path for kind, path in events[:commit] if kind == "fsync"]  # before the commit
+        # the manifest's temporary file was fsynced before the rename, the directory after it
+        assert events[commit - 1] == ("fsync", str(directory / storage.MANIFEST_TMP)), (name, events)
+        assert events[commit + 1] == ("fsync", str(directory)), (name, events)
+        # every new file and folder was fsynced before the manifest named it
+        for entry in new:
+            path = directory / entry
+            files = sorted(path.iterdir()) if path.is_dir() else [path]
+            for file in files:
+                assert str(file) in synced or str(directory / f".tmp-{entry}" / file.name) in synced, (name, file)
+            if path.is_dir():  # the segment's folder, under its temporary name, before the rename into place
+                assert str(directory / f".tmp-{entry}") in synced, (name, entry)
+        # and the journal, before anything it names was made
+        assert str(directory / storage.JOURNAL) in synced[:1], (name, synced[:3])
