@@ -228,7 +228,11 @@ class Index:
                 if attempt + 1 < _LOAD_ATTEMPTS and _manifest_changed(directory, raw):
                     continue
                 raise
-            return cls._of_parts(parts, tokenizer, directory, chosen)
+            index = cls._of_parts(parts, tokenizer, directory, chosen)
+            if index.counts() != manifest["counts"]:  # what the files hold is what the manifest says
+                raise IndexFormatError(f"{directory / storage.MANIFEST}: the segments hold {index.counts()}, the "
+                                       f"manifest says {manifest['counts']}; rebuild the index")
+            return index
         raise AssertionError("unreachable")  # pragma: no cover
 
     @property

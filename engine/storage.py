@@ -72,6 +72,7 @@ _DELETIONS_NAME = re.compile(r"del-[0-9a-f]{1,32}\.npy")
 # what a journal may name: segments, their temporary folders, deletion files, the manifest's temporary file
 _JOURNALED = re.compile(r"(?:\.tmp-)?seg-[0-9a-f]{1,32}|del-[0-9a-f]{1,32}\.npy|" + re.escape(MANIFEST_TMP))
 _OWN_FILES = frozenset([MANIFEST, LOCK_FILE, JOURNAL])
+COUNTS = ("documents", "terms", "postings", "total_length")  # the manifest's counts of the live documents
 
 
 class MissingFile(IndexFormatError):
@@ -446,6 +447,10 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
     _check_entries(path, manifest.get("segments"))
     if not isinstance(manifest.get("tokenizer"), dict):
         raise IndexFormatError(f"{path}: bad manifest (no tokenizer configuration); rebuild the index")
+    counts = manifest.get("counts")
+    if not (isinstance(counts, dict) and set(counts) == set(COUNTS)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values())):
+        raise IndexFormatError(f"{path}: bad manifest (no counts of {', '.join(COUNTS)}); rebuild the index")
     return manifest
 
 

@@ -303,34 +303,73 @@ def fuzz_source(built: Path) -> tuple[Path, dict]:
     return built / "idx", json.loads((built / "idx" / "index.json").read_text())
 
 
+def _same_index(index: Index, baseline: Index) -> bool:
+    """Whether ``index`` is ``baseline``: same tokenizer, documents and search results."""
+    queries = ["alpha w1", "beta", "gamma delta", "w2 w0 alpha"]
+    return (index.tokenizer.config() == baseline.tokenizer.config()
+            and [(d.id, d.title, d.text) for d in index.documents()] == [(d.id, d.title, d.text) for d in baseline.documents()]
+            and all([(h.doc_id, h.score) for h in index.search(q, k=20)] == [(h.doc_id, h.score) for h in baseline.search(q, k=20)]
+                    for q in queries))
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data) -> None:
+@given(data=st.data(), resealed=st.booleans())
+def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data, resealed: bool) -> None:
+    # a changed manifest loads as the very same index, or fails with the project's error; never a
+    # different index (before: "deleted": null silently brought deleted documents back). Half the
+    # cases also recompute the manifest's checksum after changing its segments or counts: the
+    # structure and the counts must catch those (a changed tokenizer setting is the checksum's to catch)
     source, manifest = fuzz_source
     target = tmp_path_factory.mktemp("m")
     for entry in source.iterdir():  # the index's files, shared read-only; only the manifest differs
         if entry.name != "index.json":
             (target / entry.name).symlink_to(entry)
     changed = json.loads(json.dumps(manifest))
+    paths = [p for p in _paths(changed) if not resealed or p[0] in ("segments", "counts")]
     for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(changed)))
+        path = data.draw(st.sampled_from(paths))
         holder = changed
         for key in path[:-1]:
+            if not isinstance(holder, (dict, list)) or (isinstance(holder, dict) and key not in holder) \
+                    or (isinstance(holder, list) and not -len(holder) <= key < len(holder)):
+                holder = None
+                break
             holder = holder[key]
+        if not isinstance(holder, (dict, list)) or (isinstance(holder, dict) and path[-1] not in holder) \
+                or (isinstance(holder, list) and not -len(holder) <= path[-1] < len(holder)):
+            continue  # an earlier change removed what this path led to
         if data.draw(st.booleans()):
             holder[path[-1]] = data.draw(JSON_VALUES)
         elif isinstance(holder, dict):
             del holder[path[-1]]
         else:
             holder.pop(path[-1])
+    if resealed:
+        changed["checksum"] = storage.manifest_checksum(changed)
     (target / "index.json").write_text(json.dumps(changed))
     try:
         index = Index.load(target)
     except IndexFormatError as exc:
         assert "\n" not in str(exc)
         return
-    index.search("alpha w1", k=5)  # whatever loaded must work
-    list(index.documents())
+    assert _same_index(index, Index.load(source)), changed
+
+
+def test_deleted_null_no_longer_brings_documents_back(fuzz_source, tmp_path: Path) -> None:
+    source, manifest = fuzz_source
+    for resealed in (False, True):
+        target = tmp_path / f"m{resealed}"
+        target.mkdir()
+        for entry in source.iterdir():
+            if entry.name != "index.json":
+                (target / entry.name).symlink_to(entry)
+        changed = json.loads(json.dumps(manifest))
+        changed["segments"][0]["deleted"] = None
+        if resealed:
+            changed["checksum"] = storage.manifest_checksum(changed)
+        (target / "index.json").write_text(json.dumps(changed))
+        with pytest.raises(IndexFormatError, match="checksum mismatch" if not resealed else "the manifest says"):
+            Index.load(target)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
