@@ -225,9 +225,12 @@ class Index:
             try:
                 parts = segments.load_parts(directory, manifest, verify=verify, mmap=mmap)
             except storage.MissingFile:
-                if attempt + 1 < _LOAD_ATTEMPTS and _manifest_changed(directory, raw):
+                if not _manifest_changed(directory, raw):
+                    raise  # gone from an index nobody changed: damage
+                if attempt + 1 < _LOAD_ATTEMPTS:
                     continue
-                raise
+                raise IndexFormatError(f"{directory}: the index changed {_LOAD_ATTEMPTS} times while it was being "
+                                       f"read (writers are committing); try again") from None
             index = cls._of_parts(parts, tokenizer, directory, chosen)
             if index.counts() != manifest["counts"]:  # what the files hold is what the manifest says
                 raise IndexFormatError(f"{directory / storage.MANIFEST}: the segments hold {index.counts()}, the "

@@ -4,7 +4,7 @@
     python tests/benchmarks/soak_readers.py --seconds 6 --docs 3000 --json   # the suite's short run
 
 Builds a synthetic index (``--docs`` documents of ~120 Zipf-distributed words, whitespace
-tokenizer; 40,000 give about 50 MB), then for ``--seconds`` runs at once:
+tokenizer; 80,000 give about 50 MB), then for ``--seconds`` runs at once:
 
 - **a writer** (one process, the library's commits as ``Index.delete``/``add``/``optimize`` make
   them on a loaded index): deletes one random live document per commit, ~6 commits a second (``--rate``), adds 20
@@ -168,7 +168,7 @@ def soak(folder: Path, seconds: float, cli_readers: int, rate: float, seed: int)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=35.0)
-    parser.add_argument("--docs", type=int, default=40_000)
+    parser.add_argument("--docs", type=int, default=80_000)
     parser.add_argument("--cli-readers", type=int, default=2)
     parser.add_argument("--rate", type=float, default=6.0, help="the writer's commits a second (default 6)")
     parser.add_argument("--seed", type=int, default=19)

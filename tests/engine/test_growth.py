@@ -446,3 +446,34 @@ def test_every_commit_fsyncs_its_files_and_the_directory_before_and_after_the_re
                 assert str(directory / f".tmp-{entry}") in synced, (name, entry)
         # and the journal, before anything it names was made
         assert str(directory / storage.JOURNAL) in synced[:1], (name, synced[:3])
+
+
+def test_a_reader_outpaced_by_writers_never_says_rebuild(tmp_path: Path, monkeypatch) -> None:
+    # if writers commit between every manifest read and its files' opening, the reader gives up with
+    # "try again", never with "rebuild the index" (the index is healthy, only being changed)
+    from bm25lab.engine import index as index_module
+
+    directory = tmp_path / "i"
+    Index.build([(f"d{i}", "x y") for i in range(10)], tokenizer=WS).save(directory)
+    original = segments.load_parts
+    victims = iter(f"d{i}" for i in range(10))
+
+    writing: list[bool] = []
+
+    def racing(directory, manifest, **kwargs):
+        if not writing:  # the reader's call (the writer's own goes straight through)
+            writing.append(True)
+            segments.delete_documents(directory, [next(victims)])  # a commit between reading and opening
+            writing.clear()
+        return original(directory, manifest, **kwargs)
+
+    monkeypatch.setattr(segments, "load_parts", racing)
+    monkeypatch.setattr(index_module, "_LOAD_ATTEMPTS", 3)
+    Index.load(directory)  # the first commit writes a deletions file: nothing named had gone yet
+    with pytest.raises(IndexFormatError, match=r"the index changed 3 times while it was being read .*; try again$"):
+        Index.load(directory)
+    monkeypatch.setattr(segments, "load_parts", original)
+    (deletions,) = directory.glob("del-*.npy")
+    deletions.unlink()  # a file gone from an index nobody changes: damage, and said so
+    with pytest.raises(IndexFormatError, match="del-.*: missing index file; rebuild the index"):
+        Index.load(directory)
