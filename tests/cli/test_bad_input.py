@@ -303,6 +303,13 @@ def fuzz_source(built: Path) -> tuple[Path, dict]:
     return built / "idx", json.loads((built / "idx" / "index.json").read_text())
 
 
+def _has(holder: object, key: object) -> bool:
+    """Whether ``holder[key]`` exists in a JSON value (after earlier changes, it may not)."""
+    if isinstance(holder, dict):
+        return key in holder
+    return isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder)
+
+
 def _same_index(index: Index, baseline: Index) -> bool:
     """Whether ``index`` is ``baseline``: same tokenizer, documents and search results."""
     queries = ["alpha w1", "beta", "gamma delta", "w2 w0 alpha"]
@@ -330,13 +337,8 @@ def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data, resealed: boo
         path = data.draw(st.sampled_from(paths))
         holder = changed
         for key in path[:-1]:
-            if not isinstance(holder, (dict, list)) or (isinstance(holder, dict) and key not in holder) \
-                    or (isinstance(holder, list) and not -len(holder) <= key < len(holder)):
-                holder = None
-                break
-            holder = holder[key]
-        if not isinstance(holder, (dict, list)) or (isinstance(holder, dict) and path[-1] not in holder) \
-                or (isinstance(holder, list) and not -len(holder) <= path[-1] < len(holder)):
+            holder = holder[key] if _has(holder, key) else None
+        if not _has(holder, path[-1]):
             continue  # an earlier change removed what this path led to
         if data.draw(st.booleans()):
             holder[path[-1]] = data.draw(JSON_VALUES)
