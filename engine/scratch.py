@@ -76,12 +76,16 @@ class Scratch:
             self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(where)) from None
-        try:
-            fd = os.open(self.path / MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = -1
+        try:  # the marker appears under its name already locked: nobody can find it unheld meanwhile
+            fd = os.open(self.path / f"{MARKER}.new", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened: never blocks
+            os.rename(self.path / f"{MARKER}.new", self.path / MARKER)
         except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
             shutil.rmtree(self.path, ignore_errors=True)
             raise OSError(exc.errno, exc.strerror, str(self.path / MARKER)) from None
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened: never blocks
         self._finalizer = weakref.finalize(self, _remove, self.path, fd)
 
     @property
