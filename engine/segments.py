@@ -165,13 +165,14 @@ class _Batch:
     joined: list[str] | None = None
 
 
-def _register(seen: dict[str, int], doc_id: str, source: str | Path | None) -> None:
-    """Number a new document; a duplicate id is an InputError naming both places."""
+def _register(seen: dict[str, int], doc_id: str, source: str | Path | None, offset: int = 0) -> None:
+    """Number a new document; a duplicate id is an InputError naming both places (``offset``: how
+    many documents of the input came before the first of ``seen``)."""
     number = len(seen)
     first = seen.setdefault(doc_id, number)
     if first != number:
-        raise InputError(f"duplicate document id {doc_id!r} (documents {first + 1} and {number + 1} "
-                         f"of the input)", source)
+        raise InputError(f"duplicate document id {doc_id!r} (documents {first + offset + 1} and "
+                         f"{number + offset + 1} of the input)", source)
 
 
 def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path | None) -> None:
@@ -185,13 +186,13 @@ def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path |
 
 
 def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
-              source: str | Path | None) -> Iterator[_Batch]:
+              source: str | Path | None, offset: int = 0) -> Iterator[_Batch]:
     pending: deque[Document] = deque()
 
     def texts() -> Iterator[str]:
         for item in docs:
             doc = as_document(item)
-            _register(seen, doc.id, source)
+            _register(seen, doc.id, source, offset)
             pending.append(doc)
             yield doc.full_text
 
@@ -243,6 +244,54 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
     if progress is not None and not postings.num_docs:
         progress(0)
     return storage.Segment(postings, doc_ids, ranks, store_path)
+
+
+def build_routed(docs: Iterable[DocLike], tokenizer: Tokenizer, route: Callable[[str], int], count: int, *,
+                 workers: int | None = None, progress: Progress | None = None, source: str | Path | None = None,
+                 backend: Backend | None = None, offset: int = 0) -> tuple[list[storage.Segment], tempfile.TemporaryDirectory]:
+    """Analyse ``docs`` once into ``count`` segments, document ``d`` going to segment ``route(d.id)``
+    (streamed as :func:`build_segment`; in each segment the documents keep their input order); and
+    the temporary folder holding the segments' stores. A duplicate id raises InputError naming it
+    (its place counted from ``offset``: how many documents of the input come before ``docs``).
+    """
+    workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
+    try:
+        seen: dict[str, int] = {}
+        chosen = backend or backends.create()
+        builders = [PostingsBuilder(chosen) for _ in range(count)]
+        stores = [Path(workdir.name) / f"{i}-{storage.STORE_FILE}" for i in range(count)]
+        writers = [DocStoreWriter(path) for path in stores]
+        ids: list[list[str]] = [[] for _ in range(count)]
+        try:
+            for batch in _analysed(docs, tokenizer, workers, seen, source, offset):
+                columns = [list(column) for column in batch.columns]
+                for target, rows in _grouped(list(map(route, columns[0]))).items():
+                    pick = [column.__getitem__ for column in columns]
+                    picked = [list(map(get, rows)) for get in pick]
+                    writers[target].add_columns(builders[target].num_docs, *picked)
+                    builders[target].add_many([batch.tokens[r] for r in rows])
+                    ids[target].extend(picked[0])
+                if progress is not None:
+                    progress(len(seen))
+        finally:
+            for writer in writers:
+                writer.close()
+        if progress is not None and not seen:
+            progress(0)
+        built = [storage.Segment(builder.finish(), doc_ids, id_ranks(doc_ids), path)
+                 for builder, doc_ids, path in zip(builders, ids, stores)]
+        return built, workdir
+    except BaseException:
+        workdir.cleanup()
+        raise
+
+
+def _grouped(targets: list[int]) -> dict[int, list[int]]:
+    """``{target: [positions with that target, ascending]}``."""
+    groups: dict[int, list[int]] = {}
+    for position, target in enumerate(targets):
+        groups.setdefault(target, []).append(position)
+    return groups
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +478,13 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
 
     The caller holds the writer's lock. ``move_stores``: the new segments' stores are temporary files.
     """
+    storage.write_manifest(directory, manifest_of(directory, manifest, parts, move_stores))
+
+
+def manifest_of(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], move_stores: bool) -> dict[str, Any]:
+    """``manifest`` updated to name ``parts``, after writing what they need that is not on disk yet
+    (new segment folders, deletion files) into ``directory``; nothing is committed. The caller holds
+    the writer's lock."""
     entries = []
     for part in parts:
         if part.entry is None:
@@ -443,12 +499,22 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
             same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
             entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
         entries.append(entry)
-    updated = dict(manifest, counts=live_counts(parts), segments=entries)
-    storage.write_manifest(directory, updated)
+    return dict(manifest, counts=live_counts(parts), segments=entries)
 
 
 def _config_key(config: Any) -> str:
     return json.dumps(config, sort_keys=True, ensure_ascii=False)
+
+
+SHARD_KEY = "shard"  # in the manifest of an index that is a shard of a sharded index (bm25lab.engine.shards)
+
+
+def refuse_shard(directory: Path, manifest: dict[str, Any]) -> None:
+    """An index that is a shard of a sharded index changes only with it (its global statistics
+    would no longer be those of its documents): IndexFormatError when ``manifest`` says it is one."""
+    if manifest.get(SHARD_KEY) is not None:
+        raise IndexFormatError(f"{directory}: this index is a shard of the sharded index {directory.parent}; "
+                               f"change that one instead")
 
 
 @contextmanager
@@ -458,6 +524,7 @@ def _transaction(directory: Path, verify: bool,
     ``tokenizer_config``, the index must still use the tokenizer the new documents were analysed with."""
     with write_lock(directory):
         manifest = storage.read_manifest(directory)
+        refuse_shard(directory, manifest)
         if tokenizer_config is not None and _config_key(manifest["tokenizer"]) != _config_key(tokenizer_config):
             raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer while "
                                    f"the documents were being analysed; run the command again")
@@ -527,6 +594,12 @@ def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[s
     with write_lock(directory):
         if (directory / storage.MANIFEST).exists() and not overwrite:
             raise InputError("an index exists already (use overwrite=True to replace it)", directory)
+        if (directory / storage.MANIFEST).exists():
+            try:
+                existing = storage.read_manifest(directory)
+            except IndexFormatError:  # a damaged index may be overwritten
+                existing = {}
+            refuse_shard(directory, existing)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}
         if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
