@@ -70,7 +70,8 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -78,7 +79,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _unique_name(prefix: str) -> str:
+def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
@@ -88,7 +89,7 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
 
     ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
     """
-    name = _unique_name("seg")
+    name = unique_name("seg")
     tmp = directory / f".tmp-{name}"
     tmp.mkdir()
     arrays = {"offsets": postings.offsets, "doc_nums": postings.doc_nums, "tfs": postings.tfs,
@@ -106,9 +107,9 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
         shutil.copyfile(store_file, tmp / STORE_FILE)
     files = {}
     for path in sorted(tmp.iterdir()):
-        _fsync(path)
+        fsync_path(path)
         files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-    _fsync(tmp)
+    fsync_path(tmp)
     tmp.rename(directory / name)
     return {"name": name, "documents": postings.num_docs, "files": files}
 
@@ -116,7 +117,7 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
 def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
     """Write a segment's deleted document numbers to a new ``del-<hex>.npy``; returns its manifest
     record. The file is named by no manifest until the caller commits one."""
-    name = f"{_unique_name('del')}.npy"
+    name = f"{unique_name('del')}.npy"
     path = directory / name
     with open(path, "wb") as fh:
         np.save(fh, np.ascontiguousarray(deleted, dtype=np.int32), allow_pickle=False)
@@ -129,14 +130,20 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     """Atomically replace ``index.json`` and remove the files it no longer names.
 
     Only a writer holding the lock (:mod:`bm25lab.engine.locking`) may call this."""
-    tmp = directory / f".{MANIFEST}.{os.getpid()}.tmp"
+    write_json_atomically(directory, MANIFEST, manifest)
+    remove_unreferenced(directory, referenced_names(manifest))
+
+
+def write_json_atomically(directory: Path, name: str, data: Any) -> None:
+    """Replace ``directory/name`` by ``data`` as JSON, atomically: a temporary file ``.name.<pid>.tmp``,
+    fsync, rename, fsync the directory."""
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, ensure_ascii=False, indent=1)
+        json.dump(data, fh, ensure_ascii=False, indent=1)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, directory / MANIFEST)
-    _fsync(directory)
-    remove_unreferenced(directory, referenced_names(manifest))
+    os.replace(tmp, directory / name)
+    fsync_path(directory)
 
 
 def referenced_names(manifest: dict[str, Any]) -> set[str]:
@@ -176,6 +183,9 @@ def read_manifest_bytes(directory: Path) -> bytes:
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
     if not path.is_file():
+        if (directory / "shards.json").is_file():  # bm25lab.engine.shards.MANIFEST
+            raise IndexFormatError(f"{directory}: a sharded index, which this takes only as a whole "
+                                   f"(bm25lab.engine.shards.ShardedIndex), not as one index")
         raise IndexFormatError(f"{directory}: not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`")
     try:
         return path.read_bytes()
