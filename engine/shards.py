@@ -336,7 +336,7 @@ class ShardRecord:
 
     name: str
     manifest: dict[str, Any]
-    counts: TermCounts
+    counts: TermCounts | None  # None once handed to the commit, which needs only the name and manifest
 
 
 def write_partition(docs: Iterable[DocLike], tokenizer: Tokenizer, shards: int, staging: Path, *, first: int = 0,
@@ -433,7 +433,7 @@ class Build:
         if not is_sharded(self.directory):
             return 0
         if not self.overwrite:
-            raise InputError("an index exists already (use overwrite to replace it)", self.directory)
+            raise InputError("an index exists already; overwrite (--overwrite) replaces it", self.directory)
         try:
             return int(read_manifest(self.directory)["generation"])
         except IndexFormatError:  # a damaged index may be overwritten
@@ -496,7 +496,7 @@ def build(docs: Iterable[DocLike], directory: str | Path, shards: int, tokenizer
         records = [assemble_shard(new.directory, new.staging, i, shards,
                                   [(part.first, part.count, part.segments[i])] if i in part.segments else [],
                                   tokenizer.config(), source) for i in range(shards)]
-        stats = write_statistics(new.directory, TermCounts.total([r.counts for r in records]))
+        stats = write_statistics(new.directory, TermCounts.total([r.counts for r in records if r.counts is not None]))
         new.commit(tokenizer.config(), records, stats)
     return new.directory
 
