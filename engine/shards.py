@@ -289,7 +289,8 @@ def _remove_unreferenced(directory: Path, keep: set[str]) -> None:
 
 def _sync_shards(directory: Path, manifest: Mapping[str, Any]) -> None:
     """Bring every shard's ``index.json`` to its copy in ``manifest`` (after a commit, or a commit that a
-    killed writer left half done), removing the shard's files that the copy does not name."""
+    killed writer left half done), and remove the shard's files that the copy does not name (what a
+    killed writer wrote there)."""
     for entry in manifest["shards"]:
         shard_dir = directory / entry["name"]
         try:
@@ -298,6 +299,8 @@ def _sync_shards(directory: Path, manifest: Mapping[str, Any]) -> None:
             current = None
         if current != entry["manifest"]:
             storage.write_manifest(shard_dir, entry["manifest"])
+        else:
+            storage.remove_unreferenced(shard_dir, storage.referenced_names(entry["manifest"]))
 
 
 def _commit(directory: Path, manifest: dict[str, Any]) -> None:
