@@ -88,7 +88,7 @@ def parse_address(address: str) -> tuple[str, str | int]:
             return "tcp", text
     if text.startswith("local:") and text[len("local:"):].isdigit() and int(text[len("local:"):]) >= 1:
         return "local", int(text[len("local:"):])
-    forms = "; ".join(f"{form} ({meaning})" for form, meaning in ADDRESS_FORMS.items())
+    forms = " or ".join(f"{form} ({meaning})" for form, meaning in ADDRESS_FORMS.items())
     raise ParameterError(f"unknown cluster address {address!r}; use {forms}")
 
 
@@ -113,7 +113,7 @@ def connect(address: "str | Client") -> Iterator["Client"]:
     try:
         if kind == "local":
             cluster = dask.LocalCluster(n_workers=int(where), threads_per_worker=1, processes=True, host="127.0.0.1",
-                                        dashboard_address=None, silence_logs=logging.ERROR)
+                                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
             client = dask.Client(cluster)
         else:
             client = dask.Client(str(where), timeout=_CONNECT_SECONDS)
@@ -296,23 +296,57 @@ def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, sh
     where = str(source) if named else None
     tokenizer = tokenizer or Tokenizer()
     config = tokenizer.config()
+    run = _token()
+    held: list[Future] = []  # the futures of the shards' tasks, let go of when the build fails
     with building(directory, overwrite) as new, _cluster_errors(f"building {new.directory}"):
-        check_shared(client, new.staging)
-        run = _token()
-        staging = str(new.staging)
-        parts = _write_partitions(client, docs, tokenizer, shards, staging, partition_docs, where, backend, progress, run)
-        records = []
-        for position in range(shards):
-            pieces = [(p.first, p.count, p.segments[position]) for p in parts if position in p.segments]
-            records.append(client.submit(_assemble_task, str(new.directory), staging, position, shards, pieces, config,
-                                         where, key=f"bm25lab-shard-{position}-{run}", pure=False))
-        counts = [client.submit(_counts_of, r, key=f"bm25lab-counts-{i}-{run}", pure=False) for i, r in enumerate(records)]
-        total = _tree(client, counts, run)
-        stats = client.submit(_statistics_task, str(new.directory), total, key=f"bm25lab-statistics-{run}", pure=False)
-        entries = client.gather([client.submit(_entry_of, r, key=f"bm25lab-entry-{i}-{run}", pure=False)
-                                 for i, r in enumerate(records)])
-        new.commit(config, entries, stats.result())
+        try:
+            check_shared(client, new.staging)
+            parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
+                                      backend, progress, run)
+            new.commit(config, *_assemble(client, new, parts, shards, config, where, run, held))
+        except BaseException:
+            held.clear()
+            _wait_idle(client, run)  # no task of this build writes into the folder while it is cleaned
+            raise
     return new.directory
+
+
+def _assemble(client: "Client", new: Any, parts: list["PartitionSegments"], shards: int, config: dict[str, Any],
+              source: str | None, run: str, held: list["Future"]) -> tuple[list["ShardRecord"], dict[str, Any]]:
+    """One task per shard merges its staged segments into its folder; a tree of tasks adds the shards'
+    counts up, and a last one writes the statistics. Returns the shards' entries and the statistics' record."""
+    for position in range(shards):
+        pieces = [(p.first, p.count, p.segments[position]) for p in parts if position in p.segments]
+        held.append(client.submit(_assemble_task, str(new.directory), str(new.staging), position, shards, pieces,
+                                  config, source, key=f"bm25lab-shard-{position}-{run}", pure=False))
+    records = list(held)
+    counts = [client.submit(_counts_of, r, key=f"bm25lab-counts-{i}-{run}", pure=False) for i, r in enumerate(records)]
+    held.append(client.submit(_statistics_task, str(new.directory), _tree(client, counts, run),
+                              key=f"bm25lab-statistics-{run}", pure=False))
+    entries = client.gather([client.submit(_entry_of, r, key=f"bm25lab-entry-{i}-{run}", pure=False)
+                             for i, r in enumerate(records)])
+    return entries, held[-1].result()
+
+
+def _executing(run: str, dask_worker: Any) -> list[str]:
+    """On a worker: the keys of the tasks of build ``run`` that its threads are running."""
+    return [str(task.key) for task in dask_worker.state.executing if run in str(task.key)]
+
+
+def _wait_idle(client: "Client", run: str, seconds: float = 60.0) -> None:
+    """Wait until no worker runs a task of build ``run`` (a task the client let go of still runs to its
+    end), for at most ``seconds``; an unreachable cluster ends the wait."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            answers = client.run(_executing, run, on_error="return")
+        except Exception:
+            return
+        if not any(isinstance(a, list) and a for a in answers.values()):
+            return
+        time.sleep(0.05)
 
 
 def _write_partitions(client: "Client", docs: Iterable["DocLike"], tokenizer: "Tokenizer", shards: int, staging: str,
@@ -383,6 +417,7 @@ class _WorkerCache:
         self._lock = threading.Lock()
         self._shards: dict[tuple, Shard] = {}
         self._statistics: dict[tuple[str, str], CollectionStatistics] = {}
+        self.loads = 0  # shards loaded so far
 
     def shard(self, spec: ShardSpec) -> "Shard":
         from .engine.shards import load_shard
@@ -395,6 +430,7 @@ class _WorkerCache:
                     del self._shards[old]
                 found = self._shards[key] = load_shard(Path(spec.directory), spec.entry, self._of(spec), True,
                                                        spec.backend)
+                self.loads += 1
             return found
 
     def _of(self, spec: ShardSpec) -> "CollectionStatistics":
@@ -407,25 +443,38 @@ class _WorkerCache:
             self._statistics[key] = load_counts(Path(spec.directory), spec.statistics).statistics()
         return self._statistics[key]
 
-    def keys(self) -> list[tuple]:
+    def state(self) -> dict[str, Any]:
         with self._lock:
-            return list(self._shards)
+            return {"loads": self.loads, "shards": list(self._shards)}
 
 
 _CACHE = _WorkerCache()  # the cache of the worker process this module is imported in
 
 
-def _look_up_task(spec: ShardSpec, queries: list[list[str]], params: "Params") -> "GlobalTerms":
-    return _CACHE.shard(spec).look_up(queries, params)
+def _look_up_task(specs: list[ShardSpec], queries: list[list[str]], params: "Params") -> list["GlobalTerms"]:
+    return [_CACHE.shard(spec).look_up(queries, params) for spec in specs]
 
 
-def _top_k_task(spec: ShardSpec, terms: "GlobalTerms", k: int, params: "Params") -> "ShardHits":
-    return _CACHE.shard(spec).top_k(terms, k, params, 1)  # a worker's threads are Dask's
+def _top_k_task(specs: list[ShardSpec], terms: "GlobalTerms", k: int, params: "Params") -> list["ShardHits"]:
+    return [_CACHE.shard(spec).top_k(terms, k, params, 1) for spec in specs]  # a worker's threads are Dask's
 
 
-def loaded_shards() -> list[tuple]:
-    """On a worker (``client.run(loaded_shards)``): the keys of the shards it keeps loaded."""
-    return _CACHE.keys()
+def worker_cache() -> dict[str, Any]:
+    """On a worker (``client.run(worker_cache)``): how many shards it has loaded so far (``loads``) and
+    the keys of those it keeps (``shards``: folder, position, manifest digest, statistics, backend)."""
+    return _CACHE.state()
+
+
+def _placed(specs: list[ShardSpec], workers: list[str], client: "Client") -> list[tuple[str, list[ShardSpec]]]:
+    """Shard ``i`` goes to worker ``i`` modulo their number; a worker's shards are searched by as many
+    tasks as it has threads (fewer tasks: less of the scheduler's overhead per search)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    groups = []
+    for w, worker in enumerate(workers):
+        mine = specs[w::len(workers)]
+        threads = max(1, min(len(mine), int(info.get(worker, {}).get("nthreads", 1))))
+        groups += [(worker, mine[t::threads]) for t in range(threads) if mine[t::threads]]
+    return groups
 
 
 class DistributedIndex:
@@ -450,7 +499,7 @@ class DistributedIndex:
             workers = _workers(client)
         self._specs = [ShardSpec(str(self.path), i, entry, stats, backend)
                        for i, entry in enumerate(self.manifest["shards"])]
-        self._placement = [workers[i % len(workers)] for i in range(len(self._specs))]
+        self._groups = _placed(self._specs, workers, client)
         self._stores: dict[int, Any] = {}
 
     @property
@@ -513,15 +562,17 @@ class DistributedIndex:
         listed = [list(q) for q in queries]
         run = _token()
         with _cluster_errors(f"searching {self.path}"):
-            found = self.client.gather(self._each_shard("look-up", run, _look_up_task, listed, params))
-            terms = GlobalTerms.union(found)
-            hits = self.client.gather(self._each_shard("top-k", run, _top_k_task, terms, k, params))
+            terms = GlobalTerms.union(self._on_each_group("look-up", run, _look_up_task, listed, params))
+            hits = self._on_each_group("top-k", run, _top_k_task, terms, k, params)
         return merge_hits(hits, k)
 
-    def _each_shard(self, name: str, run: str, task: Callable[..., Any], *args: Any) -> list["Future"]:
-        return [self.client.submit(task, spec, *args, key=f"bm25lab-{name}-{spec.position}-{run}", workers=[worker],
-                                   allow_other_workers=True, retries=_TASK_RETRIES, pure=False)
-                for spec, worker in zip(self._specs, self._placement)]
+    def _on_each_group(self, name: str, run: str, task: Callable[..., Any], *args: Any) -> list[Any]:
+        """``task(group, *args)`` for every group of shards, each on its worker (or, if that one is gone,
+        another); the answers of all shards, in the groups' order."""
+        futures = [self.client.submit(task, group, *args, key=f"bm25lab-{name}-{i}-{run}", workers=[worker],
+                                      allow_other_workers=True, retries=_TASK_RETRIES, pure=False)
+                   for i, (worker, group) in enumerate(self._groups)]
+        return [answer for answers in self.client.gather(futures) for answer in answers]
 
     def __repr__(self) -> str:
         return f"DistributedIndex(documents={self.num_docs}, shards={self.num_shards}, path={str(self.path)!r})"
