@@ -590,7 +590,7 @@ def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[s
                 overwrite: bool) -> None:
     """Write ``parts`` (merged into one segment unless already one) as the whole index in ``directory``,
     under the writer's lock; an existing index is replaced only with ``overwrite``."""
-    if (directory / "shards.json").exists():  # bm25lab.engine.shards.MANIFEST
+    if (directory / storage.SHARDED_MANIFEST).exists():
         raise InputError("holds a sharded index; an ordinary index cannot replace it (choose another folder, "
                          "or remove it)", directory)
     directory.mkdir(parents=True, exist_ok=True)

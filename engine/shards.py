@@ -51,7 +51,7 @@ import re
 import shutil
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -62,7 +62,7 @@ from . import backends, segments, storage
 from .backends import Backend
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
-from .locking import LOCK_FILE, check_unlocked, write_lock
+from .locking import check_unlocked, write_lock
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, zero_tf_part
@@ -73,7 +73,7 @@ from .tokenization import Tokenizer
 __all__ = ["Build", "GlobalTerms", "MANIFEST", "Shard", "ShardHits", "ShardedIndex", "TermCounts",
            "add_documents", "delete_documents", "is_sharded", "merge_hits", "optimize", "route", "search_shards"]
 
-MANIFEST = "shards.json"
+MANIFEST = storage.SHARDED_MANIFEST  # "shards.json"
 FORMAT_NAME = "bm25lab-sharded-index"
 FORMAT_VERSION = 1
 ROUTING = "blake2b-64 of the UTF-8 id, modulo the shard count"
@@ -601,21 +601,47 @@ class ShardHits:
 
 def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
     """The best ``k`` of each query over the shards' lists, by the tie rule (score descending, then
-    document id descending in code point order; :mod:`bm25lab.engine.selection`): the lists of one
-    query are sorted together, which is what merging them k ways gives. A document is in one shard."""
+    document id descending in code point order; :mod:`bm25lab.engine.selection`): what merging each
+    query's lists k ways gives (a document is in one shard).
+
+    Vectorised: the candidates are sorted by query and score, each query's are cut after its k-th
+    together with every candidate tied with the k-th, and only candidates tied with another (equal
+    query and score) have their ids compared; only the kept ones' ids are read.
+    """
     queries = len(parts[0])
-    ids = [doc_id for p in parts for doc_id in p.doc_ids]
-    if not ids:
+    sizes = [len(p.doc_ids) for p in parts]
+    if not sum(sizes):
         return ShardHits.empty(queries)
     which = np.concatenate([np.repeat(np.arange(queries, dtype=np.int64), np.diff(p.offsets)) for p in parts])
     scores = np.concatenate([p.scores for p in parts])
-    ranks = id_ranks(ids).astype(np.int64)
-    order = np.lexsort((-ranks, -scores, which))
-    first = np.searchsorted(which[order], np.arange(queries), side="left")
-    keep = order[np.arange(order.shape[0]) - first[which[order]] < k]
+    shard = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
+    place = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])  # in its shard's list
+    order = np.lexsort((-scores, which))
+    which, scores, shard, place = which[order], scores[order], shard[order], place[order]
+    first = np.searchsorted(which, np.arange(queries), side="left")
+    rank_in_query = np.arange(which.shape[0]) - first[which]
+    counts = np.bincount(which, minlength=queries)
+    kth = np.full(queries, -np.inf)
+    full = np.flatnonzero(counts >= k)
+    kth[full] = scores[first[full] + k - 1]
+    keep = (rank_in_query < k) | (scores == kth[which])  # every candidate tied with a query's k-th, too
+    which, scores, shard, place = which[keep], scores[keep], shard[keep], place[keep]
+    ids = [parts[s].doc_ids[i] for s, i in zip(shard.tolist(), place.tolist())]
+    same = (which[1:] == which[:-1]) & (scores[1:] == scores[:-1])
+    tied = np.zeros(which.shape[0], dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    rank = np.zeros(which.shape[0], dtype=np.int64)
+    members = np.flatnonzero(tied)
+    if members.shape[0]:
+        rank[members] = id_ranks([ids[i] for i in members.tolist()]).astype(np.int64) + 1
+    order = np.lexsort((-rank, -scores, which))
+    which, scores = which[order], scores[order]
+    first = np.searchsorted(which, np.arange(queries), side="left")
+    chosen = order[np.arange(which.shape[0]) - first[which] < k]
     offsets = np.zeros(queries + 1, dtype=np.int64)
-    np.cumsum(np.bincount(which[keep], minlength=queries), out=offsets[1:])
-    return ShardHits(offsets, list(map(ids.__getitem__, keep.tolist())), scores[keep])
+    np.cumsum(np.minimum(np.bincount(which, minlength=queries), k), out=offsets[1:])
+    return ShardHits(offsets, [ids[i] for i in chosen.tolist()], scores[np.arange(which.shape[0]) - first[which] < k])
 
 
 class Shard:

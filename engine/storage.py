@@ -36,6 +36,7 @@ from .postings import Postings
 FORMAT_NAME = "bm25lab-index"
 FORMAT_VERSION = 1
 MANIFEST = "index.json"
+SHARDED_MANIFEST = "shards.json"  # the manifest of a sharded index instead (bm25lab.engine.shards)
 ARRAYS = ("offsets", "doc_nums", "tfs", "doc_lengths", "id_rank")
 _DTYPES = {"offsets": np.dtype(np.int64), "doc_nums": np.dtype(np.int32), "tfs": np.dtype(np.int32),
            "doc_lengths": np.dtype(np.int32), "id_rank": np.dtype(np.int32)}
@@ -183,7 +184,7 @@ def read_manifest_bytes(directory: Path) -> bytes:
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
     if not path.is_file():
-        if (directory / "shards.json").is_file():  # bm25lab.engine.shards.MANIFEST
+        if (directory / SHARDED_MANIFEST).is_file():
             raise IndexFormatError(f"{directory}: a sharded index, which this takes only as a whole "
                                    f"(bm25lab.engine.shards.ShardedIndex), not as one index")
         raise IndexFormatError(f"{directory}: not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`")

@@ -22,7 +22,6 @@ distributed = pytest.importorskip("distributed")  # the test extra installs it; 
 from bm25lab import distributed as bd  # noqa: E402
 from bm25lab.engine import BM25LabError, Document, Index, IndexFormatError, ParameterError, Tokenizer, shards  # noqa: E402
 from bm25lab.engine.scoring import VARIANTS  # noqa: E402
-from bm25lab.engine.shards import ShardedIndex  # noqa: E402
 
 SHARD_COUNTS = (1, 2, 3, 7)
 

@@ -25,21 +25,25 @@ PARTITION_OPT = typer.Option("--partition-docs", min=1, help="Documents sent to 
 
 
 def is_sharded(directory: Path) -> bool:
-    from ..engine.shards import is_sharded as sharded
+    """Whether ``directory`` holds a sharded index (asked without importing its module: a one-shot
+    search of an ordinary index loads no more than it did)."""
+    from ..engine.storage import SHARDED_MANIFEST
 
-    return sharded(directory)
+    return (Path(directory) / SHARDED_MANIFEST).is_file()
 
 
 def open_index(directory: Path, backend: Optional[str], cluster: Optional[str]) -> Any:
     """The index in ``directory`` to search: on the cluster at ``cluster`` when given (a sharded index;
     the connection, and a local cluster it started, close when the index is no longer used), else in
     this process (an ordinary or a sharded index)."""
-    if cluster is None:
+    if cluster is None and not is_sharded(directory):
         from ..engine import Index
+
+        return Index.load(directory, backend=backend)
+    if cluster is None:
         from ..engine.shards import ShardedIndex
 
-        return ShardedIndex.load(directory, backend=backend) if is_sharded(directory) else \
-            Index.load(directory, backend=backend)
+        return ShardedIndex.load(directory, backend=backend)
     from ..distributed import DistributedIndex, connect
 
     manager = connect(cluster)
@@ -56,9 +60,13 @@ def open_index(directory: Path, backend: Optional[str], cluster: Optional[str]) 
 def growth(directory: Path) -> ModuleType:
     """The module whose ``add_documents``, ``delete_documents`` and ``optimize`` change the index in
     ``directory``: :mod:`bm25lab.engine.shards` for a sharded index, else :mod:`bm25lab.engine.segments`."""
-    from ..engine import segments, shards
+    if is_sharded(directory):
+        from ..engine import shards
 
-    return shards if is_sharded(directory) else segments
+        return shards
+    from ..engine import segments
+
+    return segments
 
 
 def index_sharded(source: str, out: Path, tokenizer: "Tokenizer", *, shards: Optional[int], cluster: Optional[str],

@@ -79,6 +79,9 @@ def test_a_sharded_index_in_this_process(workdir: Path, tmp_path: Path) -> None:
     assert "no such document in the index: 'nope'; nothing was deleted" in error
     assert "dropped 3 deleted documents" in ok("optimize", str(sharded)).output
     assert json.loads(ok("info", str(sharded), "--format", "json").output)["documents"] == 1399
+    # an experiment on a sharded index in this process: the same evaluation
+    assert json.loads(ok("experiment", "cisi", "-m", "AP", "--format", "json", "--shards", "2").output) == \
+        json.loads(ok("experiment", "cisi", "-m", "AP", "--format", "json").output)
 
 
 def test_sharded_and_ordinary_targets_do_not_replace_each_other(workdir: Path, tmp_path: Path, cranfield) -> None:

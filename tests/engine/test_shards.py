@@ -174,6 +174,28 @@ def test_merge_takes_the_best_k_by_the_tie_rule() -> None:
     assert merge_hits([ShardHits.empty(2), ShardHits.empty(2)], 5).offsets.tolist() == [0, 0, 0]
 
 
+def test_merge_equals_sorting_every_candidate_with_many_ties() -> None:
+    rng = random.Random(7)
+    alphabet = ["a", "b", "Z", "é", "清", "10", "9", "b\U0001F600"]
+    for _ in range(200):
+        queries, k, count = rng.randint(1, 4), rng.randint(1, 12), rng.randint(1, 5)
+        ids = rng.sample(sorted({"".join(rng.choices(alphabet, k=rng.randint(1, 3))) for _ in range(80)}), 40)
+        owner = {doc_id: rng.randrange(count) for doc_id in ids}  # a document lives in one shard
+        candidates = [[(doc_id, float(rng.choice([0.0, 1.0, 1.5, 2.0, -1.0]))) for doc_id in rng.sample(ids, rng.randint(0, 30))]
+                      for _ in range(queries)]
+        parts = []
+        for shard in range(count):
+            lists = [sorted(sorted([c for c in cands if owner[c[0]] == shard], reverse=True), key=lambda c: -c[1])[:k]
+                     for cands in candidates]  # each shard's own top k, by the tie rule
+            offsets = np.cumsum([0] + [len(x) for x in lists])
+            parts.append(ShardHits(offsets, [c[0] for x in lists for c in x], np.array([c[1] for x in lists for c in x])))
+        merged = merge_hits(parts, k)
+        for q, cands in enumerate(candidates):
+            expected = sorted(sorted(cands, reverse=True), key=lambda c: -c[1])[:k]
+            a, z = merged.offsets[q], merged.offsets[q + 1]
+            assert list(zip(merged.doc_ids[a:z], merged.scores[a:z].tolist())) == expected
+
+
 def test_union_keeps_each_terms_largest_weight() -> None:
     a = GlobalTerms(np.array([0, 2, 3]), np.array([1, 5, 2]), np.array([1.0, 2.0, 1.0]), np.array([0.5, 0.7, 0.1]))
     b = GlobalTerms(np.array([0, 1, 3]), np.array([5, 2, 9]), np.array([2.0, 1.0, 1.0]), np.array([0.9, 0.3, 0.2]))
