@@ -530,7 +530,7 @@ class DistributedIndex:
         from .engine.records import Hits
 
         found = self.retrieve_tokens([self.tokenizer.tokenize(query)], k, variant, k1, b, delta)
-        return Hits(np.arange(len(found.doc_ids)), found.scores, found.doc_ids, self.document)
+        return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,

@@ -575,28 +575,42 @@ class GlobalTerms:
 @dataclass(frozen=True)
 class ShardHits:
     """A shard's best documents for each query of a batch, best first: query ``i`` owns
-    ``doc_ids[offsets[i]:offsets[i + 1]]`` and ``scores`` at the same places."""
+    ``doc_ids[offsets[i]:offsets[i + 1]]`` and ``scores`` at the same places. The ids are a pyarrow
+    string array (a list of str is taken too): they travel between processes as two buffers."""
 
     offsets: np.ndarray
-    doc_ids: list[str]
+    doc_ids: Any
     scores: np.ndarray
 
     def __len__(self) -> int:
         return self.offsets.shape[0] - 1
+
+    def ids(self) -> list[str]:
+        """The document ids as Python strings."""
+        return self.doc_ids if isinstance(self.doc_ids, list) else self.doc_ids.to_pylist()
 
     @classmethod
     def empty(cls, queries: int) -> "ShardHits":
         return cls(np.zeros(queries + 1, dtype=np.int64), [], np.zeros(0))
 
     @classmethod
-    def of(cls, ranked: Sequence[tuple[np.ndarray, np.ndarray]], ids: Sequence[str]) -> "ShardHits":
+    def of(cls, ranked: Sequence[tuple[np.ndarray, np.ndarray]], ids: DocIds) -> "ShardHits":
+        """The hits of ``ranked`` (per query, document numbers and scores) of a shard whose ids are ``ids``."""
         offsets = np.zeros(len(ranked) + 1, dtype=np.int64)
         np.cumsum([docs.shape[0] for docs, _ in ranked], out=offsets[1:])
         if not offsets[-1]:
             return cls(offsets, [], np.zeros(0))
         nums = np.concatenate([np.asarray(docs, dtype=np.int64) for docs, _ in ranked])
-        return cls(offsets, list(map(ids.__getitem__, nums.tolist())),
-                   np.concatenate([np.asarray(s, dtype=np.float64) for _, s in ranked]))
+        return cls(offsets, ids.column.take(nums), np.concatenate([np.asarray(s, dtype=np.float64) for _, s in ranked]))
+
+
+def _large(ids: Any) -> Any:
+    """``ids`` (a pyarrow string array or a list of str) as a pyarrow large_string array."""
+    import pyarrow as pa
+
+    from .columns import string_array
+
+    return string_array(ids).cast(pa.large_string())
 
 
 def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
@@ -606,27 +620,27 @@ def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
 
     Vectorised: the candidates are sorted by query and score, each query's are cut after its k-th
     together with every candidate tied with the k-th, and only candidates tied with another (equal
-    query and score) have their ids compared; only the kept ones' ids are read.
+    query and score) have their ids compared (as UTF-8 bytes, whose order is the code point order).
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     queries = len(parts[0])
     sizes = [len(p.doc_ids) for p in parts]
     if not sum(sizes):
         return ShardHits.empty(queries)
     which = np.concatenate([np.repeat(np.arange(queries, dtype=np.int64), np.diff(p.offsets)) for p in parts])
     scores = np.concatenate([p.scores for p in parts])
-    shard = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
-    place = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])  # in its shard's list
     order = np.lexsort((-scores, which))
-    which, scores, shard, place = which[order], scores[order], shard[order], place[order]
+    which, scores = which[order], scores[order]
     first = np.searchsorted(which, np.arange(queries), side="left")
     rank_in_query = np.arange(which.shape[0]) - first[which]
-    counts = np.bincount(which, minlength=queries)
     kth = np.full(queries, -np.inf)
-    full = np.flatnonzero(counts >= k)
+    full = np.flatnonzero(np.bincount(which, minlength=queries) >= k)
     kth[full] = scores[first[full] + k - 1]
     keep = (rank_in_query < k) | (scores == kth[which])  # every candidate tied with a query's k-th, too
-    which, scores, shard, place = which[keep], scores[keep], shard[keep], place[keep]
-    ids = [parts[s].doc_ids[i] for s, i in zip(shard.tolist(), place.tolist())]
+    which, scores, order = which[keep], scores[keep], order[keep]
+    ids = pa.concat_arrays([_large(p.doc_ids) for p in parts]).take(order)
     same = (which[1:] == which[:-1]) & (scores[1:] == scores[:-1])
     tied = np.zeros(which.shape[0], dtype=bool)
     tied[1:] |= same
@@ -634,14 +648,15 @@ def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
     rank = np.zeros(which.shape[0], dtype=np.int64)
     members = np.flatnonzero(tied)
     if members.shape[0]:
-        rank[members] = id_ranks([ids[i] for i in members.tolist()]).astype(np.int64) + 1
+        by_id = pc.sort_indices(ids.take(members)).to_numpy()
+        rank[members[by_id]] = np.arange(1, members.shape[0] + 1)
     order = np.lexsort((-rank, -scores, which))
-    which, scores = which[order], scores[order]
+    which = which[order]
     first = np.searchsorted(which, np.arange(queries), side="left")
     chosen = order[np.arange(which.shape[0]) - first[which] < k]
     offsets = np.zeros(queries + 1, dtype=np.int64)
     np.cumsum(np.minimum(np.bincount(which, minlength=queries), k), out=offsets[1:])
-    return ShardHits(offsets, [ids[i] for i in chosen.tolist()], scores[np.arange(which.shape[0]) - first[which] < k])
+    return ShardHits(offsets, ids.take(chosen), scores[chosen])
 
 
 class Shard:
@@ -654,6 +669,7 @@ class Shard:
         self.backend = backend
         self.store = SegmentedStore([p.store for p in parts])
         self.segment = segments.merge(parts) if parts else None
+        self.ids = DocIds([] if self.segment is None else self.segment.doc_ids)
         self.scorer = None if self.segment is None else Scorer(self.segment.postings, self.segment.id_rank, statistics)
 
     @property
@@ -683,7 +699,7 @@ class Shard:
             ranked = [self.backend.top_k(self.scorer, batch.query(0), k, params)]
         else:
             ranked = self.backend.top_k_batch(self.scorer, batch, k, params, workers)
-        return ShardHits.of(ranked, self.segment.doc_ids)
+        return ShardHits.of(ranked, self.ids)
 
 
 def search_shards(shards: Sequence[Shard], queries: Sequence[Sequence[str]], k: int, params: Params,
@@ -810,7 +826,7 @@ class ShardedIndex:
     def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
                       k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None) -> Hits:
         found = self.retrieve_tokens([tokens], k, variant, k1, b, delta)
-        return Hits(np.arange(len(found.doc_ids)), found.scores, found.doc_ids, self.document)
+        return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
 
     def search_many(self, queries: Mapping[str, str], k: int = 1000, variant: str = DEFAULT_VARIANT,
                     k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
@@ -874,7 +890,7 @@ def results_of(qids: Sequence[str], found: Sequence[ShardHits],
     offsets = [found[0].offsets]
     for part in found[1:]:
         offsets.append(part.offsets[1:] + offsets[-1][-1])
-    ids = [doc_id for part in found for doc_id in part.doc_ids]
+    ids = [doc_id for part in found for doc_id in part.ids()]
     scores = np.concatenate([part.scores for part in found])
     return Results(qids, np.concatenate(offsets), np.arange(len(ids), dtype=np.int64), scores, DocIds(ids), fetch)
 

@@ -106,7 +106,7 @@ def test_the_collections_largest_weights_are_needed(collections) -> None:
 
     def differs(found: ShardHits, i: int) -> bool:
         a, z = found.offsets[i], found.offsets[i + 1]
-        return found.doc_ids[a:z] != [ids[d] for d in expected[i][0]] or \
+        return found.ids()[a:z] != [ids[d] for d in expected[i][0]] or \
             found.scores[a:z].tobytes() != expected[i][1].tobytes()
 
     assert not any(differs(right, i) for i in range(len(tokens)))
@@ -168,9 +168,9 @@ def test_merge_takes_the_best_k_by_the_tie_rule() -> None:
     b = ShardHits(np.array([0, 3, 3]), ["é", "b", "A"], np.array([1.0, 1.0, 0.5]))
     merged = merge_hits([a, b], 4)
     assert merged.offsets.tolist() == [0, 4, 5]
-    assert merged.doc_ids == ["z", "é", "b", "a", "q"]  # "é" > "b" > "a" > "B": code points, not locale
+    assert merged.ids() == ["z", "é", "b", "a", "q"]  # "é" > "b" > "a" > "B": code points, not locale
     assert merged.scores.tolist() == [3.0, 1.0, 1.0, 1.0, 2.0]
-    assert merge_hits([a, b], 2).doc_ids == ["z", "é", "q"]
+    assert merge_hits([a, b], 2).ids() == ["z", "é", "q"]
     assert merge_hits([ShardHits.empty(2), ShardHits.empty(2)], 5).offsets.tolist() == [0, 0, 0]
 
 
@@ -193,7 +193,7 @@ def test_merge_equals_sorting_every_candidate_with_many_ties() -> None:
         for q, cands in enumerate(candidates):
             expected = sorted(sorted(cands, reverse=True), key=lambda c: -c[1])[:k]
             a, z = merged.offsets[q], merged.offsets[q + 1]
-            assert list(zip(merged.doc_ids[a:z], merged.scores[a:z].tolist())) == expected
+            assert list(zip(merged.ids()[a:z], merged.scores[a:z].tolist())) == expected
 
 
 def test_union_keeps_each_terms_largest_weight() -> None:
