@@ -440,7 +440,7 @@ class _WorkerCache:
         if key not in self._statistics:
             for old in [k for k in self._statistics if k[0] == spec.directory]:
                 del self._statistics[old]
-            self._statistics[key] = load_counts(Path(spec.directory), spec.statistics).statistics()
+            self._statistics[key] = load_counts(Path(spec.directory), spec.statistics, arrow=True).statistics()
         return self._statistics[key]
 
     def state(self) -> dict[str, Any]:

@@ -118,7 +118,7 @@ class CollectionStatistics:
 
     num_docs: int
     total_length: int
-    terms: Sequence[str]
+    terms: Sequence[str]  # or a pyarrow string array
     df: np.ndarray  # int64, one per term
     _idf: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -150,10 +150,13 @@ def _positions(terms: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray | 
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .columns import string_array
+
     try:
-        found = pc.index_in(pa.array(terms, type=pa.large_string()),
-                            value_set=pa.array(vocabulary, type=pa.large_string()))
+        found = pc.index_in(string_array(terms).cast(pa.large_string()),
+                            value_set=string_array(vocabulary).cast(pa.large_string()))
     except (UnicodeEncodeError, pa.ArrowException):
+        vocabulary = vocabulary.to_pylist() if isinstance(vocabulary, pa.Array) else vocabulary
         lookup = dict(zip(vocabulary, range(len(vocabulary))))
         return np.fromiter((lookup.get(t, -1) for t in terms), dtype=np.int64, count=len(terms))
     return found.fill_null(-1).to_numpy().astype(np.int64)

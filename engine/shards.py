@@ -115,7 +115,7 @@ class TermCounts:
 
     documents: int
     total_length: int
-    terms: list[str]
+    terms: list[str]  # a pyarrow string array when loaded for searching (load_counts(arrow=True))
     df: np.ndarray  # int64, > 0
 
     @classmethod
@@ -187,8 +187,9 @@ def write_statistics(directory: Path, counts: TermCounts) -> dict[str, Any]:
             "terms": len(counts.terms), "postings": int(counts.df.sum()), "files": files}
 
 
-def load_counts(directory: Path, record: Mapping[str, Any], verify: bool = True) -> TermCounts:
-    """The global statistics a (checked) manifest record names, checked against it."""
+def load_counts(directory: Path, record: Mapping[str, Any], verify: bool = True, arrow: bool = False) -> TermCounts:
+    """The global statistics a (checked) manifest record names, checked against it. With ``arrow``, the
+    terms are a pyarrow string array (no Python string per term: what searching needs of them)."""
     folder = directory / record["name"]
     for name, info in record["files"].items():
         storage._check_file(folder / name, info, verify)
@@ -197,7 +198,15 @@ def load_counts(directory: Path, record: Mapping[str, Any], verify: bool = True)
         df = np.load(folder / DF_FILE, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise IndexFormatError(f"{folder}: unreadable statistics ({exc}); rebuild the index") from None
-    terms = raw.split("\n") if raw else []
+    if arrow:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        terms: Any = pc.split_pattern(pa.array([raw], type=pa.large_string()), "\n").flatten() if raw else \
+            pa.array([], type=pa.large_string())
+    else:
+        terms = raw.split("\n") if raw else []
+    del raw
     if df.ndim != 1 or df.dtype != np.int64 or df.shape[0] != len(terms) or len(terms) != record["terms"]:
         raise IndexFormatError(f"{folder}: statistics disagree with the manifest; rebuild the index")
     return TermCounts(record["documents"], record["total_length"], terms, df)
@@ -613,12 +622,29 @@ def _large(ids: Any) -> Any:
     return string_array(ids).cast(pa.large_string())
 
 
+def _floors(parts: Sequence[ShardHits], k: int) -> np.ndarray:
+    """A lower bound of each query's k-th best score over the shards (-inf when there is none): with
+    ``m = ceil(k / shards)``, the least of the m-th scores of the shards that have m candidates, when
+    those shards hold at least k candidates at or above it (each shard's list is best first)."""
+    queries = len(parts[0])
+    m = -(-k // len(parts))
+    floors = np.full(queries, np.inf)
+    holding = np.zeros(queries, dtype=np.int64)
+    for p in parts:
+        has = np.diff(p.offsets) >= m
+        floors[has] = np.minimum(floors[has], p.scores[p.offsets[:-1][has] + m - 1])
+        holding += has
+    floors[holding * m < k] = -np.inf
+    return floors
+
+
 def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
     """The best ``k`` of each query over the shards' lists, by the tie rule (score descending, then
     document id descending in code point order; :mod:`bm25lab.engine.selection`): what merging each
     query's lists k ways gives (a document is in one shard).
 
-    Vectorised: the candidates are sorted by query and score, each query's are cut after its k-th
+    Vectorised: candidates below a lower bound of their query's k-th score are dropped first
+    (:func:`_floors`); the rest are sorted by query and score, each query's cut after its k-th
     together with every candidate tied with the k-th, and only candidates tied with another (equal
     query and score) have their ids compared (as UTF-8 bytes, whose order is the code point order).
     """
@@ -631,6 +657,8 @@ def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
         return ShardHits.empty(queries)
     which = np.concatenate([np.repeat(np.arange(queries, dtype=np.int64), np.diff(p.offsets)) for p in parts])
     scores = np.concatenate([p.scores for p in parts])
+    candidates = np.flatnonzero(scores >= _floors(parts, k)[which])
+    which, scores = which[candidates], scores[candidates]
     order = np.lexsort((-scores, which))
     which, scores = which[order], scores[order]
     first = np.searchsorted(which, np.arange(queries), side="left")
@@ -640,23 +668,67 @@ def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
     kth[full] = scores[first[full] + k - 1]
     keep = (rank_in_query < k) | (scores == kth[which])  # every candidate tied with a query's k-th, too
     which, scores, order = which[keep], scores[keep], order[keep]
-    ids = pa.concat_arrays([_large(p.doc_ids) for p in parts]).take(order)
+    ids = pa.concat_arrays([_large(p.doc_ids) for p in parts]).take(candidates[order])
+    # runs of equal (query, score): their members are put in id-descending order within the run
     same = (which[1:] == which[:-1]) & (scores[1:] == scores[:-1])
     tied = np.zeros(which.shape[0], dtype=bool)
     tied[1:] |= same
     tied[:-1] |= same
-    rank = np.zeros(which.shape[0], dtype=np.int64)
+    placed = np.arange(which.shape[0])  # which candidate takes each place
     members = np.flatnonzero(tied)
     if members.shape[0]:
-        by_id = pc.sort_indices(ids.take(members)).to_numpy()
-        rank[members[by_id]] = np.arange(1, members.shape[0] + 1)
-    order = np.lexsort((-rank, -scores, which))
-    which = which[order]
+        run = np.cumsum(np.concatenate(([True], ~same)))[members]
+        count = members.shape[0]
+        placed[members] = members[np.argsort(run * count + (count - 1 - code_point_ranks(ids.take(members))),
+                                             kind="stable")]
     first = np.searchsorted(which, np.arange(queries), side="left")
-    chosen = order[np.arange(which.shape[0]) - first[which] < k]
+    chosen = placed[np.arange(which.shape[0]) - first[which] < k]
     offsets = np.zeros(queries + 1, dtype=np.int64)
     np.cumsum(np.minimum(np.bincount(which, minlength=queries), k), out=offsets[1:])
     return ShardHits(offsets, ids.take(chosen), scores[chosen])
+
+
+def code_point_ranks(ids: Any) -> np.ndarray:
+    """The rank (0 first) of each of ``ids`` (a pyarrow large_string array) in code point order, equal
+    ids in their order: by the first 8 bytes of their UTF-8 as big-endian integers (UTF-8's byte order
+    is the code point order), and where those are equal, by pyarrow's sort of the whole bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    prefix = _prefixes(ids)
+    order = np.argsort(prefix, kind="stable")
+    ordered = prefix[order]
+    equal = ordered[1:] == ordered[:-1]
+    if equal.any():
+        places = np.flatnonzero(np.concatenate(([False], equal)) | np.concatenate((equal, [False])))
+        run = np.cumsum(np.concatenate(([True], ~equal)))[places]
+        table = pa.table({"run": run, "id": ids.take(order[places])})
+        within = pc.sort_indices(table, sort_keys=[("run", "ascending"), ("id", "ascending")]).to_numpy()
+        order[places] = order[places][within]
+    rank = np.empty(order.shape[0], dtype=np.int64)
+    rank[order] = np.arange(order.shape[0], dtype=np.int64)
+    return rank
+
+
+def _prefixes(ids: Any) -> np.ndarray:
+    """The first 8 bytes of each string's UTF-8 (zero-padded) as a big-endian unsigned integer, read
+    from the large_string array's buffers."""
+    n = len(ids)
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    buffers = ids.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[ids.offset:ids.offset + n + 1]
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(last - first + 8, dtype=np.uint8)
+    if buffers[2] is not None and last > first:
+        data[:last - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:last]
+    words = np.ndarray(shape=(data.shape[0] - 7,), dtype=">u8", buffer=data, strides=(1,))
+    length = np.minimum(np.diff(offsets), 8).astype(np.uint64)
+    value = words[offsets[:-1] - first].astype(np.uint64)
+    drop = (np.uint64(8) - length) * np.uint64(8)  # bits past the string's end
+    keep = np.where(length > 0, ~((np.uint64(1) << np.minimum(drop, np.uint64(63))) - np.uint64(1)), np.uint64(0))
+    keep = np.where(drop == 0, np.uint64(0xFFFFFFFFFFFFFFFF), keep)
+    return value & keep
 
 
 class Shard:
@@ -898,7 +970,7 @@ def results_of(qids: Sequence[str], found: Sequence[ShardHits],
 def load_shards(directory: Path, manifest: Mapping[str, Any], verify: bool = True,
                 backend: str | None = None) -> tuple[TermCounts, list[Shard]]:
     """The global statistics and every shard of a (checked) manifest, each shard with a new backend."""
-    counts = load_counts(directory, manifest["statistics"], verify)
+    counts = load_counts(directory, manifest["statistics"], verify, arrow=True)
     statistics = counts.statistics()
     shards = [load_shard(directory, entry, statistics, verify, backend) for entry in manifest["shards"]]
     return counts, shards

@@ -196,6 +196,20 @@ def test_merge_equals_sorting_every_candidate_with_many_ties() -> None:
             assert list(zip(merged.ids()[a:z], merged.scores[a:z].tolist())) == expected
 
 
+def test_code_point_ranks_equal_python_sorting() -> None:
+    import pyarrow as pa
+
+    from bm25lab.engine.shards import code_point_ranks
+
+    rng = random.Random(3)
+    pieces = ["doc-0000", "doc-0000a", "a", "\x00", "é", "清华", "\U0001F600", "Z", "zz", "12345678", "123456789"]
+    for _ in range(50):
+        ids = ["".join(rng.choices(pieces, k=rng.randint(1, 4))) for _ in range(rng.randint(1, 60))]
+        ranks = code_point_ranks(pa.array(ids, type=pa.large_string()))
+        expected = sorted(range(len(ids)), key=lambda i: (ids[i], i))  # equal ids keep their order
+        assert ranks.tolist() == [expected.index(i) for i in range(len(ids))]
+
+
 def test_union_keeps_each_terms_largest_weight() -> None:
     a = GlobalTerms(np.array([0, 2, 3]), np.array([1, 5, 2]), np.array([1.0, 2.0, 1.0]), np.array([0.5, 0.7, 0.1]))
     b = GlobalTerms(np.array([0, 1, 3]), np.array([5, 2, 9]), np.array([2.0, 1.0, 1.0]), np.array([0.9, 0.3, 0.2]))
