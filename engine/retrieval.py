@@ -139,12 +139,12 @@ class CollectionStatistics:
         if not len(terms):
             return np.zeros(0, dtype=np.int64)
         found = _positions(terms, self.terms)
-        if found is None or (found < 0).any():
+        if (found < 0).any():
             raise KeyError("a term is missing from the collection's statistics")
         return found
 
 
-def _positions(terms: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray | None:
+def _positions(terms: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
     """Where each of ``terms`` is in ``vocabulary`` (-1 when absent), hashed by pyarrow in C; a
     Python dict when a string has no UTF-8 (a lone surrogate)."""
     import pyarrow as pa
