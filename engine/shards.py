@@ -67,7 +67,7 @@ from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, zero_tf_part
 from .segments import Change, DocLike, Part, Progress
-from .selection import code_point_order, id_ranks
+from .selection import code_point_order
 from .tokenization import Tokenizer
 
 __all__ = ["Build", "GlobalTerms", "MANIFEST", "Shard", "ShardHits", "ShardedIndex", "TermCounts",
@@ -649,7 +649,6 @@ def merge_hits(parts: Sequence[ShardHits], k: int) -> ShardHits:
     query and score) have their ids compared (as UTF-8 bytes, whose order is the code point order).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     queries = len(parts[0])
     sizes = [len(p.doc_ids) for p in parts]

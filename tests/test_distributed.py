@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import distributed  # the test extra installs it, as bm25lab[distributed] does
 import numpy as np
 import pytest
 
-distributed = pytest.importorskip("distributed")  # the test extra installs it; so does bm25lab[distributed]
-
-from bm25lab import distributed as bd  # noqa: E402
-from bm25lab.engine import BM25LabError, Document, Index, IndexFormatError, ParameterError, Tokenizer, shards  # noqa: E402
-from bm25lab.engine.scoring import VARIANTS  # noqa: E402
+from bm25lab import distributed as bd
+from bm25lab.engine import BM25LabError, Document, Index, IndexFormatError, ParameterError, Tokenizer, shards
+from bm25lab.engine.scoring import VARIANTS
 
 SHARD_COUNTS = (1, 2, 3, 7)
 

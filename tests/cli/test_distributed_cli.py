@@ -13,12 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import distributed  # the test extra installs it, as bm25lab[distributed] does
 import pytest
 from typer.testing import CliRunner
 
 from bm25lab.cli import app
-
-distributed = pytest.importorskip("distributed")
 
 runner = CliRunner()
 
