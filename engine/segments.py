@@ -184,13 +184,14 @@ class _Batch:
     joined: list[str] | None = None
 
 
-def _register(seen: dict[str, int], doc_id: str, source: str | Path | None) -> None:
-    """Number a new document; a duplicate id is an InputError naming both places."""
+def _register(seen: dict[str, int], doc_id: str, source: str | Path | None, offset: int = 0) -> None:
+    """Number a new document; a duplicate id is an InputError naming both places (``offset``: how
+    many documents of the input came before the first of ``seen``)."""
     number = len(seen)
     first = seen.setdefault(doc_id, number)
     if first != number:
-        raise InputError(f"duplicate document id {doc_id!r} (documents {first + 1} and {number + 1} "
-                         f"of the input)", source)
+        raise InputError(f"duplicate document id {doc_id!r} (documents {first + offset + 1} and "
+                         f"{number + offset + 1} of the input)", source)
 
 
 def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path | None) -> None:
@@ -204,13 +205,13 @@ def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path |
 
 
 def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
-              source: str | Path | None) -> Iterator[_Batch]:
+              source: str | Path | None, offset: int = 0) -> Iterator[_Batch]:
     pending: deque[Document] = deque()
 
     def texts() -> Iterator[str]:
         for item in docs:
             doc = as_document(item)
-            _register(seen, doc.id, source)
+            _register(seen, doc.id, source, offset)
             pending.append(doc)
             yield doc.full_text
 
@@ -262,6 +263,58 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
     if progress is not None and not postings.num_docs:
         progress(0)
     return storage.Segment(postings, doc_ids, ranks, store_path)
+
+
+def build_routed(docs: Iterable[DocLike], tokenizer: Tokenizer, route: Callable[[str], int], count: int, *,
+                 workers: int | None = None, progress: Progress | None = None, source: str | Path | None = None,
+                 backend: Backend | None = None, offset: int = 0,
+                 scratch: str | Path | None = None) -> tuple[list[storage.Segment], Scratch]:
+    """Analyse ``docs`` once into ``count`` segments, document ``d`` going to segment ``route(d.id)``
+    (streamed as :func:`build_segment`; in each segment the documents keep their input order); and
+    the scratch folder holding the segments' stores, made in ``scratch`` (default: the system's
+    temporary folder; :mod:`bm25lab.engine.scratch`). A duplicate id raises InputError naming it
+    (its place counted from ``offset``: how many documents of the input come before ``docs``).
+    """
+    workdir = Scratch(scratch)
+    storage.checkpoint("scratch made")
+    try:
+        seen: dict[str, int] = {}
+        chosen = backend or backends.create()
+        builders = [PostingsBuilder(chosen) for _ in range(count)]
+        stores = [workdir.path / f"{i}-{storage.STORE_FILE}" for i in range(count)]
+        writers: list[DocStoreWriter] = []
+        ids: list[list[str]] = [[] for _ in range(count)]
+        try:
+            writers.extend(DocStoreWriter(path) for path in stores)
+            for batch in _analysed(docs, tokenizer, workers, seen, source, offset):
+                columns = [list(column) for column in batch.columns]
+                for target, rows in _grouped(list(map(route, columns[0]))).items():
+                    pick = [column.__getitem__ for column in columns]
+                    picked = [list(map(get, rows)) for get in pick]
+                    writers[target].add_columns(builders[target].num_docs, *picked)
+                    builders[target].add_many([batch.tokens[r] for r in rows])
+                    ids[target].extend(picked[0])
+                if progress is not None:
+                    progress(len(seen))
+        finally:
+            for writer in writers:
+                writer.close()
+        if progress is not None and not seen:
+            progress(0)
+        built = [storage.Segment(builder.finish(), doc_ids, id_ranks(doc_ids), path)
+                 for builder, doc_ids, path in zip(builders, ids, stores)]
+        return built, workdir
+    except BaseException:
+        workdir.cleanup()
+        raise
+
+
+def _grouped(targets: list[int]) -> dict[int, list[int]]:
+    """``{target: [positions with that target, ascending]}``."""
+    groups: dict[int, list[int]] = {}
+    for position, target in enumerate(targets):
+        groups.setdefault(target, []).append(position)
+    return groups
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,20 +496,38 @@ def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, m
     connects), so that a writer that commits meanwhile and removes them takes nothing from under
     this reader; a file already gone raises :class:`~bm25lab.engine.storage.MissingFile`.
     Deletion files are always verified: they are small, and a change rewrites them."""
-    entries = manifest["segments"]
     with storage.Pins() as pins:
-        stores: list[DocStore] = []
-        try:
-            for entry in entries:
-                storage.pin_entry(directory, entry, pins)
-                stores.append(_open_store(directory / entry["name"] / storage.STORE_FILE))
-            return [Part(storage.load_segment(directory, entry, pins, verify=verify, mmap=mmap),
-                         storage.load_deletions(directory, entry, pins, verify=True), entry, verify, store)
-                    for entry, store in zip(entries, stores)]
-        except BaseException:
-            for store in stores:
-                store.close()
-            raise
+        return parts_of(directory, manifest, pins, pin_parts(directory, manifest, pins), verify, mmap)
+
+
+def pin_parts(directory: Path, manifest: dict[str, Any], pins: storage.Pins) -> list[DocStore]:
+    """Open every file of the segments a (checked) manifest names, and their stores (closed again
+    if one is missing): the first half of :func:`load_parts`, for a reader that pins the files of
+    several indexes before it reads any (:mod:`bm25lab.engine.shards`)."""
+    stores: list[DocStore] = []
+    try:
+        for entry in manifest["segments"]:
+            storage.pin_entry(directory, entry, pins)
+            stores.append(_open_store(directory / entry["name"] / storage.STORE_FILE))
+    except BaseException:
+        for store in stores:
+            store.close()
+        raise
+    return stores
+
+
+def parts_of(directory: Path, manifest: dict[str, Any], pins: storage.Pins, stores: list[DocStore],
+             verify: bool = True, mmap: bool = True) -> list[Part]:
+    """The second half of :func:`load_parts`: the segments read from their pinned files and opened
+    ``stores`` (closed if reading fails)."""
+    try:
+        return [Part(storage.load_segment(directory, entry, pins, verify=verify, mmap=mmap),
+                     storage.load_deletions(directory, entry, pins, verify=True), entry, verify, store)
+                for entry, store in zip(manifest["segments"], stores)]
+    except BaseException:
+        for store in stores:
+            store.close()
+        raise
 
 
 def _open_store(path: Path) -> DocStore:
@@ -480,22 +551,7 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
     is journaled first: :func:`bm25lab.engine.storage.settle`) and the error, naming its file, raised.
     """
     try:
-        entries = []
-        for part in parts:
-            if part.entry is None:
-                seg = part.segment
-                assert seg.store_path is not None
-                entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
-                                              move_store=move_stores)
-            else:
-                entry = {k: v for k, v in part.entry.items() if k != "deleted"}
-            if part.deleted.shape[0]:
-                old = part.entry.get("deleted") if part.entry else None
-                same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
-                entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
-            entries.append(entry)
-        updated = dict(manifest, format_version=storage.FORMAT_VERSION, counts=live_counts(parts), segments=entries)
-        storage.write_manifest(directory, updated)
+        storage.write_manifest(directory, manifest_of(directory, manifest, parts, move_stores))
     except BaseException:
         try:
             storage.settle(directory)
@@ -504,8 +560,54 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
         raise
 
 
+def manifest_of(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], move_stores: bool) -> dict[str, Any]:
+    """``manifest`` updated to name ``parts`` (at this format version, with their counts), after
+    writing what they need that is not on disk yet (new segment folders, deletion files: journaled
+    first) into ``directory``; nothing is committed. The caller holds the writer's lock (of
+    ``directory``, or of the sharded index it is a shard of), and removes what was written if the
+    commit does not happen (:func:`bm25lab.engine.storage.settle`)."""
+    entries = []
+    for part in parts:
+        if part.entry is None:
+            seg = part.segment
+            assert seg.store_path is not None
+            entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
+                                          move_store=move_stores)
+        else:
+            entry = {k: v for k, v in part.entry.items() if k != "deleted"}
+        if part.deleted.shape[0]:
+            old = part.entry.get("deleted") if part.entry else None
+            same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
+            entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
+        entries.append(entry)
+    return dict(manifest, format_version=storage.FORMAT_VERSION, counts=live_counts(parts), segments=entries)
+
+
 def _config_key(config: Any) -> str:
     return json.dumps(config, sort_keys=True, ensure_ascii=False)
+
+
+SHARD_KEY = "shard"  # in the manifest of an index that is a shard of a sharded index (bm25lab.engine.shards)
+
+
+def refuse_shard(directory: Path) -> None:
+    """An index that is a shard of a sharded index changes only with it (its global statistics
+    would no longer be those of its documents, and its files are settled by the sharded index's
+    writers): IndexFormatError when ``directory``'s manifest, read leniently (damaged or not), says
+    it is one. Called before a writer removes anything."""
+    try:
+        manifest = json.loads((directory / storage.MANIFEST).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return
+    if isinstance(manifest, dict) and manifest.get(SHARD_KEY) is not None:
+        raise IndexFormatError(f"{directory}: this index is a shard of the sharded index {directory.parent}; "
+                               f"change that one instead")
+
+
+def _refuse_sharded(directory: Path) -> None:
+    if (directory / storage.SHARDED_MANIFEST).exists():
+        raise InputError("holds a sharded index; an ordinary index cannot replace it (choose another folder, "
+                         "or remove it)", directory)
 
 
 @contextmanager
@@ -516,6 +618,7 @@ def _transaction(directory: Path, verify: bool,
     With ``tokenizer_config``, the index must still use the tokenizer the new documents were
     analysed with."""
     with write_lock(directory):
+        refuse_shard(directory)  # before settle: a shard's files are the sharded index's to settle
         storage.settle(directory)
         manifest = storage.read_manifest(directory)
         if tokenizer_config is not None and _config_key(manifest["tokenizer"]) != _config_key(tokenizer_config):
@@ -592,15 +695,19 @@ def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[s
     """Write ``parts`` (merged into one segment unless already one) as the whole index in ``directory``,
     under the writer's lock. ``directory`` must be new, empty or hold only what an unfinished build
     left; an existing index is replaced only with ``overwrite``, and never a folder holding anything
-    else (:func:`bm25lab.engine.storage.check_target`). Segments loaded without verification are
-    verified before they are rewritten."""
+    else (:func:`bm25lab.engine.storage.check_target`), a sharded index, or a shard of one. Segments
+    loaded without verification are verified before they are rewritten."""
+    _refuse_sharded(directory)
+    refuse_shard(directory)
     storage.check_target(directory, overwrite)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(directory)) from None
     with write_lock(directory):
-        storage.check_target(directory, overwrite)  # again, now that no other writer can change it
+        _refuse_sharded(directory)  # again, now that no other writer can change it, before anything is removed
+        refuse_shard(directory)
+        storage.check_target(directory, overwrite)
         storage.settle(directory)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}

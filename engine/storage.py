@@ -60,6 +60,11 @@ FORMAT_VERSION = 2  # 2: the manifest's checksum, the writer's journal
 MANIFEST = "index.json"
 MANIFEST_TMP = f".{MANIFEST}.tmp"
 JOURNAL = ".writer.journal"
+# a sharded index's folder holds this manifest instead (bm25lab.engine.shards); its format name here so
+# that whoever settles or checks a folder knows what its manifest names
+SHARDED_MANIFEST = "shards.json"
+SHARDED_MANIFEST_TMP = f".{SHARDED_MANIFEST}.tmp"
+SHARDED_FORMAT_NAME = "bm25lab-sharded-index"
 ARRAYS = ("offsets", "doc_nums", "tfs", "doc_lengths", "id_rank")
 _DTYPES = {"offsets": np.dtype(np.int64), "doc_nums": np.dtype(np.int32), "tfs": np.dtype(np.int32),
            "doc_lengths": np.dtype(np.int32), "id_rank": np.dtype(np.int32)}
@@ -69,8 +74,10 @@ STORE_FILE = "docs.sqlite"
 SEGMENT_FILES = frozenset([f"{key}.npy" for key in ARRAYS] + [TERMS_FILE, IDS_FILE, STORE_FILE])
 _SEGMENT_NAME = re.compile(r"seg-[0-9a-f]{1,32}")
 _DELETIONS_NAME = re.compile(r"del-[0-9a-f]{1,32}\.npy")
-# what a journal may name: segments, their temporary folders, deletion files, the manifest's temporary file
-_JOURNALED = re.compile(r"(?:\.tmp-)?seg-[0-9a-f]{1,32}|del-[0-9a-f]{1,32}\.npy|" + re.escape(MANIFEST_TMP))
+# what a journal may name: segments, their temporary folders, deletion files, the manifest's temporary file;
+# in a sharded index's folder, shard and statistics folders, their temporary folders, its manifest's temporary file
+_JOURNALED = re.compile(r"(?:\.tmp-)?(?:seg|shard|stats)-[0-9a-f]{1,32}|del-[0-9a-f]{1,32}\.npy|"
+                        + re.escape(MANIFEST_TMP) + "|" + re.escape(SHARDED_MANIFEST_TMP))
 _OWN_FILES = frozenset([MANIFEST, LOCK_FILE, JOURNAL])
 COUNTS = ("documents", "terms", "postings", "total_length")  # the manifest's counts of the live documents
 
@@ -117,7 +124,8 @@ def _sha256_fd(fd: int) -> str:
     return digest.hexdigest()
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -125,7 +133,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _unique_name(prefix: str) -> str:
+def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
@@ -141,7 +149,7 @@ def writing(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
-def _remove(path: Path) -> None:
+def remove_path(path: Path) -> None:
     """Remove a file or a folder tree (not following a symbolic link); gone already is fine."""
     try:
         if path.is_dir() and not path.is_symlink():
@@ -186,7 +194,7 @@ class Journal:
             finally:
                 os.close(fd)
             if created:
-                _fsync(self.directory)
+                fsync_path(self.directory)
         checkpoint("journaled")
 
     def keep_only(self, names: list[str]) -> None:
@@ -219,7 +227,7 @@ def settle(directory: Path) -> None:
         if name in keep:
             continue
         try:
-            _remove(directory / name)
+            remove_path(directory / name)
         except OSError:
             left.append(name)  # tried again by the next writer
         checkpoint("removed")
@@ -227,19 +235,30 @@ def settle(directory: Path) -> None:
 
 
 def named_files(directory: Path) -> set[str] | None:
-    """The segment folders and deletion files that ``directory``'s manifest names: empty without a
-    manifest, None when there is one that cannot be read as a bm25lab manifest (damaged or
-    someone else's). Lenient about everything else (any format version, no checksum)."""
-    try:
-        raw = (directory / MANIFEST).read_bytes()
-    except FileNotFoundError:
-        return set()
-    except OSError:
-        return None
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
+    """What ``directory``'s manifest names: the segment folders and deletion files of ``index.json``,
+    the shard and statistics folders of a sharded index's ``shards.json``; empty without a manifest,
+    None when there is one that cannot be read as a bm25lab manifest (damaged or someone else's).
+    Lenient about everything else (any format version, no checksum)."""
+    names: set[str] = set()
+    for name, reader in ((MANIFEST, _index_names), (SHARDED_MANIFEST, _sharded_names)):
+        try:
+            raw = (directory / name).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        try:
+            manifest = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        found = reader(manifest)
+        if found is None:
+            return None
+        names |= found
+    return names
+
+
+def _index_names(manifest: Any) -> set[str] | None:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         return None
     entries = manifest.get("segments")
@@ -256,6 +275,20 @@ def named_files(directory: Path) -> set[str] | None:
     return names
 
 
+def _sharded_names(manifest: Any) -> set[str] | None:
+    if not isinstance(manifest, dict) or manifest.get("format") != SHARDED_FORMAT_NAME:
+        return None
+    entries, stats = manifest.get("shards"), manifest.get("statistics")
+    if not isinstance(entries, list) or not isinstance(stats, dict) or not isinstance(stats.get("name"), str):
+        return None
+    names = {stats["name"]}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return None
+        names.add(entry["name"])
+    return names
+
+
 def referenced_names(manifest: dict[str, Any]) -> set[str]:
     """Names of the segment folders and deletion files that a (checked) ``manifest`` refers to."""
     names = set()
@@ -266,29 +299,47 @@ def referenced_names(manifest: dict[str, Any]) -> set[str]:
     return names
 
 
-def check_target(directory: Path, overwrite: bool) -> None:
-    """Whether an index may be written into ``directory`` (InputError naming it if not): a missing
-    or empty folder, a folder holding only what an unfinished build of bm25lab left (its lock,
-    journal, journaled names and scratch folders), or, with ``overwrite``, a bm25lab index. Never a
-    folder holding anything else, nor one with an ``index.json`` that is not a bm25lab manifest."""
+_KINDS = {False: (MANIFEST, "an ordinary index"), True: (SHARDED_MANIFEST, "a sharded index")}
+
+
+def check_target(directory: Path, overwrite: bool, sharded: bool = False) -> None:
+    """Whether an index (``sharded`` or not) may be written into ``directory`` (InputError naming it
+    if not): a missing or empty folder, a folder holding only what an unfinished build of bm25lab
+    left (its lock, journal, journaled names and scratch folders), or, with ``overwrite``, a bm25lab
+    index of the same kind. Never a folder holding anything else, one holding the other kind of
+    index, nor one with a manifest that is not bm25lab's."""
     if not directory.exists():
         return
     if not directory.is_dir():
         raise InputError("exists and is not a directory", directory)
     if named_files(directory) is None:
+        foreign = MANIFEST if (directory / MANIFEST).exists() and _index_names_of(directory) is None \
+            else SHARDED_MANIFEST
         raise InputError("not a bm25lab index manifest; refusing to replace it (choose another folder)",
-                         directory / MANIFEST)
-    if (directory / MANIFEST).exists():
+                         directory / foreign)
+    manifest, _ = _KINDS[sharded]
+    other, other_kind = _KINDS[not sharded]
+    if (directory / other).exists():
+        raise InputError(f"holds {other_kind}; {_KINDS[sharded][1]} cannot replace it (choose another folder, "
+                         f"or remove it)", directory)
+    if (directory / manifest).exists():
         if not overwrite:
             raise InputError("an index exists already; add --overwrite (overwrite=True) to replace it", directory)
         return
     ours = _OWN_FILES | set(Journal(directory).names())
-    foreign = sorted(name for name in os.listdir(directory)
-                     if name not in ours and not (is_scratch_name(name) and held(directory / name) is not None))
-    if foreign:
-        raise InputError(f"the folder is not empty and holds no bm25lab index (it holds {foreign[0]!r}"
-                         f"{' and more' if len(foreign) > 1 else ''}); refusing to write an index into it: choose "
-                         f"a new or empty folder", directory)
+    foreign_names = sorted(name for name in os.listdir(directory)
+                           if name not in ours and not (is_scratch_name(name) and held(directory / name) is not None))
+    if foreign_names:
+        raise InputError(f"the folder is not empty and holds no bm25lab index (it holds {foreign_names[0]!r}"
+                         f"{' and more' if len(foreign_names) > 1 else ''}); refusing to write an index into it: "
+                         f"choose a new or empty folder", directory)
+
+
+def _index_names_of(directory: Path) -> set[str] | None:
+    try:
+        return _index_names(json.loads((directory / MANIFEST).read_bytes().decode("utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
 
 
 def size_on_disk(directory: Path) -> int:
@@ -319,7 +370,7 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
     The caller holds the writer's lock; the folder is journaled before it is made.
     """
-    name = _unique_name("seg")
+    name = unique_name("seg")
     tmp = directory / f".tmp-{name}"
     Journal(directory).add(name, tmp.name)
     with writing(tmp):
@@ -346,10 +397,10 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     files = {}
     for path in sorted(tmp.iterdir()):
         with writing(path):
-            _fsync(path)
+            fsync_path(path)
         files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
     with writing(tmp):
-        _fsync(tmp)
+        fsync_path(tmp)
         tmp.rename(directory / name)
     checkpoint("segment renamed")
     return {"name": name, "documents": postings.num_docs, "files": files}
@@ -359,7 +410,7 @@ def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
     """Write a segment's deleted document numbers to a new ``del-<hex>.npy``; returns its manifest
     record. The file is journaled before it is made, and named by no manifest until the caller
     commits one."""
-    name = f"{_unique_name('del')}.npy"
+    name = f"{unique_name('del')}.npy"
     path = directory / name
     Journal(directory).add(name)
     with writing(path), open(path, "wb") as fh:
@@ -383,20 +434,28 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
 
     Only a writer holding the lock (:mod:`bm25lab.engine.locking`) may call this."""
     body = dict(manifest, checksum=manifest_checksum(manifest))
-    obsolete = (named_files(directory) or set()) - referenced_names(body)
-    Journal(directory).add(MANIFEST_TMP, *sorted(obsolete))
-    tmp = directory / MANIFEST_TMP
+    commit_json(directory, MANIFEST, body, referenced_names(body))
+    settle(directory)
+
+
+def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: set[str]) -> None:
+    """Atomically replace the manifest ``directory/name`` by ``body`` (which names ``referenced``): the
+    names the folder's manifest names now and ``body`` does not, and the temporary file, are journaled
+    first; then a temporary file is written, fsynced, renamed over the manifest, and the directory
+    fsynced. Nothing is removed (:func:`settle` does that). The caller holds the writer's lock."""
+    obsolete = (named_files(directory) or set()) - referenced
+    tmp = directory / f".{name}.tmp"
+    Journal(directory).add(tmp.name, *sorted(obsolete))
     with writing(tmp), open(tmp, "w", encoding="utf-8") as fh:
         json.dump(body, fh, ensure_ascii=False, indent=1)
         fh.flush()
         os.fsync(fh.fileno())
     checkpoint("manifest written")
-    with writing(directory / MANIFEST):
-        os.replace(tmp, directory / MANIFEST)
+    with writing(directory / name):
+        os.replace(tmp, directory / name)
         checkpoint("manifest replaced")
-        _fsync(directory)
+        fsync_path(directory)
     checkpoint("committed")
-    settle(directory)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,6 +468,9 @@ def read_manifest_bytes(directory: Path) -> bytes:
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
     if not path.is_file():
+        if (directory / SHARDED_MANIFEST).is_file():
+            raise IndexFormatError(f"{directory}: a sharded index, which this takes only as a whole "
+                                   f"(bm25lab.engine.shards.ShardedIndex), not as one index")
         raise IndexFormatError(f"{directory}: not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`")
     try:
         return path.read_bytes()
@@ -466,19 +528,19 @@ def _check_entries(path: Path, entries: Any) -> None:
                 or not _SEGMENT_NAME.fullmatch(entry["name"]):
             raise bad("a segment without a valid name")
         files = entry.get("files")
-        if not isinstance(files, dict) or set(files) != SEGMENT_FILES or not all(_file_record(v) for v in files.values()):
+        if not isinstance(files, dict) or set(files) != SEGMENT_FILES or not all(is_file_record(v) for v in files.values()):
             raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(SEGMENT_FILES))}")
         if not isinstance(entry.get("documents"), int) or isinstance(entry["documents"], bool):
             raise bad(f"segment {entry['name']} without a document count")
         deleted = entry.get("deleted")
-        if deleted is not None and not (isinstance(deleted, dict) and _file_record(deleted)
+        if deleted is not None and not (isinstance(deleted, dict) and is_file_record(deleted)
                                         and isinstance(deleted.get("file"), str)
                                         and _DELETIONS_NAME.fullmatch(deleted["file"])
                                         and isinstance(deleted.get("count"), int)):
             raise bad(f"segment {entry['name']} has a malformed deletions record")
 
 
-def _file_record(info: Any) -> bool:
+def is_file_record(info: Any) -> bool:
     return (isinstance(info, dict) and isinstance(info.get("bytes"), int) and not isinstance(info["bytes"], bool)
             and isinstance(info.get("sha256"), str))
 
@@ -526,7 +588,7 @@ def pin_entry(directory: Path, entry: dict[str, Any], pins: Pins) -> None:
         pins.open(directory / entry["deleted"]["file"])
 
 
-def _check_file(path: Path, fd: int, info: dict[str, Any], verify: bool) -> None:
+def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool) -> None:
     status = os.fstat(fd)
     if not stat.S_ISREG(status.st_mode):
         raise IndexFormatError(f"{path}: not a file; rebuild the index")
@@ -542,13 +604,13 @@ def verify_entry(directory: Path, entry: dict[str, Any]) -> None:
         pin_entry(directory, entry, pins)
         folder = directory / entry["name"]
         for name, info in entry["files"].items():
-            _check_file(folder / name, pins.open(folder / name), info, verify=True)
+            check_file(folder / name, pins.open(folder / name), info, verify=True)
         if entry.get("deleted"):
             path = directory / entry["deleted"]["file"]
-            _check_file(path, pins.open(path), entry["deleted"], verify=True)
+            check_file(path, pins.open(path), entry["deleted"], verify=True)
 
 
-def _read_array(path: Path, fd: int, dtype: np.dtype, mmap: bool) -> np.ndarray:
+def read_array(path: Path, fd: int, dtype: np.dtype, mmap: bool) -> np.ndarray:
     """A 1-D ``.npy`` array of ``dtype`` from an open file: memory-mapped, or read."""
     from numpy.lib import format as npy
 
@@ -572,7 +634,7 @@ def _read_array(path: Path, fd: int, dtype: np.dtype, mmap: bool) -> np.ndarray:
         return np.fromfile(fh, dtype=dtype, count=shape[0])
 
 
-def _read_text(path: Path, fd: int) -> str:
+def read_text(path: Path, fd: int) -> str:
     with os.fdopen(os.dup(fd), "rb") as fh:
         try:
             return fh.read().decode("utf-8")
@@ -587,8 +649,8 @@ def load_deletions(directory: Path, entry: dict[str, Any], pins: Pins, verify: b
         return np.zeros(0, dtype=np.int32)
     path = directory / record["file"]
     fd = pins.open(path)
-    _check_file(path, fd, record, verify)
-    deleted = _read_array(path, fd, np.dtype(np.int32), mmap=False)
+    check_file(path, fd, record, verify)
+    deleted = read_array(path, fd, np.dtype(np.int32), mmap=False)
     ok = (deleted.shape[0] == record["count"]
           and (deleted.shape[0] == 0 or (int(deleted[0]) >= 0 and int(deleted[-1]) < entry["documents"]
                                          and bool(np.all(deleted[1:] > deleted[:-1])))))
@@ -604,11 +666,11 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
     folder = directory / entry["name"]
     fds = {name: pins.open(folder / name) for name in entry["files"]}
     for name, info in entry["files"].items():
-        _check_file(folder / name, fds[name], info, verify)
-    arrays = {key: _read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap) for key in ARRAYS}
-    raw_terms = _read_text(folder / TERMS_FILE, fds[TERMS_FILE])
+        check_file(folder / name, fds[name], info, verify)
+    arrays = {key: read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap) for key in ARRAYS}
+    raw_terms = read_text(folder / TERMS_FILE, fds[TERMS_FILE])
     try:
-        doc_ids = json.loads(_read_text(folder / IDS_FILE, fds[IDS_FILE]))
+        doc_ids = json.loads(read_text(folder / IDS_FILE, fds[IDS_FILE]))
     except (ValueError, RecursionError) as exc:
         raise IndexFormatError(f"{folder / IDS_FILE}: unreadable ({exc}); rebuild the index") from None
     if not isinstance(doc_ids, list) or not all(isinstance(i, str) for i in doc_ids):

@@ -12,6 +12,8 @@ import typer
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT,
                      VARIANT_OPT, BackendName, Language, VariantName, backend_name, console, document_progress,
                      handles_errors, human_bytes, query_progress)
+from . import distributed_cmds
+from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
 
 if TYPE_CHECKING:
     from ..engine import Index, Tokenizer
@@ -41,10 +43,14 @@ def index(
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing index at --out.")] = False,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    shards: Annotated[Optional[int], SHARDS_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
+    partition_docs: Annotated[int, PARTITION_OPT] = 10_000,
 ) -> None:
     """Build an index from SOURCE into --out.
 
     Example: bm25lab index docs.jsonl --out my-index --language en
+    Sharded, on a Dask cluster: bm25lab index docs.jsonl --out my-index --shards 3 --cluster tcp://HOST:8786
     """
     from ..corpora import documents_of
     from ..engine import Index
@@ -53,9 +59,15 @@ def index(
 
     if (out / MANIFEST).exists() and not overwrite:
         raise InputError("an index exists already; add --overwrite to replace it", out)
-    check_target(out, overwrite)  # before the work: a folder holding anything but an index is refused
     started = time.perf_counter()
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
+    if shards is not None or cluster is not None:  # its target is checked before the work (and the cluster)
+        return distributed_cmds.index_sharded(source, out, tokenizer, shards=shards, cluster=cluster,
+                                              partition_docs=partition_docs, workers=workers, overwrite=overwrite,
+                                              backend=backend_name(backend), started=started)
+    if distributed_cmds.is_sharded(out):
+        raise InputError("holds a sharded index; replace it with a sharded one (--shards N), or choose another folder", out)
+    check_target(out, overwrite)  # before the work: a folder holding anything but an index is refused
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)  # the build's scratch folder goes in it: the index's own disk
@@ -91,9 +103,8 @@ def _remove_if_empty(folder: Path) -> None:
 
 
 def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":
-    from ..engine import Index
-
-    return Index.load(directory, backend=backend_name(backend))
+    """The index in ``directory``, ordinary or sharded, searched in this process."""
+    return distributed_cmds.open_index(directory, backend_name(backend), None)
 
 
 @handles_errors
@@ -107,12 +118,13 @@ def search(
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
 ) -> None:
     """Search an index and show the best documents with titles and highlighted snippets.
 
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
-    idx = load_index(directory, backend)
+    idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta)
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
@@ -152,6 +164,7 @@ def run(
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
 ) -> None:
     """Search every query of QUERIES and write a TREC run.
 
@@ -160,7 +173,7 @@ def run(
     from ..engine.sources import read_queries
     from ..evaluation import write_run
 
-    idx = load_index(directory, backend)
+    idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     topics = read_queries(queries)
     with query_progress() as advance:
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance)

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from .common import document_progress, handles_errors
+from .distributed_cmds import growth
 
 if TYPE_CHECKING:
     from ..engine.segments import Change
 
-DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`).")
+DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`; a sharded one routes each "
+                                            "document to the shard of its id).")
 
 
 def _after(change: "Change", directory: Path) -> str:
@@ -38,12 +40,11 @@ def add(
     Example: bm25lab add my-index new-docs.jsonl
     """
     from ..corpora import documents_of
-    from ..engine.segments import add_documents
 
     started = time.perf_counter()
     docs = documents_of(source)
     with document_progress(f"adding {source}") as advance:
-        change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
+        change = growth(directory).add_documents(directory, docs, workers=workers, progress=advance, source=source)
     replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""
     typer.echo(f"added {change.added:,} documents{replaced} in {time.perf_counter() - started:.1f} s -> "
                     f"{_after(change, directory)}")
@@ -59,9 +60,7 @@ def delete(
 
     Example: bm25lab delete my-index d17 d42
     """
-    from ..engine.segments import delete_documents
-
-    change = delete_documents(directory, doc_ids)
+    change = growth(directory).delete_documents(directory, doc_ids)
     typer.echo(f"deleted {change.deleted:,} document{'s' if change.deleted != 1 else ''} -> "
                     f"{_after(change, directory)}")
 
@@ -73,9 +72,7 @@ def optimize(directory: Annotated[Path, DIR_ARG]) -> None:
 
     Example: bm25lab optimize my-index
     """
-    from ..engine import segments
-
-    change = segments.optimize(directory)
+    change = growth(directory).optimize(directory)
     if not change.merged:
         typer.echo(f"nothing to merge (one segment, no deletions) -> {_after(change, directory)}")
         return
