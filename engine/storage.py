@@ -445,17 +445,18 @@ def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: se
     fsynced. Nothing is removed (:func:`settle` does that). The caller holds the writer's lock."""
     obsolete = (named_files(directory) or set()) - referenced
     tmp = directory / f".{name}.tmp"
+    step = "manifest" if name == MANIFEST else name  # the crash tests tell the two commits apart
     Journal(directory).add(tmp.name, *sorted(obsolete))
     with writing(tmp), open(tmp, "w", encoding="utf-8") as fh:
         json.dump(body, fh, ensure_ascii=False, indent=1)
         fh.flush()
         os.fsync(fh.fileno())
-    checkpoint("manifest written")
+    checkpoint(f"{step} written")
     with writing(directory / name):
         os.replace(tmp, directory / name)
-        checkpoint("manifest replaced")
+        checkpoint(f"{step} replaced")
         fsync_path(directory)
-    checkpoint("committed")
+    checkpoint("committed" if name == MANIFEST else f"{step} committed")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,19 +2,21 @@
 
     python tests/benchmarks/soak_readers.py                     # 35 s on a ~50 MB index
     python tests/benchmarks/soak_readers.py --seconds 6 --docs 3000 --json   # the suite's short run
+    python tests/benchmarks/soak_readers.py --shards 3          # the same on a sharded index of 3 shards
 
 Builds a synthetic index (``--docs`` documents of ~120 Zipf-distributed words, whitespace
-tokenizer; 80,000 give about 50 MB), then for ``--seconds`` runs at once:
+tokenizer; 80,000 give about 50 MB; with ``--shards N``, a sharded index of N shards,
+:mod:`bm25lab.engine.shards`), then for ``--seconds`` runs at once:
 
 - **a writer** (one process, the library's commits as ``Index.delete``/``add``/``optimize`` make
-  them on a loaded index): deletes one random live document per commit, ~6 commits a second (``--rate``), adds 20
+  them on a loaded index, or those of ``bm25lab.engine.shards`` on a sharded one): deletes one random live document per commit, ~6 commits a second (``--rate``), adds 20
   documents back every 10th commit and optimizes every 40th, so that deletion files and segment
   folders are replaced and removed all the time;
 - **command-line readers** (``--cli-readers`` threads): ``bm25lab search DIR QUERY --format json``,
   each search a fresh process of the installed entry point (next to this interpreter), which loads
   the index cold with checksums verified;
-- **a library reader** (one process): ``Index.load(DIR)`` and a search, in a loop, noting each
-  load whose manifest changed while it was loading (a load that overlapped a commit).
+- **a library reader** (one process): ``Index.load(DIR)`` (``ShardedIndex.load``) and a search, in a
+  loop, noting each load whose manifest changed while it was loading (a load that overlapped a commit).
 
 A failed search is a non-zero exit code, anything on stderr, output that is not the expected JSON,
 or an exception in the library reader. Prints the searches, the failures, the failures per
@@ -36,10 +38,15 @@ from pathlib import Path
 
 WRITER = r"""
 import json, random, sys, time
-from bm25lab.engine import Index, segments
+from bm25lab.engine import Index, segments, shards
 folder, seconds, rate, seed = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+sharded = shards.is_sharded(folder)
 rng = random.Random(seed)
-live = list(Index.load(folder, verify=False).doc_ids)
+if sharded:
+    segments = shards  # add_documents, delete_documents and optimize of a sharded index
+    live = sorted(d.id for d in shards.ShardedIndex.load(folder, verify=False).documents())
+else:
+    live = list(Index.load(folder, verify=False).doc_ids)
 deleted, commits, errors = [], 0, []
 deadline = time.monotonic() + seconds
 while time.monotonic() < deadline:
@@ -66,17 +73,18 @@ print(json.dumps({"commits": commits, "errors": errors[:5]}), flush=True)
 LIBRARY_READER = r"""
 import json, sys, time, traceback
 from pathlib import Path
-from bm25lab.engine import Index
+from bm25lab.engine import Index, shards
 folder, seconds, queries = Path(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+load, manifest = (shards.ShardedIndex.load, shards.MANIFEST) if shards.is_sharded(folder) else (Index.load, "index.json")
 searches = failures = overlapped = 0
 shown = []
 deadline = time.monotonic() + seconds
 while time.monotonic() < deadline:
     query = queries[searches % len(queries)]
-    before = (folder / "index.json").read_bytes()
+    before = (folder / manifest).read_bytes()
     try:
-        index = Index.load(folder)
-        if (folder / "index.json").read_bytes() != before:
+        index = load(folder)
+        if (folder / manifest).read_bytes() != before:
             overlapped += 1
         hits = index.search(query, k=5)
         [(h.doc_id, h.title) for h in hits]  # the stores are read too
@@ -94,13 +102,18 @@ def words(rng: random.Random, count: int) -> str:
     return " ".join(f"w{int(rng.paretovariate(1.1)) % 5000}" for _ in range(count))
 
 
-def build(folder: Path, docs: int, seed: int) -> int:
-    """Index ``docs`` synthetic documents into ``folder``; returns its size in bytes."""
-    from bm25lab.engine import Index, Tokenizer, storage
+def build(folder: Path, docs: int, seed: int, shard_count: int | None = None) -> int:
+    """Index ``docs`` synthetic documents into ``folder`` (``shard_count`` shards: a sharded index);
+    returns its size in bytes."""
+    from bm25lab.engine import Index, Tokenizer, shards, storage
 
     rng = random.Random(seed)
     corpus = ({"id": f"d{i}", "title": f"document {i}", "text": words(rng, rng.randint(60, 180))} for i in range(docs))
-    Index.build(corpus, tokenizer=Tokenizer("whitespace", stopwords=None)).save(folder)
+    tokenizer = Tokenizer("whitespace", stopwords=None)
+    if shard_count:
+        shards.build(corpus, folder, shard_count, tokenizer, workers=1)
+        return shards.size_on_disk(folder)
+    Index.build(corpus, tokenizer=tokenizer).save(folder)
     return storage.size_on_disk(folder)
 
 
@@ -172,20 +185,22 @@ def main() -> int:
     parser.add_argument("--cli-readers", type=int, default=2)
     parser.add_argument("--rate", type=float, default=6.0, help="the writer's commits a second (default 6)")
     parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--shards", type=int, help="build a sharded index of this many shards")
     parser.add_argument("--folder", type=Path, help="where to build the index (default: a temporary folder)")
     parser.add_argument("--json", action="store_true", help="print the counts as one JSON object")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bm25lab-soak-") as tmp:
         folder = args.folder or Path(tmp) / "index"
         started = time.perf_counter()
-        size = build(folder, args.docs, args.seed)
+        size = build(folder, args.docs, args.seed, args.shards)
         built = time.perf_counter() - started
         result = soak(folder, args.seconds, args.cli_readers, args.rate, args.seed)
         result.update(documents=args.docs, index_bytes=size, build_seconds=round(built, 1))
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"index: {args.docs:,} documents, {size / 1e6:.1f} MB (built in {built:.1f} s)")
+        kind = f" in {args.shards} shards" if args.shards else ""
+        print(f"index: {args.docs:,} documents{kind}, {size / 1e6:.1f} MB (built in {built:.1f} s)")
         print(f"writer: {result['commits']:,} commits in {args.seconds:g} s"
               + (f", {len(result['writer_errors'])} errors: {result['writer_errors']}" if result["writer_errors"] else ""))
         print(f"readers: {result['cli_searches']:,} `bm25lab search` processes, {result['library_searches']:,} "

@@ -1,6 +1,7 @@
 """Crash safety: `kill -9` at every step of `bm25lab add`, `delete`, `optimize` and
 `index --overwrite` leaves the index exactly as it was before or as it is after, never in between,
-and the next writer removes whatever the killed one left (and nothing else).
+and the next writer removes whatever the killed one left (and nothing else); the same for a sharded
+index (`index --shards N`), whose commit is the replacement of shards.json.
 
 The kill moments are the writer's own: :func:`bm25lab.engine.storage.checkpoint` marks each step of
 a change (a scratch folder made, the journal written, a segment's folder made, its files written, it
@@ -27,7 +28,7 @@ from typing import Callable
 
 import pytest
 
-from bm25lab.engine import Index, scratch, segments, storage
+from bm25lab.engine import Index, scratch, segments, shards, storage
 
 # The helper: reads {"args": [...], "kill_at": n or null, "log": path} lines; for each, forks a child
 # that runs `bm25lab args` (output to log) with storage.checkpoint replaced: at each step the child
@@ -36,6 +37,7 @@ from bm25lab.engine import Index, scratch, segments, storage
 FORKER = r"""
 import contextlib, io, json, os, select, signal, sys, time
 import bm25lab.engine.index, bm25lab.engine.locking, bm25lab.engine.segments, bm25lab.engine.sources, bm25lab.cli.growth_cmds
+import bm25lab.engine.shards, bm25lab.cli.distributed_cmds
 import fcntl, hashlib, rich.console, rich.progress, sqlite3, tempfile
 from bm25lab.cli import app
 from bm25lab.engine import storage
@@ -235,3 +237,125 @@ def test_a_killed_build_leaves_nothing_the_next_one_keeps(tmp_path: Path, forker
         assert unexpected(tmp_path / "new") == [] and not [n for n in (tmp_path / "new").iterdir()
                                                            if scratch.is_scratch_name(n.name)]
         assert len(observed(tmp_path / "new")) == 50
+
+
+# ---------------------------------------------------------------------- sharded indexes
+SHARDED_COMMIT = "shards.json replaced"  # a sharded change is committed from this step on
+
+
+def observed_sharded(directory: Path) -> Docs:
+    """The documents of the sharded index in ``directory``, checked to search exactly as a fresh
+    build of them (one ordinary index)."""
+    index = shards.ShardedIndex.load(directory)
+    docs = {d.id: d.text for d in index.documents()}
+    assert len(docs) == index.num_docs
+    fresh = Index.build(sorted(docs.items()), tokenizer=index.tokenizer, workers=1)
+    assert index.counts() == fresh.counts()
+    for query in ("w1 w2 w3", "w7 w250 salt", "w99"):
+        assert [(h.doc_id, h.score) for h in index.search(query, k=20)] == \
+               [(h.doc_id, h.score) for h in fresh.search(query, k=20)]
+    return docs
+
+
+def unexpected_sharded(directory: Path) -> list[str]:
+    """What the sharded index's folder and its shards hold besides their manifests, locks, journals
+    and the names the manifests give; names a journal still lists; shard manifests unlike their copies."""
+    manifest = shards.read_manifest(directory)
+    own = {shards.MANIFEST, storage.LOCK_FILE, storage.JOURNAL}
+    out = sorted(p.name for p in directory.iterdir() if p.name not in own | storage.named_files(directory))
+    out += [f"journal: {name}" for name in storage.Journal(directory).names()]
+    for entry in manifest["shards"]:
+        folder = directory / entry["name"]
+        out += [f"{entry['name']}/{name}" for name in unexpected(folder)]
+        out += [f"{entry['name']}/journal: {name}" for name in storage.Journal(folder).names()]
+        if storage.read_manifest(folder) != entry["manifest"]:
+            out.append(f"{entry['name']}/index.json (stale)")
+    return out
+
+
+def test_kill_at_every_step_of_a_sharded_change_leaves_before_or_after(tmp_path: Path, forker: Forker) -> None:
+    rng = random.Random(20261916)
+    index_dir = tmp_path / "idx"
+    sharded = ["--language", "whitespace", "--shards", "2", "--workers", "1"]
+    initial = synthetic(rng, [f"d{i}" for i in range(120)])
+    assert forker.run(["index", str(write_jsonl(tmp_path / "initial.jsonl", initial)), "--out", str(index_dir),
+                       *sharded])[0] is False
+    more = synthetic(rng, [f"e{i}" for i in range(40)])  # second segments, and deletions in the first
+    assert forker.run(["add", str(index_dir), str(write_jsonl(tmp_path / "more.jsonl", more)), "--workers", "1"])[0] \
+        is False
+    assert forker.run(["delete", str(index_dir), "d1", "d2", "d3", "e4"])[0] is False
+    state = observed_sharded(index_dir)
+    assert len(state) == 156 and shards.ShardedIndex.load(index_dir).num_segments == 4
+
+    def op_add() -> tuple[list[str], Docs]:
+        existing = rng.sample(sorted(state), k=10)
+        new = synthetic(rng, existing + [f"n{i}" for i in range(30)], salt="salt")
+        return ["add", str(index_dir), str(write_jsonl(tmp_path / "add.jsonl", new)), "--workers", "1"], \
+            {**state, **new}
+
+    def op_delete() -> tuple[list[str], Docs]:
+        gone = rng.sample(sorted(state), k=20)
+        return ["delete", str(index_dir), *gone], {k: v for k, v in state.items() if k not in gone}
+
+    def op_optimize() -> tuple[list[str], Docs]:
+        return ["optimize", str(index_dir)], dict(state)
+
+    def op_overwrite() -> tuple[list[str], Docs]:
+        reset = synthetic(rng, [f"r{i}" for i in range(60)], salt="salt")
+        return ["index", str(write_jsonl(tmp_path / "reset.jsonl", reset)), "--out", str(index_dir), *sharded,
+                "--overwrite"], reset
+
+    ops: dict[str, Callable[[], tuple[list[str], Docs]]] = {
+        "add": op_add, "delete": op_delete, "optimize": op_optimize, "index --overwrite": op_overwrite}
+    saved = tmp_path / "saved"
+    shutil.copytree(index_dir, saved)
+    kills: dict[str, list[str]] = {}
+    for name, make in ops.items():
+        args, after = make()
+        killed, steps = forker.run(args)  # to its end: the steps this change takes
+        assert not killed and observed_sharded(index_dir) == after and unexpected_sharded(index_dir) == []
+        assert steps.count(SHARDED_COMMIT) == 1 and "journaled" in steps[:steps.index(SHARDED_COMMIT)], steps
+        kills[name] = []
+        for at in range(len(steps)):
+            restore(saved, index_dir)
+            killed, taken = forker.run(args, kill_at=at)
+            assert killed and taken == steps[:at + 1], (name, at, taken)
+            kills[name].append(steps[at])
+            expected = after if at >= steps.index(SHARDED_COMMIT) else state
+            assert observed_sharded(index_dir) == expected, f"{name} killed at step {at} ({steps[at]})"
+            shards.optimize(index_dir)  # the next writer finishes what the killed one left, and only that
+            left = unexpected_sharded(index_dir)
+            assert left == [], f"{name} killed at step {at} ({steps[at]}): {left}"
+            assert observed_sharded(index_dir) == expected
+        restore(saved, index_dir)
+    # every kind of step was interrupted, in every kind of change: the shards' own commits (after the
+    # sharded commit, bringing their index.json to their copies) and the removal of obsolete files too
+    for name, steps in kills.items():
+        assert {"journaled", "shards.json written", SHARDED_COMMIT, "shards.json committed", "manifest replaced",
+                "removed"} <= set(steps), (name, steps)
+    for name in ("add", "delete", "index --overwrite"):
+        assert "statistics renamed" in kills[name], (name, kills[name])
+    assert {"scratch made", "segment folder made", "segment files written", "segment renamed"} <= set(kills["add"])
+    assert "deletions written" in kills["delete"] and "scratch made" in kills["optimize"]
+    assert {"scratch made", "shard renamed"} <= set(kills["index --overwrite"])
+
+
+def test_a_killed_sharded_build_leaves_nothing_the_next_one_keeps(tmp_path: Path, forker: Forker) -> None:
+    # a first `index --shards 2 --out` killed at each step: the folder then holds only what bm25lab
+    # made (journaled shard and statistics folders, the staging scratch folder), which the next build
+    # accepts and clears
+    source = write_jsonl(tmp_path / "docs.jsonl", synthetic(random.Random(6), [f"d{i}" for i in range(50)]))
+    args = ["index", str(source), "--out", str(tmp_path / "new"), "--language", "whitespace", "--shards", "2"]
+    _, steps = forker.run(args)
+    for at in range(len(steps)):
+        shutil.rmtree(tmp_path / "new")
+        killed, _ = forker.run(args, kill_at=at)
+        assert killed
+        if at < steps.index(SHARDED_COMMIT):
+            assert not (tmp_path / "new" / shards.MANIFEST).exists()
+            assert forker.run(args)[0] is False  # accepted without --overwrite: nothing in it is anyone else's
+        else:
+            assert forker.run(args + ["--overwrite"])[0] is False
+        assert unexpected_sharded(tmp_path / "new") == [] and not [n for n in (tmp_path / "new").iterdir()
+                                                                   if scratch.is_scratch_name(n.name)]
+        assert len(observed_sharded(tmp_path / "new")) == 50
