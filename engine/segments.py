@@ -635,6 +635,7 @@ def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: in
     analysed into a scratch folder inside ``directory`` (:mod:`bm25lab.engine.scratch`)."""
     directory = Path(directory)
     manifest = storage.read_manifest(directory)
+    refuse_shard(directory)  # before the work (and again under the lock)
     config = manifest["tokenizer"]
     tokenizer = Tokenizer.from_config(config)
     check_unlocked(directory)

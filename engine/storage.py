@@ -28,6 +28,10 @@ manifest on disk does not name is removed and the journal emptied (:func:`settle
 in the folder, whatever its name, is never touched. Temporary files of the work before a commit
 live in scratch folders (:mod:`bm25lab.engine.scratch`).
 
+A sharded index's folder (:mod:`bm25lab.engine.shards`) follows the same rules with ``shards.json``
+as its manifest: its journal names shard and statistics folders, :func:`named_files` reads either
+manifest, and :func:`commit_json` is the one atomic commit of both; each shard is an index folder.
+
 Readers take no lock (:func:`load_segment`): they open every file a manifest names before reading
 any, so that a writer that removes them afterwards takes nothing from under them (an open file
 lives on until it is closed, a memory map until it is unmapped); a file already gone when it is

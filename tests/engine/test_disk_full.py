@@ -179,3 +179,32 @@ def test_a_file_size_limit(tmp_path: Path) -> None:
     one_error(run("optimize", str(ix), limit=400_000), f"{ix}/")
     assert sorted(p.relative_to(ix) for p in ix.rglob("*")) == before
     assert os.path.getsize(ix / "index.json") > 0 and run("search", str(ix), "w1", limit=None)["code"] == 0
+
+
+def test_a_file_size_limit_on_a_sharded_index(tmp_path: Path) -> None:
+    # the same for a sharded index: its build stages partitions, its changes write into its shards, in
+    # scratch folders inside the index folder; a failed write names its file and leaves nothing behind
+    small = write_docs(tmp_path / "small.jsonl", 300, 30, 1, "s")
+    big = write_docs(tmp_path / "big.jsonl", 8000, 60, 2, "b")
+    sx = tmp_path / "sx"
+
+    def run(*args: str, limit: int | None = 200_000) -> dict:
+        done = subprocess.run([BM25LAB, *args], capture_output=True, text=True, timeout=300,
+                              preexec_fn=_limited(limit) if limit else None)
+        return {"code": done.returncode, "stderr": done.stderr.strip().splitlines(), "stdout": done.stdout}
+
+    sharded = ["--language", "whitespace", "--shards", "2", "--workers", "1"]
+    assert run("index", str(small), "--out", str(sx), *sharded)["code"] == 0
+    before = sorted(p.relative_to(sx) for p in sx.rglob("*"))
+    message = one_error(run("add", str(sx), str(big), "--workers", "1"), f"{sx}/", "ulimit -f")
+    assert "200,000 bytes" in message
+    assert sorted(p.relative_to(sx) for p in sx.rglob("*")) == before
+    one_error(run("index", str(big), "--out", str(tmp_path / "new"), *sharded), f"{tmp_path / 'new'}/")
+    assert not (tmp_path / "new").exists()
+    assert run("add", str(sx), str(big), "--workers", "1", limit=None)["code"] == 0
+    assert run("delete", str(sx), "b1", "s1")["code"] == 0
+    before = sorted(p.relative_to(sx) for p in sx.rglob("*"))
+    one_error(run("optimize", str(sx), limit=400_000), f"{sx}/")  # a merge bigger than the limit
+    assert sorted(p.relative_to(sx) for p in sx.rglob("*")) == before
+    assert run("search", str(sx), "w1", limit=None)["code"] == 0
+    assert run("optimize", str(sx), limit=None)["code"] == 0

@@ -562,3 +562,203 @@ def test_kill_at_random_moments_leaves_before_or_after(tmp_path: Path) -> None:
     finally:
         helper.stdin.close()
         helper.wait(timeout=60)
+
+
+# ---------------------------------------------------------------------------------------------- on-disk rules
+# The rules of an ordinary index (bm25lab.engine.storage) hold for a sharded one: checksummed manifests
+# at format version 2, counts checked against the data, targets refused unless new, empty or an index,
+# readers that pin their files, writers that verify before they rewrite, remove only what they journaled
+# and refuse a shard before they remove anything. (Crashes: tests/engine/test_crash.py; readers under a
+# committing writer: tests/engine/test_concurrency.py; full disks: tests/engine/test_disk_full.py.)
+WS = Tokenizer("whitespace", stopwords=None)
+
+
+def seal(manifest: dict) -> dict:
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return dict(body, checksum=storage.manifest_checksum(body))
+
+
+def test_shards_json_is_checksummed_and_its_counts_are_checked(collections, tmp_path: Path) -> None:
+    import copy
+    import shutil
+
+    path = tmp_path / "copy"
+    shutil.copytree(collections["cranfield"].paths[2], path)
+    manifest = json.loads((path / shards.MANIFEST).read_text())
+    assert manifest["format_version"] == shards.FORMAT_VERSION == storage.FORMAT_VERSION == 2
+    assert manifest["checksum"] == storage.manifest_checksum(manifest)
+    for entry in manifest["shards"]:  # each shard's manifest: version 2, its own checksum, the same on disk
+        assert entry["manifest"]["format_version"] == 2
+        assert entry["manifest"]["checksum"] == storage.manifest_checksum(entry["manifest"])
+        assert storage.read_manifest(path / entry["name"]) == entry["manifest"]
+
+    def loading_says(edited: dict, message: str) -> None:
+        (path / shards.MANIFEST).write_text(json.dumps(edited, indent=1))
+        with pytest.raises(IndexFormatError, match=message):
+            ShardedIndex.load(path)
+
+    edited = copy.deepcopy(manifest)
+    edited["tokenizer"]["stem"] = not edited["tokenizer"]["stem"]  # would silently change every search
+    loading_says(edited, r"shards.json: manifest checksum mismatch \(the manifest was edited or damaged\)")
+    edited = copy.deepcopy(manifest)
+    edited["shards"][1]["manifest"]["tokenizer"]["stem"] = not manifest["tokenizer"]["stem"]
+    loading_says(seal(edited), r"index.json: manifest checksum mismatch")  # the shard's copy has its own
+    edited = copy.deepcopy(manifest)
+    counts = edited["shards"][0]["manifest"]["counts"]
+    counts["documents"] -= 1
+    edited["shards"][0]["manifest"] = seal(edited["shards"][0]["manifest"])
+    edited["statistics"]["documents"] -= 1
+    loading_says(seal(edited), r"the segments hold \{'documents': \d+.*the manifest says")
+    edited = copy.deepcopy(manifest)
+    edited["statistics"]["total_length"] += 1
+    loading_says(seal(edited), r"the statistics' counts are not the sum of the shards'")
+    # a statistics file that agrees with its record but not with the shards: two terms' df swapped
+    df_path = path / manifest["statistics"]["name"] / shards.DF_FILE
+    df = np.load(df_path)
+    first, other = 0, int(np.flatnonzero(df != df[0])[0])
+    df[[first, other]] = df[[other, first]]
+    np.save(df_path, df)
+    edited = copy.deepcopy(manifest)
+    edited["statistics"]["files"][shards.DF_FILE] = {"bytes": df_path.stat().st_size,
+                                                    "sha256": storage.sha256_file(df_path)}
+    loading_says(seal(edited), r"shards.json: the statistics disagree with the shards")
+
+
+def test_sharded_targets_follow_the_index_out_rules(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from bm25lab.cli import app
+
+    docs = [("a", "x y"), ("b", "y z")]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match=r"not empty and holds no bm25lab index \(it holds 'notes.txt'\)"):
+        shards.build(docs, foreign, 2, WS, overwrite=True)
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]  # not even a lock file was made
+    someone = tmp_path / "someone"
+    someone.mkdir()
+    (someone / shards.MANIFEST).write_text('{"format": "another program"}')
+    for overwrite in (False, True):
+        with pytest.raises(InputError, match=r"shards.json: not a bm25lab index manifest; refusing to replace it"):
+            shards.build(docs, someone, 2, WS, overwrite=overwrite)
+    assert sorted(p.name for p in someone.iterdir()) == [shards.MANIFEST]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in docs))
+    result = CliRunner().invoke(app, ["index", str(tmp_path / "d.jsonl"), "--out", str(foreign), "--shards", "2",
+                                      "--overwrite"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "refusing to write an index into it" in \
+        result.stderr
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+def test_a_sharded_reader_outpaced_by_writers_never_says_rebuild(tmp_path: Path, monkeypatch) -> None:
+    # if writers commit between every reading of shards.json and the opening of its files, the reader
+    # gives up with "try again", never with "rebuild the index" (the index is healthy, only being changed)
+    from bm25lab.engine import index as index_module
+
+    directory = tmp_path / "s"
+    ids = [f"d{i}" for i in range(40)]
+    shards.build([(i, "x y") for i in ids], directory, 2, WS)
+    first = {route(i, 2): i for i in reversed(ids)}  # one document of each shard: each gets a deletions file
+    shards.delete_documents(directory, list(first.values()))
+    victims = iter(i for i in ids if i not in first.values())
+    original = segments.pin_parts
+    writing: list[bool] = []
+    commits: list[str] = []
+
+    def racing(folder, manifest, pins):
+        if not writing:  # the reader's call (the writer's own go straight through)
+            writing.append(True)
+            commits.append(next(victims))
+            shards.delete_documents(directory, commits[-1:])  # replaces a shard's deletions file
+            writing.clear()
+        return original(folder, manifest, pins)
+
+    monkeypatch.setattr(segments, "pin_parts", racing)
+    monkeypatch.setattr(index_module, "_LOAD_ATTEMPTS", 3)
+    with pytest.raises(IndexFormatError, match=r"the index changed 3 times while it was being read .*; try again$"):
+        ShardedIndex.load(directory)
+    monkeypatch.setattr(segments, "pin_parts", original)
+    assert len(commits) >= 3 and ShardedIndex.load(directory).num_docs == 40 - 2 - len(commits)
+    (deletions, *_) = directory.glob("shard-*/del-*.npy")
+    deletions.unlink()  # a file gone from an index nobody changes: damage, and said so
+    with pytest.raises(IndexFormatError, match="del-.*: missing index file; rebuild the index"):
+        ShardedIndex.load(directory)
+
+
+def test_damage_is_not_rewritten_by_a_sharded_change(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    docs = [(f"d{i}", f"alpha w{i % 5} w{i % 3}") for i in range(40)]
+    index = ShardedIndex.build(docs[:30], path, 2, tokenizer=WS)
+    index.add(docs[30:])  # two segments in each shard: optimize would merge them
+    manifest = shards.read_manifest(path)
+    shard = manifest["shards"][0]
+    damaged = path / shard["name"] / shard["manifest"]["segments"][0]["name"] / "tfs.npy"
+    raw = bytearray(damaged.read_bytes())
+    raw[-1] ^= 1
+    damaged.write_bytes(bytes(raw))
+    index = ShardedIndex.load(path, verify=False)  # the API's own changes load without checksums
+    before = snapshot(path)
+    in_damaged = [d for d, _ in docs if route(d, 2) == 0]
+    with pytest.raises(IndexFormatError, match=f"{damaged}: checksum mismatch"):
+        index.optimize()  # would rewrite the damaged postings into a new segment with fresh checksums
+    with pytest.raises(IndexFormatError, match=f"{damaged}: checksum mismatch"):
+        index.delete([in_damaged[0]])  # new statistics would be derived from the damaged postings
+    with pytest.raises(IndexFormatError, match=f"{damaged}: checksum mismatch"):
+        index.add([(in_damaged[1], "a replacement")])
+    assert snapshot(path) == before
+    with pytest.raises(IndexFormatError, match="checksum mismatch"):
+        ShardedIndex.load(path)
+
+
+def test_a_shard_is_refused_before_anything_is_removed(tmp_path: Path) -> None:
+    # a writer killed after committing shards.json leaves a shard's index.json behind: the shard's own
+    # writers must refuse it before they settle anything (they would take the committed files for leftovers)
+    from typer.testing import CliRunner
+
+    from bm25lab.cli import app
+
+    path = tmp_path / "s"
+    docs = [(f"d{i}", f"w{i % 7} w{i % 3}") for i in range(60)]
+    index = ShardedIndex.build(docs, path, 2, tokenizer=WS)
+    old = {e["name"]: (path / e["name"] / "index.json").read_bytes() for e in shards.read_manifest(path)["shards"]}
+    index.delete(["d1", "d2", "d3", "d4"])
+    for entry in shards.read_manifest(path)["shards"]:
+        shard_dir = path / entry["name"]
+        (shard_dir / "index.json").write_bytes(old[entry["name"]])
+        # as the killed writer left it: the files it wrote for its commit are in the shard's journal
+        storage.Journal(shard_dir).add(*sorted(storage.referenced_names(entry["manifest"])
+                                               - storage.named_files(shard_dir)))
+    before = snapshot(path)
+    (tmp_path / "more.jsonl").write_text(json.dumps({"id": "n", "text": "w1"}) + "\n")
+    for name in old:
+        shard_dir = path / name
+        for change in (lambda: segments.add_documents(shard_dir, [("n", "w1")]),
+                       lambda: segments.delete_documents(shard_dir, ["d5", "d6"]),
+                       lambda: segments.optimize(shard_dir),
+                       lambda: Index.load(shard_dir).save(shard_dir, overwrite=True)):
+            with pytest.raises(IndexFormatError, match="is a shard of the sharded index"):
+                change()
+        for args in (["add", str(shard_dir), str(tmp_path / "more.jsonl")], ["optimize", str(shard_dir)]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 1 and "is a shard of the sharded index" in result.stderr
+    assert snapshot(path) == before
+    assert ShardedIndex.load(path).num_docs == 56
+
+
+def test_k1_zero_is_computed_on_shards_as_on_one_index(collections) -> None:
+    c = collections["cranfield"]
+    queries = dict(list(c.queries.items())[:40])
+    index = ShardedIndex.load(c.paths[3])
+    for variant in VARIANTS:
+        expected = bits(c.single.search_many(queries, k=50, variant=variant, k1=0.0, workers=1))
+        assert bits(index.search_many(queries, k=50, variant=variant, k1=0.0, workers=1)) == expected, variant
+        assert not any(np.isnan(s).any() for s in (np.asarray(h.scores) for h in
+                                                   index.search_many(queries, k=5, variant=variant, k1=0.0).values()))
+
+
+def test_size_on_disk_is_read_from_the_manifests(collections) -> None:
+    path = collections["cranfield"].paths[3]
+    on_disk = sum(p.stat().st_size for p in path.rglob("*")
+                  if p.is_file() and p.name not in (".writer.lock", ".writer.journal"))
+    assert ShardedIndex.load(path).info().size_bytes == shards.size_on_disk(path) == on_disk
