@@ -30,8 +30,11 @@ task per shard, twice (:func:`bm25lab.engine.shards.search_shards`: first the te
 largest weights, then each shard's exact top k under the global statistics), and merges the shards'
 lists by the tie rule. Each shard goes to one worker, where it is loaded once and kept in a
 worker-local cache keyed by the index folder, the shard and the digest of its manifest, so later
-queries, commands and clients reuse it, and a changed index is loaded again. A task whose worker dies
-runs on another worker, which loads the shard; the results are the same.
+queries, commands and clients reuse it, and a changed index is loaded again. A worker that finds a file
+of its shard gone (a writer committed after the index was opened) makes the client read ``shards.json``
+again and search the index as it is now (as :meth:`bm25lab.engine.shards.ShardedIndex.load` does; a
+file gone from an unchanged index is damage). A task whose worker dies runs on another worker, which
+loads the shard; the results are the same.
 """
 from __future__ import annotations
 

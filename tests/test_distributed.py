@@ -169,6 +169,26 @@ def test_shards_stay_loaded_on_the_workers_until_the_index_changes(client, refer
     assert len(mine) == 3  # the old versions were dropped
 
 
+def test_an_index_changed_before_the_workers_load_it_is_read_again(client, references, tmp_path: Path) -> None:
+    # opened at one version, searched after a writer committed and removed files that version named: the
+    # workers find a file gone, and the client reads shards.json again (never "rebuild the index")
+    ref = references["cranfield"]
+    path = shards.build(ref.docs[:600], tmp_path / "idx", 3, ref.tokenizer, workers=1)
+    queries = dict(list(ref.queries.items())[:30])
+    index = bd.DistributedIndex(path, client, backend="numpy")  # nothing loaded on the workers yet
+    shards.delete_documents(path, [ref.docs[0].id, ref.docs[1].id])
+    shards.optimize(path)  # every shard with a deletion is rewritten: the segments the opened version named go
+    fresh = Index.build(ref.docs[2:600], tokenizer=ref.tokenizer, workers=1)
+    assert bits(index.search_many(queries, k=20)) == bits(fresh.search_many(queries, k=20, workers=1))
+    assert index.num_docs == 598
+    # a file gone from an index nobody changes is damage, and said so
+    broken = bd.DistributedIndex(path, client, backend="numba")  # another backend: loaded anew on the workers
+    (victim, *_) = path.glob("shard-*/seg-*/tfs.npy")
+    victim.unlink()
+    with pytest.raises(IndexFormatError, match="tfs.npy: missing index file; rebuild the index"):
+        broken.search_many(queries, k=20)
+
+
 def test_experiment_on_the_cluster_equals_the_experiment_here(client) -> None:
     from bm25lab import experiment
 
