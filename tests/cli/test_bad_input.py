@@ -99,6 +99,51 @@ def test_bad_source_changes_nothing(case: str, tmp_path: Path, index_dir: Path) 
     assert not (tmp_path / "new").exists()
 
 
+@pytest.fixture(scope="module")
+def built_sharded(built: Path) -> Path:
+    """A sharded index of the same documents (two shards, a second segment, a deletion)."""
+    assert runner.invoke(app, ["index", str(built / "docs.jsonl"), "--out", str(built / "sharded"),
+                               "--language", "whitespace", "--shards", "2"]).exit_code == 0
+    assert runner.invoke(app, ["add", str(built / "sharded"), str(built / "more.jsonl")]).exit_code == 0
+    return built / "sharded"
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SOURCES) + ["cr-only", "link-outside"])
+def test_bad_source_changes_no_sharded_index(case: str, tmp_path: Path, built_sharded: Path) -> None:
+    # the sharded build and add read their documents as the ordinary ones do: the same refusals
+    if case == "cr-only":
+        path, fragment = tmp_path / "cr.tsv", ":1: a carriage return (CR) inside the line"
+        path.write_bytes(b"a\thello\rb\tworld\r")
+    elif case == "link-outside":
+        path, fragment = tmp_path / "docs", "outside the folder"
+        path.mkdir()
+        (path / "a.txt").write_text("alpha")
+        (tmp_path / "secret.txt").write_text("do not index me")
+        (path / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    else:
+        path, fragment = _source(tmp_path, case)
+    index_dir = tmp_path / "sharded"
+    shutil.copytree(built_sharded, index_dir)
+    before = snapshot(index_dir)
+    fails(["add", str(index_dir), str(path)], str(path), fragment)
+    fails(["index", str(path), "--out", str(index_dir), "--shards", "2", "--overwrite"], str(path), fragment)
+    assert snapshot(index_dir) == before
+    fails(["index", str(path), "--out", str(tmp_path / "new"), "--shards", "3"], str(path), fragment)
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_id_a_trec_line_cannot_hold_is_refused_on_a_sharded_index(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a b", "text": "hello world"}) + "\n"
+                                      + json.dumps({"id": "c", "text": "hello"}) + "\n")
+    assert runner.invoke(app, ["index", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "s"),
+                               "--shards", "2"]).exit_code == 0
+    fails(["search", str(tmp_path / "s"), "world", "--format", "trec"],
+          "document id 'a b' is empty or contains whitespace; a TREC run cannot hold it")
+    (tmp_path / "q.tsv").write_text("q1\thello\n")
+    fails(["run", str(tmp_path / "s"), str(tmp_path / "q.tsv"), "--out", str(tmp_path / "r")], "a TREC run cannot hold")
+    assert not (tmp_path / "r").exists()
+
+
 def test_duplicate_ids_in_added_documents(tmp_path: Path, index_dir: Path) -> None:
     dup = tmp_path / "dup.tsv"
     dup.write_text("a\tx\nb\ty\na\tz\n", encoding="utf-8")
