@@ -157,8 +157,10 @@ def test_the_bar_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
     started: list[subprocess.Popen] = []
     log = (tmp_path / "dask.log").open("w")
     try:
+        # cwd: not the source tree, whose bm25lab/ folder would shadow the installed package in `python -m`
         started.append(subprocess.Popen(dask + ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                                "--scheduler-file", str(scheduler_file)], stdout=log, stderr=log))
+                                                "--scheduler-file", str(scheduler_file)], stdout=log, stderr=log,
+                                        cwd=tmp_path))
         deadline = time.monotonic() + 60
         while not (scheduler_file.exists() and scheduler_file.stat().st_size):
             assert time.monotonic() < deadline and started[0].poll() is None, (tmp_path / "dask.log").read_text()
@@ -166,7 +168,7 @@ def test_the_bar_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
         address = json.loads(scheduler_file.read_text())["address"]
         for _ in range(2):
             started.append(subprocess.Popen(dask + ["worker", address, "--nthreads", "1", "--no-dashboard",
-                                                    "--host", "127.0.0.1"], stdout=log, stderr=log))
+                                                    "--host", "127.0.0.1"], stdout=log, stderr=log, cwd=tmp_path))
         with distributed.Client(address, timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
 
