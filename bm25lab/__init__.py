@@ -10,7 +10,8 @@ BM25, top-k search; imports nothing else of bm25lab), :mod:`bm25lab.evaluation` 
 measures, comparisons, tuning; uses the engine only through its result type) and
 :mod:`bm25lab.corpora` (the bundled collections). :mod:`bm25lab.experiments` and the command line
 (:mod:`bm25lab.cli`) sit above the three. This module only hands their public names on, each
-loaded when first used: ``import bm25lab`` imports no numpy, jieba or numba.
+loaded when first used: ``import bm25lab`` imports no numpy, jieba or numba. :mod:`bm25lab.distributed`
+runs sharded indexes (:class:`ShardedIndex`) on a Dask cluster (the ``distributed`` extra).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __version__ = "0.2.0"
 # public name -> the module (relative to this package) that defines it
 _EXPORTS = {
     "Index": ".engine.index",
+    "ShardedIndex": ".engine.shards",
     "Tokenizer": ".engine.tokenization",
     "Document": ".engine.records",
     "Hit": ".engine.records",
@@ -52,14 +54,15 @@ _EXPORTS = {
     "tune": ".evaluation.tuning",
     "experiment": ".experiments",
 }
-_SUBPACKAGES = ("engine", "evaluation", "corpora", "experiments", "cli")
+_SUBPACKAGES = ("engine", "evaluation", "corpora", "experiments", "distributed", "cli")
 __all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from . import corpora, engine, evaluation
+    from . import corpora, distributed, engine, evaluation
     from .engine.backends import BACKENDS
     from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
     from .engine.index import Index
+    from .engine.shards import ShardedIndex
     from .engine.records import Document, Hit, Hits, Results
     from .engine.scoring import VARIANTS
     from .engine.segments import Change

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .engine.errors import IndexFormatError, InputError
 from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from .engine import Index, Tokenizer
     from .engine.records import Document, Results
     from .evaluation.evaluator import EvaluationResult
@@ -127,10 +130,13 @@ def _fingerprint(path: Path) -> str:
 
 
 def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool = False,
-                 progress: Callable[[int], None] | None = None, backend: str | None = None) -> tuple[Index, bool]:
+                 progress: Callable[[int], None] | None = None, backend: str | None = None,
+                 shards: int | None = None, client: Client | None = None) -> tuple[Index, bool]:
     """The collection's index from the user's cache (built and saved there on first use, keyed by the
     documents' fingerprint, the tokenizer's configuration and the index format), and whether it
-    came from the cache. A damaged cached index is rebuilt."""
+    came from the cache. A damaged cached index is rebuilt. With ``shards``, a sharded index of that
+    many shards, built and searched on the Dask cluster of ``client`` when given
+    (:mod:`bm25lab.distributed`), else in this process (:mod:`bm25lab.engine.shards`)."""
     from .engine import Index
     from .engine.storage import FORMAT_VERSION
     from .engine.tokenization import cache_dir
@@ -138,14 +144,45 @@ def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool 
     key = hashlib.sha256(json.dumps([collection.fingerprint, tokenizer.config(), FORMAT_VERSION],
                                     sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
     path = cache_dir() / "indexes" / f"{collection.name}-{key}"
+    if shards is not None:
+        return _cached_sharded(collection, tokenizer, path.with_name(f"{path.name}-{shards}-shards"), rebuild=rebuild,
+                               progress=progress, backend=backend, shards=shards, client=client)
     if not rebuild and (path / "index.json").exists():
         try:
             return Index.load(path, backend=backend), True
         except IndexFormatError:
-            pass  # a damaged cache entry is rebuilt below
+            shutil.rmtree(path, ignore_errors=True)  # a damaged cache entry (the cache's own folder) is rebuilt
     built = Index.build(collection.documents(), tokenizer=tokenizer, progress=progress, backend=backend)
     built.save(path, overwrite=True)
     return Index.load(path, backend=backend), False
+
+
+def _cached_sharded(collection: Collection, tokenizer: Tokenizer, path: Path, *, rebuild: bool,
+                    progress: Callable[[int], None] | None, backend: str | None, shards: int,
+                    client: Client | None) -> tuple[Any, bool]:
+    from .engine import shards as sharding
+
+    def opened() -> Any:
+        if client is None:
+            return sharding.ShardedIndex.load(path, backend=backend)
+        from .distributed import DistributedIndex
+
+        return DistributedIndex(path, client, backend)
+
+    if not rebuild and sharding.is_sharded(path):
+        try:
+            return opened(), True
+        except IndexFormatError:
+            shutil.rmtree(path, ignore_errors=True)  # a damaged cache entry (the cache's own folder) is rebuilt
+    if client is None:
+        sharding.build(collection.documents(), path, shards, tokenizer, overwrite=True, progress=progress,
+                       backend=backend)
+    else:
+        from .distributed import build
+
+        build(collection.documents(), path, shards=shards, client=client, tokenizer=tokenizer, overwrite=True,
+              backend=backend, progress=progress)
+    return opened(), False
 
 
 @dataclass(frozen=True)
@@ -169,22 +206,44 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                tokenizer: Tokenizer | None = None, rebuild: bool = False, backend: str | None = None,
                query_ids: str = "auto",
                index_progress: Callable[[int], None] | None = None,
-               search_progress: Callable[[int, int], None] | None = None) -> ExperimentResult:
+               search_progress: Callable[[int, int], None] | None = None,
+               cluster: str | Client | None = None, shards: int | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
     ``query_ids`` is :func:`open_collection`'s; ``k3`` saturates repeated query terms
-    (:func:`bm25lab.engine.scoring.query_term_weight`, None: off)."""
+    (:func:`bm25lab.engine.scoring.query_term_weight`, None: off).
+
+    ``cluster`` (an address of :data:`bm25lab.distributed.ADDRESS_FORMS`, or a Dask client) builds and
+    searches a sharded index of ``shards`` shards (default: one per worker) on that cluster; ``shards``
+    alone, a sharded index in this process. The results are those of one index."""
     from .engine import Tokenizer
-    from .evaluation import evaluate, read_qrels
-    from .evaluation.measures import DEFAULT_MEASURES
 
     started = time.perf_counter()
     collection = open_collection(spec, query_ids=query_ids)
-    index, cached = cached_index(collection, tokenizer or Tokenizer(collection.language), rebuild=rebuild,
-                                 progress=index_progress, backend=backend)
-    results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
-                                progress=search_progress, k3=k3)
+    tokenizer = tokenizer or Tokenizer(collection.language)
+    if cluster is None:
+        index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress, backend=backend,
+                                     shards=shards)
+        results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
+                                    progress=search_progress, k3=k3)
+    else:
+        from .distributed import connect, worker_count
+
+        with connect(cluster) as client:
+            count = shards or worker_count(client)
+            index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress,
+                                         backend=backend, shards=count, client=client)
+            results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
+                                        progress=search_progress, k3=k3)
+    return _evaluated(collection, index, cached, results, measures, variant, k1, b, k, started)
+
+
+def _evaluated(collection: Collection, index: Any, cached: bool, results: Results, measures: Sequence[str] | None,
+               variant: str, k1: float, b: float, k: int, started: float) -> ExperimentResult:
+    from .evaluation import evaluate, read_qrels
+    from .evaluation.measures import DEFAULT_MEASURES
+
     evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
                           collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
     return ExperimentResult(collection, index, cached, results, evaluation, variant, k1, b, k,

@@ -6,7 +6,8 @@ Modules follow the data: ``sources`` (documents and queries in), ``tokenization`
 ``postings`` and ``segments`` (terms to an index), ``storage``, ``docstore`` and ``locking`` (the
 index on disk), ``scoring`` (BM25 variants), ``retrieval`` (weights and the numpy reference search),
 ``backends`` (the numpy and numba implementations of the hot operations), ``selection`` (top-k and the
-tie rule), ``records`` (documents, hits, results), ``index`` (the ``Index`` that ties them).
+tie rule), ``records`` (documents, hits, results), ``index`` (the ``Index`` that ties them), ``shards``
+(a sharded index: N indexes searched as one with global statistics).
 Names are loaded on first use: importing this package imports no numpy.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ _EXPORTS = {
     "ParameterError": ".errors",
     "Index": ".index",
     "PreparedBatch": ".index",
+    "ShardedIndex": ".shards",
     "Document": ".records",
     "Hit": ".records",
     "Hits": ".records",
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .backends import BACKENDS
     from .errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
     from .index import Index, PreparedBatch
+    from .shards import ShardedIndex
     from .records import Document, Hit, Hits, Results
     from .scoring import VARIANTS
     from .segments import Change

@@ -11,10 +11,12 @@ stays open, so a writer that removes an obsolete segment later does not take it 
 """
 from __future__ import annotations
 
+import errno
 import json
 import queue
 import sqlite3
 import threading
+from contextlib import contextmanager
 from itertools import count
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -28,6 +30,7 @@ _BATCH = 500  # ids per IN (...) query: below SQLite's variable limit
 _PAGE = 2048  # rows per page when iterating
 _WRITE_ROWS, _WRITE_CHARS = 1000, 1 << 23  # a writer inserts when either many rows or much text is pending
 _QUEUED_BATCHES = 2  # batches a writer's caller may be ahead of its inserting thread
+_SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full"
 
 
 Fields = tuple[str, str, str, str]  # a row without its number: (id, title, text, meta JSON)
@@ -49,10 +52,16 @@ class DocStoreWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False)  # by one thread at a time
-        self._db.execute("PRAGMA journal_mode=OFF")
-        self._db.execute("PRAGMA synchronous=OFF")
-        self._db.execute(_SCHEMA)
+        with self._naming_path():
+            self._db = sqlite3.connect(path, check_same_thread=False)  # by one thread at a time
+            try:
+                self._db.execute("PRAGMA journal_mode=OFF")
+                self._db.execute("PRAGMA synchronous=OFF")
+                self._db.execute("PRAGMA temp_store=MEMORY")  # nothing in $TMPDIR: the store's own disk only
+                self._db.execute(_SCHEMA)
+            except BaseException:
+                self._db.close()
+                raise
         self._rows: list[tuple[int, str, str, str, str]] = []
         self._pending_chars = 0
         self._queue: queue.Queue[list[tuple[int, str, str, str, str]] | None] = queue.Queue(_QUEUED_BATCHES)
@@ -95,7 +104,21 @@ class DocStoreWriter:
                     self._error = error
 
     def _insert_rows(self, rows: list[tuple[int, str, str, str, str]]) -> None:
-        self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows)
+        with self._naming_path():
+            self._db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows)
+
+    @contextmanager
+    def _naming_path(self) -> Iterator[None]:
+        """SQLite's errors of the disk (full, a file size limit, I/O) as the OSError they are, naming
+        the store's file (SQLite's own message names none)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            full = code == _SQLITE_FULL or "full" in str(exc)
+            raise OSError(errno.ENOSPC if full else errno.EIO,
+                          f"cannot write the document store ({exc}{'' if full else _size_limit()})",
+                          str(self.path)) from None
 
     def _raise_error(self) -> None:
         """Raise the insert's error, once (the thread inserts nothing more after it)."""
@@ -115,9 +138,21 @@ class DocStoreWriter:
                     self._inserting = None
             self._raise_error()
             if self._error is None:
-                self._db.commit()
+                with self._naming_path():
+                    self._db.commit()
         finally:
             self._db.close()
+
+
+def _size_limit() -> str:
+    """The process's file size limit, when it has one (SQLite reports a write beyond it as an I/O error)."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return "" if limit == resource.RLIM_INFINITY else f"; files are limited to {limit:,} bytes (ulimit -f)"
 
 
 class DocStore:
@@ -132,6 +167,12 @@ class DocStore:
         self._lock = threading.Lock()
         uri = f"{Path(path).resolve().as_uri()}?mode=ro&immutable=1"
         self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    def with_deleted(self, deleted: np.ndarray) -> "DocStore":
+        """The same store, sharing this one's open file, with the documents ``deleted`` hidden."""
+        view = DocStore.__new__(DocStore)
+        view.path, view._deleted, view._lock, view._db = self.path, np.asarray(deleted), self._lock, self._db
+        return view
 
     def _query(self, sql: str, args: Sequence[object]) -> list[tuple]:
         with self._lock:

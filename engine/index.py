@@ -17,7 +17,6 @@ committed index; on an index that was never saved they change it in memory only.
 from __future__ import annotations
 
 import os
-import tempfile
 import weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
+from .scratch import Scratch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values
 from .segments import Change, DocLike, Part, Progress, as_document
 from .tokenization import Tokenizer
@@ -41,8 +41,9 @@ __all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
 # A batch searched with a progress callback is searched this many queries at a time (at least).
 _PROGRESS_STEP = 512
-# A reader that finds a segment gone re-reads the manifest this many times (a writer committed meanwhile).
-_LOAD_ATTEMPTS = 5
+# A reader that finds a file gone re-reads the manifest this many times (writers committed meanwhile). It
+# opens every file before reading any, so one attempt takes milliseconds however large the index is.
+_LOAD_ATTEMPTS = 50
 
 
 def _check_k(k: int) -> int:
@@ -55,11 +56,11 @@ class Index:
     """A searchable BM25 index: postings, document ids, tokenizer and document store."""
 
     def __init__(self, segment: storage.Segment, tokenizer: Tokenizer, path: Path | None = None,
-                 workdir: tempfile.TemporaryDirectory | None = None, backend: Backend | str | None = None) -> None:
+                 workdir: Scratch | None = None, backend: Backend | str | None = None) -> None:
         self.tokenizer = tokenizer
         self.path = path
         self._backend = backend if isinstance(backend, Backend) else backends.create(backend)
-        self._workdirs: list[tempfile.TemporaryDirectory] = [] if workdir is None else [workdir]
+        self._workdirs: list[Scratch] = [] if workdir is None else [workdir]
         self._attach([Part(segment)])
 
     @classmethod
@@ -83,14 +84,15 @@ class Index:
         self._parts = parts
         self._segment = segments.merge(parts)
         self._ids = DocIds(self._segment.doc_ids)
-        self._scorer = Scorer(self._segment.postings, self._segment.id_rank, self._segment.fields)
+        self._scorer = Scorer(self._segment.postings, self._segment.id_rank, fields=self._segment.fields)
         self._store = SegmentedStore([p.store for p in parts])
 
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Iterable[DocLike], tokenizer: Tokenizer | None = None, *, workers: int | None = None,
               progress: Progress | None = None, source: str | Path | None = None,
-              backend: str | None = None, fields: Sequence[str] | None = None) -> "Index":
+              backend: str | None = None, fields: Sequence[str] | None = None,
+              scratch: str | Path | None = None) -> "Index":
         """Index ``docs`` (streamed: texts go to the on-disk store, only postings stay in memory).
 
         A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
@@ -100,11 +102,13 @@ class Index:
         ``fields`` (such as ``("title", "text")``; metadata keys too) indexes each field on its own as
         well, for BM25F (``search(..., field_weights=)``); without field weights such an index scores
         its documents' fields' tokens one after the other, as one text.
+        ``scratch``: the folder in which the store is written until the index is saved (default: the
+        system's temporary folder; give the folder the index will be saved to, to use its disk only).
         """
         tokenizer = tokenizer or Tokenizer()
         chosen = backends.create(backend)
         built = segments.build_segment(docs, tokenizer, workers=workers, progress=progress, source=source,
-                                       backend=chosen, fields=fields)
+                                       backend=chosen, fields=fields, scratch=scratch)
         index = cls(built.segment, tokenizer, None, built.workdir, chosen)
         weakref.finalize(index, built.workdir.cleanup)
         return index
@@ -175,10 +179,10 @@ class Index:
         purged = sum(int(p.deleted.shape[0]) for p in self._parts)
         if len(self._parts) <= 1 and not purged:
             return Change(documents=self.num_docs, segments=len(self._parts))
-        workdir = tempfile.TemporaryDirectory(prefix="bm25lab-merge-")
+        workdir = Scratch()
         self._workdirs.append(workdir)
         merged = len(self._parts)
-        parts = [segments.merged_part(self._parts, Path(workdir.name))] if self.num_docs else []
+        parts = [segments.merged_part(self._parts, workdir.path)] if self.num_docs else []
         self._attach(parts)
         return Change(merged=merged, purged=purged, documents=self.num_docs, segments=len(parts))
 
@@ -191,12 +195,14 @@ class Index:
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the index to directory ``path`` as one segment, atomically and under the directory's
-        writer lock (see :mod:`bm25lab.engine.storage`, :mod:`bm25lab.engine.locking`)."""
+        writer lock (see :mod:`bm25lab.engine.storage`, :mod:`bm25lab.engine.locking`).
+
+        ``path`` must be a new or empty folder, or (with ``overwrite``) hold a bm25lab index: a folder
+        holding anything else is refused (InputError), and nothing but the index's own files is ever
+        removed. The data of an index loaded with ``verify=False`` is verified before it is written."""
         directory = Path(path)
         if (directory / storage.MANIFEST).exists() and not overwrite:
             raise InputError("an index exists already (use overwrite=True to replace it)", directory)
-        if directory.exists() and not directory.is_dir():
-            raise InputError("exists and is not a directory", directory)
         segments.replace_all(directory, self._parts, self.tokenizer.config(), overwrite)
         return directory
 
@@ -206,8 +212,10 @@ class Index:
         """Load a saved index; arrays are memory-mapped. Damage or a foreign version is IndexFormatError.
         ``backend`` as in :meth:`build`.
 
-        Takes no lock: when a writer commits while the index is being read and a file it named is
-        gone, the new manifest is read and loading starts again.
+        Takes no lock: every file the manifest names is opened before any is read, so that a writer
+        committing meanwhile takes nothing from under the reader; when a file is already gone (a
+        commit came between reading the manifest and opening its files), the new manifest is read and
+        loading starts again. A file missing from an index that nobody changes is damage.
         """
         directory = Path(path)
         chosen = backend if isinstance(backend, Backend) else backends.create(backend)
@@ -223,11 +231,18 @@ class Index:
                                        f"rebuild the index") from None
             try:
                 parts = segments.load_parts(directory, manifest, verify=verify, mmap=mmap)
-            except IndexFormatError:
-                if attempt + 1 < _LOAD_ATTEMPTS and _manifest_changed(directory, raw):
+            except storage.MissingFile:
+                if not _manifest_changed(directory, raw):
+                    raise  # gone from an index nobody changed: damage
+                if attempt + 1 < _LOAD_ATTEMPTS:
                     continue
-                raise
-            return cls._of_parts(parts, tokenizer, directory, chosen)
+                raise IndexFormatError(f"{directory}: the index changed {_LOAD_ATTEMPTS} times while it was being "
+                                       f"read (writers are committing); try again") from None
+            index = cls._of_parts(parts, tokenizer, directory, chosen)
+            if index.counts() != manifest["counts"]:  # what the files hold is what the manifest says
+                raise IndexFormatError(f"{directory / storage.MANIFEST}: the segments hold {index.counts()}, the "
+                                       f"manifest says {manifest['counts']}; rebuild the index")
+            return index
         raise AssertionError("unreachable")  # pragma: no cover
 
     @property
@@ -271,9 +286,17 @@ class Index:
         return IndexInfo(path=None if self.path is None else str(self.path), format_version=storage.FORMAT_VERSION,
                          documents=self.num_docs, terms=self.num_terms, postings=self.num_postings,
                          average_length=self.avgdl,
-                         size_bytes=None if self.path is None else storage.size_on_disk(self.path),
+                         size_bytes=None if self.path is None else self._size_on_disk(self.path),
                          segments=self.num_segments, backend=self.backend, tokenizer=self.tokenizer.config(),
                          fields=self.fields)
+
+    def _size_on_disk(self, directory: Path) -> int:
+        """The manifest's size and those of the files it names, as it records them."""
+        try:
+            manifest = (directory / storage.MANIFEST).stat().st_size
+        except OSError:
+            manifest = 0
+        return manifest + storage.recorded_bytes([p.entry for p in self._parts if p.entry is not None])
 
     def document(self, doc_id: str) -> Document | None:
         """The stored document (title, text, metadata), or None for an unknown or deleted id."""

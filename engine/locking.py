@@ -3,7 +3,8 @@
 One writer at a time: a change (``add``, ``delete``, ``optimize``, ``save``, ``index --overwrite``)
 holds an exclusive ``flock`` on ``<index>/.writer.lock`` while it commits, with its process id
 written inside so that a second writer can say who holds it. Readers take no lock: they read the
-manifest, which is replaced atomically (:mod:`bm25lab.engine.storage`).
+manifest, which is replaced atomically, and open every file it names before reading any
+(:mod:`bm25lab.engine.storage`).
 
 The kernel releases a ``flock`` when its holder exits, however it exits, so a writer killed with
 ``kill -9`` leaves no stale lock behind (the file stays; its content is only a hint). Never delete
@@ -50,6 +51,15 @@ def check_unlocked(directory: Path) -> None:
         os.close(fd)
 
 
+def _hint(fd: int, text: str) -> None:
+    """Write who holds the lock into it: only a hint, so a full disk does not stop the change."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode("ascii"), 0)
+    except OSError:
+        pass
+
+
 @contextmanager
 def write_lock(directory: Path) -> Iterator[None]:
     """Hold the writer's lock of ``directory`` (which must exist) for the ``with`` block.
@@ -66,11 +76,10 @@ def write_lock(directory: Path) -> Iterator[None]:
         except BlockingIOError:
             raise _locked(directory, fd) from None
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            _hint(fd, f"{os.getpid()}\n")
             yield
         finally:
-            os.ftruncate(fd, 0)
+            _hint(fd, "")
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -9,22 +9,34 @@ All arithmetic is float64.
 
 Single queries compute the weights of their own postings only. Batches compute the weights of all
 postings once per parameter set (:meth:`Scorer.prepare`) and then only gather and add.
+
+A shard of a larger collection (:mod:`bm25lab.engine.shards`) is scored with the collection's
+statistics (:class:`CollectionStatistics`: N, the sum of lengths, every term's df) instead of its
+own, and each query then brings what only the whole collection knows: every term's largest weight
+(``upper``, which fixes the canonical order) and the per-query constant. With both, every document
+gets the float64 score, summed in the order, that an index of the whole collection gives it.
+
+A query term given ``qf`` times weighs ``qf`` (``counts``), or with ``k3``
+:func:`~.scoring.query_term_weight` of it (:meth:`QueryTerms.weighted`): every path multiplies a
+term's weights by its entry of ``counts``. An index built with fields scores by BM25F when the
+parameters carry field weights (:func:`~.scoring.bm25f_tf_part`, from the index's
+:class:`~bm25lab.engine.storage.Fields`); a shard (``statistics``) has no fields.
 """
 from __future__ import annotations
 
 from collections import Counter
 from itertools import chain
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from .postings import Postings, concat_ranges
 from .scoring import Params, bm25f_tf_part, get_variant, query_term_weight, zero_tf_part
+from .selection import top_k
 
 if TYPE_CHECKING:
     from .storage import Fields
-from .selection import top_k
 
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
 # denser queries use one dense array of N scores. Both add in the same order: same float results.
@@ -51,10 +63,16 @@ def _upper(weights: np.ndarray, mult: float) -> float:
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """A query's distinct known terms (ascending term ids) and how often each occurs in the query."""
+    """A query's distinct known terms (ascending term ids) and how often each occurs in the query.
+
+    ``upper`` and ``constant``, when given, are the terms' largest weights (at least 0, before the
+    multiplicity) and the query's constant in the whole collection, for a scorer of one shard of it
+    (see the module docstring); None: the scorer's own."""
 
     term_ids: np.ndarray
     counts: np.ndarray
+    upper: np.ndarray | None = None
+    constant: float | None = None
 
     @property
     def empty(self) -> bool:
@@ -62,29 +80,43 @@ class QueryTerms:
 
     def weighted(self, k3: float | None) -> "QueryTerms":
         """The same terms with ``counts`` replaced by their weights (:func:`~.scoring.query_term_weight`):
-        every scoring path multiplies a term's weight by its entry of ``counts``."""
-        return self if k3 is None else QueryTerms(self.term_ids, query_term_weight(self.counts, k3))
+        every scoring path multiplies a term's weight by its entry of ``counts`` (a shard's ``upper`` is
+        before the multiplicity, its ``constant`` already weighted: both kept)."""
+        return self if k3 is None else replace(self, counts=query_term_weight(self.counts, k3))
 
 
 @dataclass(frozen=True)
 class TermBatch:
     """Many queries' :class:`QueryTerms` as flat arrays: query ``i`` owns ``term_ids[q_ptr[i]:q_ptr[i+1]]``
-    (ascending) with multiplicities ``counts`` at the same places."""
+    (ascending) with multiplicities ``counts`` at the same places; ``upper`` (at the same places) and
+    ``constants`` (one per query) as in :class:`QueryTerms`."""
 
     q_ptr: np.ndarray
     term_ids: np.ndarray
     counts: np.ndarray
+    upper: np.ndarray | None = None
+    constants: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.q_ptr.shape[0] - 1
 
     def query(self, i: int) -> QueryTerms:
         a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
-        return QueryTerms(self.term_ids[a:z], self.counts[a:z])
+        return QueryTerms(self.term_ids[a:z], self.counts[a:z], None if self.upper is None else self.upper[a:z],
+                          None if self.constants is None else float(self.constants[i]))
+
+    def term_upper(self, own: np.ndarray) -> np.ndarray:
+        """Every term's largest weight for this batch: the scorer's own ``own`` (:meth:`Scorer.bounds`),
+        with the batch's ``upper`` in place of its terms' when it has them."""
+        if self.upper is None:
+            return own
+        upper = own.copy()
+        upper[self.term_ids] = self.upper
+        return upper
 
     def weighted(self, k3: float | None) -> "TermBatch":
         """:meth:`QueryTerms.weighted` of every query."""
-        return self if k3 is None else TermBatch(self.q_ptr, self.term_ids, query_term_weight(self.counts, k3))
+        return self if k3 is None else replace(self, counts=query_term_weight(self.counts, k3))
 
     @classmethod
     def of(cls, queries: Sequence[QueryTerms]) -> "TermBatch":
@@ -96,20 +128,84 @@ class TermBatch:
                    np.concatenate([q.counts for q in queries]).astype(np.float64))
 
 
-class Scorer:
-    """Scores queries against one :class:`Postings` with collection statistics taken from it (and, for
-    BM25F, from the index's :class:`~bm25lab.engine.storage.Fields`)."""
+@dataclass(frozen=True, eq=False)
+class CollectionStatistics:
+    """What BM25 needs to know of a whole collection: its live document count ``num_docs`` (N), the
+    integer sum of their lengths, and the document frequency of every term that has a live posting,
+    terms in code point order (exactly the vocabulary and df of one index of the whole collection).
+    """
 
-    def __init__(self, postings: Postings, id_rank: np.ndarray, fields: Fields | None = None) -> None:
+    num_docs: int
+    total_length: int
+    terms: Sequence[str]  # or a pyarrow string array
+    df: np.ndarray  # int64, one per term
+    _idf: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def avgdl(self) -> float:
+        """``total_length / num_docs``, the same float an index of the collection computes."""
+        return self.total_length / self.num_docs if self.num_docs else 0.0
+
+    def idf(self, variant: str) -> np.ndarray:
+        """idf of every term under ``variant``, computed over the whole vocabulary as one index does
+        (``okapi``'s floor is the mean over all of it); cached."""
+        if variant not in self._idf:
+            self._idf[variant] = get_variant(variant).idf(self.df, self.num_docs)
+        return self._idf[variant]
+
+    def positions(self, terms: Sequence[str]) -> np.ndarray:
+        """The position (int64) of each of ``terms`` among :attr:`terms`; every one must be there."""
+        if not len(terms):
+            return np.zeros(0, dtype=np.int64)
+        found = _positions(terms, self.terms)
+        if (found < 0).any():
+            raise KeyError("a term is missing from the collection's statistics")
+        return found
+
+
+def _positions(terms: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
+    """Where each of ``terms`` is in ``vocabulary`` (-1 when absent), hashed by pyarrow in C; a
+    Python dict when a string has no UTF-8 (a lone surrogate)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .columns import string_array
+
+    try:
+        found = pc.index_in(string_array(terms).cast(pa.large_string()),
+                            value_set=string_array(vocabulary).cast(pa.large_string()))
+    except (UnicodeEncodeError, pa.ArrowException):
+        vocabulary = vocabulary.to_pylist() if isinstance(vocabulary, pa.Array) else vocabulary
+        lookup = dict(zip(vocabulary, range(len(vocabulary))))
+        return np.fromiter((lookup.get(t, -1) for t in terms), dtype=np.int64, count=len(terms))
+    return found.fill_null(-1).to_numpy().astype(np.int64)
+
+
+class Scorer:
+    """Scores queries against one :class:`Postings` with collection statistics taken from it, or, for
+    a shard of a larger collection, from ``statistics`` (see the module docstring); for BM25F, with the
+    index's :class:`~bm25lab.engine.storage.Fields` (not with ``statistics``: a shard has no fields)."""
+
+    def __init__(self, postings: Postings, id_rank: np.ndarray, statistics: CollectionStatistics | None = None,
+                 fields: Fields | None = None) -> None:
+        assert statistics is None or fields is None, "a shard of a collection has no fields"
         self.postings = postings
         self.id_rank = id_rank
         self.fields = fields
-        self.n_docs = postings.num_docs
-        total = int(postings.doc_lengths.sum(dtype=np.int64))
-        self.avgdl = total / self.n_docs if self.n_docs else 0.0
+        self.n_docs = postings.num_docs  # this scorer's documents (the collection's: ``statistics``)
+        self.statistics = statistics
         self.field_avgdl = ([] if fields is None else
                             [int(np.asarray(row).sum(dtype=np.int64)) / self.n_docs if self.n_docs else 0.0
                              for row in fields.lengths])
+        # the position of every term of ``postings`` among the statistics' terms (ascending, as both
+        # vocabularies are in code point order)
+        self.term_map: np.ndarray | None = None
+        if statistics is None:
+            total = int(postings.doc_lengths.sum(dtype=np.int64))
+            self.avgdl = total / self.n_docs if self.n_docs else 0.0
+        else:
+            self.avgdl = statistics.avgdl
+            self.term_map = statistics.positions(postings.terms)
         self._idf: dict[str, np.ndarray] = {}
         self._weights: tuple[Params, np.ndarray] | None = None
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
@@ -119,8 +215,11 @@ class Scorer:
     def idf(self, variant: str) -> np.ndarray:
         """idf of every vocabulary term under ``variant`` (cached: it does not depend on k1, b)."""
         if variant not in self._idf:
-            df = self.postings.document_frequencies()
-            self._idf[variant] = get_variant(variant).idf(df, self.n_docs)
+            if self.statistics is None:
+                df = self.postings.document_frequencies()
+                self._idf[variant] = get_variant(variant).idf(df, self.n_docs)
+            else:
+                self._idf[variant] = self.statistics.idf(variant)[self.term_map]
         return self._idf[variant]
 
     def query_batch(self, queries: Sequence[Sequence[str]]) -> "TermBatch":
@@ -198,6 +297,16 @@ class Scorer:
         self._bounds = (params, upper, prunable)
         return upper, prunable
 
+    def term_upper(self, term_ids: np.ndarray, params: Params) -> np.ndarray:
+        """The largest weight (at least 0) of each of ``term_ids`` in this scorer's postings: from the
+        prepared weights when they exist, else from the terms' own postings (the same numbers)."""
+        if self.prepared_for(params):
+            return self.bounds(params)[0][term_ids]
+        idf = self.idf(params.variant)
+        zero = zero_tf_part(params)
+        return np.array([_upper(self._posting_weights(self.postings.span(t), float(idf[t]), params, zero), 1.0)
+                         for t in term_ids.tolist()], dtype=np.float64)
+
     def prepared_for(self, params: Params) -> bool:
         """Whether the weights of all postings are prepared for ``params``."""
         return self._weights is not None and self._weights[0] == params
@@ -209,7 +318,9 @@ class Scorer:
 
     def constant(self, query: QueryTerms, params: Params) -> float:
         """``sum_t idf(t) * tf_part(0)`` over the query's terms: what ``bm25l``/``bm25+`` add to every
-        matching document (0.0 for the other variants)."""
+        matching document (0.0 for the other variants); the query's own ``constant`` when it has one."""
+        if query.constant is not None:
+            return query.constant
         zero = zero_tf_part(params)
         if not zero or query.empty:
             return 0.0
@@ -236,9 +347,10 @@ class Scorer:
         prepared = self.prepare(params) if use_prepared else None
         spans = [p.span(int(t)) for t in query.term_ids]
         doc_parts, weight_parts, upper = [], [], []
-        for t, n, sl in zip(query.term_ids, query.counts, spans):
+        given = query.upper
+        for i, (t, n, sl) in enumerate(zip(query.term_ids, query.counts, spans)):
             w = prepared[sl] if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
-            upper.append(_upper(w, n))
+            upper.append(_upper(w, n) if given is None else float(given[i]) * n)
             doc_parts.append(p.doc_nums[sl])
             weight_parts.append(w * n if n != 1 else w)
         order = term_order(np.array(upper)).tolist()

@@ -76,6 +76,20 @@ def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> Fl
 
 # ---------------------------------------------------------------- tf part ------------------------
 
+def _ratio(numerator: np.ndarray, denominator: np.ndarray, k1: float) -> FloatArray:
+    """``numerator / denominator`` with ``0 / 0`` taken as 0.
+
+    The tf parts below are ``x / (x + k1 * norm)`` in one form or another, with ``x >= 0``: the
+    denominator is 0 only where ``x = 0`` and ``k1 = 0``, and 0 is the part's limit there as k1 -> 0.
+    So k1 = 0 is BM25 without term frequency saturation: a term counts fully once present (tf part
+    1, or 1 + delta for BM25+) and not at all when absent (0, or delta for BM25+), never 0 / 0 = NaN.
+    """
+    if k1 != 0:
+        return numerator / denominator
+    numerator, denominator = np.broadcast_arrays(numerator, denominator)
+    return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator != 0)
+
+
 def _norm(dl: np.ndarray, avgdl: float, b: float) -> FloatArray:
     """Length normalisation ``1 - b + b * dl / avgdl`` (1 when the collection is empty)."""
     if avgdl <= 0:
@@ -86,25 +100,25 @@ def _norm(dl: np.ndarray, avgdl: float, b: float) -> FloatArray:
 def tf_lucene(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
     """Lucene, Robertson: ``tf / (tf + k1 * (1 - b + b * dl / avgdl))`` (no ``k1 + 1`` factor)."""
     tf = tf.astype(np.float64)
-    return tf / (tf + k1 * _norm(dl, avgdl, b))
+    return _ratio(tf, tf + k1 * _norm(dl, avgdl, b), k1)
 
 
 def tf_atire(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
     """ATIRE, Okapi: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``."""
     tf = tf.astype(np.float64)
-    return tf * (k1 + 1.0) / (tf + k1 * _norm(dl, avgdl, b))
+    return _ratio(tf * (k1 + 1.0), tf + k1 * _norm(dl, avgdl, b), k1)
 
 
 def tf_bm25l(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
     """BM25L: with ``c = tf / (1 - b + b * dl / avgdl)``, ``(k1 + 1) * (c + delta) / (k1 + c + delta)``."""
     c = tf.astype(np.float64) / _norm(dl, avgdl, b)
-    return (k1 + 1.0) * (c + delta) / (k1 + c + delta)
+    return _ratio((k1 + 1.0) * (c + delta), k1 + c + delta, k1)
 
 
 def tf_bm25plus(tf: np.ndarray, dl: np.ndarray, avgdl: float, k1: float, b: float, delta: float) -> FloatArray:
     """BM25+: ``(k1 + 1) * tf / (k1 * (1 - b + b * dl / avgdl) + tf) + delta``."""
     tf = tf.astype(np.float64)
-    return (k1 + 1.0) * tf / (k1 * _norm(dl, avgdl, b) + tf) + delta
+    return _ratio((k1 + 1.0) * tf, k1 * _norm(dl, avgdl, b) + tf, k1) + delta
 
 
 # ---------------------------------------------------------------- BM25F -------------------------

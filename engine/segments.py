@@ -22,13 +22,12 @@ was before or as it is after.
 """
 from __future__ import annotations
 
-import time
-
 import json
-import tempfile
+import time
+import sqlite3
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from itertools import compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -42,6 +41,7 @@ from .errors import IndexFormatError, InputError, ParameterError
 from .locking import check_unlocked, write_lock
 from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
+from .scratch import Scratch
 from .selection import id_ranks
 from .tokenization import Tokenizer
 
@@ -67,16 +67,20 @@ class Change:
 @dataclass(frozen=True, eq=False)
 class Part:
     """One segment of an index with its deleted document numbers (sorted, unique int32), its store
-    reader, and its manifest entry once it is on disk."""
+    reader, and its manifest entry once it is on disk (``verified``: its files' checksums were
+    checked when it was loaded)."""
 
     segment: storage.Segment
     deleted: np.ndarray = field(default_factory=lambda: _NO_DELETIONS)
     entry: dict[str, Any] | None = None
+    verified: bool = True
+    opened: InitVar[DocStore | None] = None  # its store, opened already (pinned: see load_parts)
     store: DocStore = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, opened: DocStore | None) -> None:
         assert self.segment.store_path is not None
-        object.__setattr__(self, "store", DocStore(self.segment.store_path, self.deleted))
+        store = DocStore(self.segment.store_path, self.deleted) if opened is None else opened.with_deleted(self.deleted)
+        object.__setattr__(self, "store", store)
 
     @property
     def num_docs(self) -> int:
@@ -95,7 +99,19 @@ class Part:
     def with_deleted(self, nums: Iterable[int]) -> "Part":
         """This segment with ``nums`` deleted as well (same entry: the deletions file is rewritten on commit)."""
         more = np.fromiter(nums, dtype=np.int64)
-        return Part(self.segment, np.union1d(self.deleted, more).astype(np.int32), self.entry)
+        return Part(self.segment, np.union1d(self.deleted, more).astype(np.int32), self.entry, self.verified,
+                    self.store)
+
+    def source(self) -> Path | None:
+        """The index directory the segment was loaded from (None when it was never saved)."""
+        return None if self.entry is None else self.segment.store_path.parent.parent  # type: ignore[union-attr]
+
+    def check(self) -> None:
+        """Before its data is rewritten (a merge, a save): verify an unverified segment's checksums,
+        so that damaged data never gets fresh ones (IndexFormatError naming the damaged file)."""
+        source = self.source()
+        if source is not None and not self.verified:
+            storage.verify_entry(source, self.entry)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,10 +137,10 @@ def as_document(item: DocLike) -> Document:
 
 @dataclass
 class BuiltSegment:
-    """A segment built in a temporary folder (which holds its store until ``cleanup``)."""
+    """A segment built in a scratch folder (which holds its store until ``cleanup``)."""
 
     segment: storage.Segment
-    workdir: tempfile.TemporaryDirectory
+    workdir: Scratch
 
     def cleanup(self) -> None:
         self.workdir.cleanup()
@@ -133,7 +149,8 @@ class BuiltSegment:
 def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int | None = None,
                   progress: Progress | None = None, source: str | Path | None = None,
                   pretokenized: bool = False, vocabulary: Sequence[str] | None = None,
-                  backend: Backend | None = None, fields: Sequence[str] | None = None) -> BuiltSegment:
+                  backend: Backend | None = None, fields: Sequence[str] | None = None,
+                  scratch: str | Path | None = None) -> BuiltSegment:
     """Analyse ``docs`` into one segment (streamed: texts go to the on-disk store, only postings stay
     in memory). A duplicate id raises InputError naming it (and ``source``, when given).
 
@@ -143,9 +160,11 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
     default one when None: see :mod:`bm25lab.engine.backends`). With ``fields`` (names: ``title``,
     ``text`` or a metadata key), each field is analysed on its own, a document's tokens are its fields'
     tokens one after the other, and the segment also records each field's lengths and frequencies
-    (:class:`~bm25lab.engine.storage.Fields`, for BM25F).
+    (:class:`~bm25lab.engine.storage.Fields`, for BM25F). The store is written in a scratch folder in
+    ``scratch`` (default: the system's temporary folder; :mod:`bm25lab.engine.scratch`).
     """
-    workdir = tempfile.TemporaryDirectory(prefix="bm25lab-build-")
+    workdir = Scratch(scratch)
+    storage.checkpoint("scratch made")
     seen: dict[str, int] = {}
     try:
         chosen = backend or backends.create()
@@ -158,7 +177,7 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
                        else _analysed(docs, tokenizer, workers, seen, source))
             names, builders = (), []
         builder = PostingsBuilder(chosen, vocabulary if pretokenized else None)
-        return BuiltSegment(_build(batches, builder, seen, progress, Path(workdir.name), names, builders), workdir)
+        return BuiltSegment(_build(batches, builder, seen, progress, workdir.path, names, builders), workdir)
     except BaseException:
         workdir.cleanup()
         raise
@@ -211,13 +230,14 @@ def field_text(doc: Document, name: str) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def _register(seen: dict[str, int], doc_id: str, source: str | Path | None) -> None:
-    """Number a new document; a duplicate id is an InputError naming both places."""
+def _register(seen: dict[str, int], doc_id: str, source: str | Path | None, offset: int = 0) -> None:
+    """Number a new document; a duplicate id is an InputError naming both places (``offset``: how
+    many documents of the input came before the first of ``seen``)."""
     number = len(seen)
     first = seen.setdefault(doc_id, number)
     if first != number:
-        raise InputError(f"duplicate document id {doc_id!r} (documents {first + 1} and {number + 1} "
-                         f"of the input)", source)
+        raise InputError(f"duplicate document id {doc_id!r} (documents {first + offset + 1} and "
+                         f"{number + offset + 1} of the input)", source)
 
 
 def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path | None) -> None:
@@ -231,13 +251,13 @@ def _register_all(seen: dict[str, int], doc_ids: list[str], source: str | Path |
 
 
 def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
-              source: str | Path | None) -> Iterator[_Batch]:
+              source: str | Path | None, offset: int = 0) -> Iterator[_Batch]:
     pending: deque[Document] = deque()
 
     def texts() -> Iterator[str]:
         for item in docs:
             doc = as_document(item)
-            _register(seen, doc.id, source)
+            _register(seen, doc.id, source, offset)
             pending.append(doc)
             yield doc.full_text
 
@@ -334,6 +354,58 @@ def _aligned_fields(postings: Postings, names: tuple[str, ...], per_field: Seque
     return storage.Fields(names, lengths, tfs)
 
 
+def build_routed(docs: Iterable[DocLike], tokenizer: Tokenizer, route: Callable[[str], int], count: int, *,
+                 workers: int | None = None, progress: Progress | None = None, source: str | Path | None = None,
+                 backend: Backend | None = None, offset: int = 0,
+                 scratch: str | Path | None = None) -> tuple[list[storage.Segment], Scratch]:
+    """Analyse ``docs`` once into ``count`` segments, document ``d`` going to segment ``route(d.id)``
+    (streamed as :func:`build_segment`; in each segment the documents keep their input order); and
+    the scratch folder holding the segments' stores, made in ``scratch`` (default: the system's
+    temporary folder; :mod:`bm25lab.engine.scratch`). A duplicate id raises InputError naming it
+    (its place counted from ``offset``: how many documents of the input come before ``docs``).
+    """
+    workdir = Scratch(scratch)
+    storage.checkpoint("scratch made")
+    try:
+        seen: dict[str, int] = {}
+        chosen = backend or backends.create()
+        builders = [PostingsBuilder(chosen) for _ in range(count)]
+        stores = [workdir.path / f"{i}-{storage.STORE_FILE}" for i in range(count)]
+        writers: list[DocStoreWriter] = []
+        ids: list[list[str]] = [[] for _ in range(count)]
+        try:
+            writers.extend(DocStoreWriter(path) for path in stores)
+            for batch in _analysed(docs, tokenizer, workers, seen, source, offset):
+                columns = [list(column) for column in batch.columns]
+                for target, rows in _grouped(list(map(route, columns[0]))).items():
+                    pick = [column.__getitem__ for column in columns]
+                    picked = [list(map(get, rows)) for get in pick]
+                    writers[target].add_columns(builders[target].num_docs, *picked)
+                    builders[target].add_many([batch.tokens[r] for r in rows])
+                    ids[target].extend(picked[0])
+                if progress is not None:
+                    progress(len(seen))
+        finally:
+            for writer in writers:
+                writer.close()
+        if progress is not None and not seen:
+            progress(0)
+        built = [storage.Segment(builder.finish(), doc_ids, id_ranks(doc_ids), path)
+                 for builder, doc_ids, path in zip(builders, ids, stores)]
+        return built, workdir
+    except BaseException:
+        workdir.cleanup()
+        raise
+
+
+def _grouped(targets: list[int]) -> dict[int, list[int]]:
+    """``{target: [positions with that target, ascending]}``."""
+    groups: dict[int, list[int]] = {}
+    for position, target in enumerate(targets):
+        groups.setdefault(target, []).append(position)
+    return groups
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading segments together
 
@@ -390,13 +462,14 @@ def merge(parts: Sequence[Part]) -> storage.Segment:
                 docs, tf = docs[keep], tf[keep]
                 ftf = None if ftf is None else ftf[:, keep]
             counts = live_df[lo:hi]
-            places = concat_ranges(free[target[lo:hi]], counts)  # each term's next free places
+            present = counts > 0  # terms without live postings here have no merged place (target -1)
+            terms, counts = target[lo:hi][present], counts[present]
+            places = concat_ranges(free[terms], counts)  # each term's next free places
             doc_nums[places] = new_num[docs]
             tfs[places] = tf
             if field_tfs is not None:
                 field_tfs[:, places] = ftf
-            present = counts > 0  # a part's terms are distinct, so plain fancy indexing adds correctly
-            free[target[lo:hi][present]] += counts[present]
+            free[terms] += counts  # a part's terms are distinct, so plain fancy indexing adds correctly
         base += int(live.sum())
     doc_ids: list[str] = []
     for part, live in zip(parts, live_masks):
@@ -505,7 +578,10 @@ def with_deleted(parts: Sequence[Part], doc_ids: Iterable[str]) -> tuple[list[Pa
 
 
 def merged_part(parts: Sequence[Part], folder: Path) -> Part:
-    """The live documents of ``parts`` as one new segment (postings and store) in ``folder``."""
+    """The live documents of ``parts`` as one new segment (postings and store) in ``folder``;
+    segments loaded without verification are verified first (:meth:`Part.check`)."""
+    for part in parts:
+        part.check()
     view = merge(parts)
     store_path = folder / storage.STORE_FILE
     writer = DocStoreWriter(store_path)
@@ -522,10 +598,53 @@ def merged_part(parts: Sequence[Part], folder: Path) -> Part:
 
 
 def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True) -> list[Part]:
-    """The segments a (checked) manifest names, with their deletions."""
-    return [Part(storage.load_segment(directory, entry, verify=verify, mmap=mmap),
-                 storage.load_deletions(directory, entry, verify=verify), entry)
-            for entry in manifest["segments"]]
+    """The segments a (checked) manifest names, with their deletions.
+
+    Every file is opened before any is read, the stores included (SQLite opens its file when it
+    connects), so that a writer that commits meanwhile and removes them takes nothing from under
+    this reader; a file already gone raises :class:`~bm25lab.engine.storage.MissingFile`.
+    Deletion files are always verified: they are small, and a change rewrites them."""
+    with storage.Pins() as pins:
+        return parts_of(directory, manifest, pins, pin_parts(directory, manifest, pins), verify, mmap)
+
+
+def pin_parts(directory: Path, manifest: dict[str, Any], pins: storage.Pins) -> list[DocStore]:
+    """Open every file of the segments a (checked) manifest names, and their stores (closed again
+    if one is missing): the first half of :func:`load_parts`, for a reader that pins the files of
+    several indexes before it reads any (:mod:`bm25lab.engine.shards`)."""
+    stores: list[DocStore] = []
+    try:
+        for entry in manifest["segments"]:
+            storage.pin_entry(directory, entry, pins)
+            stores.append(_open_store(directory / entry["name"] / storage.STORE_FILE))
+    except BaseException:
+        for store in stores:
+            store.close()
+        raise
+    return stores
+
+
+def parts_of(directory: Path, manifest: dict[str, Any], pins: storage.Pins, stores: list[DocStore],
+             verify: bool = True, mmap: bool = True) -> list[Part]:
+    """The second half of :func:`load_parts`: the segments read from their pinned files and opened
+    ``stores`` (closed if reading fails)."""
+    try:
+        return [Part(storage.load_segment(directory, entry, pins, verify=verify, mmap=mmap),
+                     storage.load_deletions(directory, entry, pins, verify=True), entry, verify, store)
+                for entry, store in zip(manifest["segments"], stores)]
+    except BaseException:
+        for store in stores:
+            store.close()
+        raise
+
+
+def _open_store(path: Path) -> DocStore:
+    try:
+        return DocStore(path)
+    except sqlite3.Error as exc:
+        if not path.exists():
+            raise storage.MissingFile(f"{path}: missing index file; rebuild the index") from None
+        raise IndexFormatError(f"{path}: unreadable document store ({exc}); rebuild the index") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,7 +655,25 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
     """Write what ``parts`` need that is not on disk yet, then atomically replace the manifest.
 
     The caller holds the writer's lock. ``move_stores``: the new segments' stores are temporary files.
+    If anything fails (a full disk), what this commit wrote is removed again (everything it writes
+    is journaled first: :func:`bm25lab.engine.storage.settle`) and the error, naming its file, raised.
     """
+    try:
+        storage.write_manifest(directory, manifest_of(directory, manifest, parts, move_stores))
+    except BaseException:
+        try:
+            storage.settle(directory)
+        except OSError:
+            pass  # the next writer finishes it
+        raise
+
+
+def manifest_of(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], move_stores: bool) -> dict[str, Any]:
+    """``manifest`` updated to name ``parts`` (at this format version, with their counts), after
+    writing what they need that is not on disk yet (new segment folders, deletion files: journaled
+    first) into ``directory``; nothing is committed. The caller holds the writer's lock (of
+    ``directory``, or of the sharded index it is a shard of), and removes what was written if the
+    commit does not happen (:func:`bm25lab.engine.storage.settle`)."""
     entries = []
     for part in parts:
         if part.entry is None:
@@ -551,24 +688,51 @@ def _commit(directory: Path, manifest: dict[str, Any], parts: Sequence[Part], mo
             same = old is not None and old["count"] == part.deleted.shape[0]  # deletions only grow
             entry["deleted"] = old if same else storage.write_deletions(directory, part.deleted)
         entries.append(entry)
-    updated = dict(manifest, counts=live_counts(parts), segments=entries)
-    storage.write_manifest(directory, updated)
+    return dict(manifest, format_version=storage.FORMAT_VERSION, counts=live_counts(parts), segments=entries)
 
 
 def _config_key(config: Any) -> str:
     return json.dumps(config, sort_keys=True, ensure_ascii=False)
 
 
+SHARD_KEY = "shard"  # in the manifest of an index that is a shard of a sharded index (bm25lab.engine.shards)
+
+
+def refuse_shard(directory: Path) -> None:
+    """An index that is a shard of a sharded index changes only with it (its global statistics
+    would no longer be those of its documents, and its files are settled by the sharded index's
+    writers): IndexFormatError when ``directory``'s manifest, read leniently (damaged or not), says
+    it is one. Called before a writer removes anything."""
+    try:
+        manifest = json.loads((directory / storage.MANIFEST).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return
+    if isinstance(manifest, dict) and manifest.get(SHARD_KEY) is not None:
+        raise IndexFormatError(f"{directory}: this index is a shard of the sharded index {directory.parent}; "
+                               f"change that one instead")
+
+
+def _refuse_sharded(directory: Path) -> None:
+    if (directory / storage.SHARDED_MANIFEST).exists():
+        raise InputError("holds a sharded index; an ordinary index cannot replace it (choose another folder, "
+                         "or remove it)", directory)
+
+
 @contextmanager
-def _transaction(directory: Path, verify: bool,
-                 tokenizer_config: dict[str, Any] | None = None) -> Iterator[tuple[dict[str, Any], list[Part]]]:
-    """Under the writer's lock: the current manifest of ``directory`` and its parts. With
-    ``tokenizer_config``, the index must still use the tokenizer the new documents were analysed with."""
+def _transaction(directory: Path, verify: bool, tokenizer_config: dict[str, Any] | None = None,
+                 fields: tuple[str, ...] | None = None) -> Iterator[tuple[dict[str, Any], list[Part]]]:
+    """Under the writer's lock: the current manifest of ``directory`` and its parts, after removing
+    what an earlier writer that failed or was killed left (:func:`bm25lab.engine.storage.settle`).
+    With ``tokenizer_config``, the index must still use the tokenizer (and the ``fields``) the new
+    documents were analysed with."""
     with write_lock(directory):
+        refuse_shard(directory)  # before settle: a shard's files are the sharded index's to settle
+        storage.settle(directory)
         manifest = storage.read_manifest(directory)
-        if tokenizer_config is not None and _config_key(manifest["tokenizer"]) != _config_key(tokenizer_config):
-            raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer while "
-                                   f"the documents were being analysed; run the command again")
+        if tokenizer_config is not None and (_config_key(manifest["tokenizer"]) != _config_key(tokenizer_config)
+                                             or index_fields(manifest) != fields):
+            raise IndexFormatError(f"{directory}: the index was replaced by one with another tokenizer or other "
+                                   f"fields while the documents were being analysed; run the command again")
         yield manifest, load_parts(directory, manifest, verify=verify)
 
 
@@ -576,18 +740,21 @@ def add_documents(directory: str | Path, docs: Iterable[DocLike], *, workers: in
                   progress: Progress | None = None, source: str | Path | None = None,
                   verify: bool = True, backend: Backend | None = None) -> Change:
     """Add ``docs`` to the index in ``directory`` as a new segment; an id already in the index
-    replaces that document. Bad input raises before anything is written."""
+    replaces that document. Bad input raises before anything is written. The documents are
+    analysed into a scratch folder inside ``directory`` (:mod:`bm25lab.engine.scratch`)."""
     directory = Path(directory)
     manifest = storage.read_manifest(directory)
+    refuse_shard(directory)  # before the work (and again under the lock)
     config = manifest["tokenizer"]
     tokenizer = Tokenizer.from_config(config)
     check_unlocked(directory)
+    names = index_fields(manifest)
     built = build_segment(docs, tokenizer, workers=workers, progress=progress, source=source, backend=backend,
-                          fields=index_fields(manifest))
+                          fields=names, scratch=directory)
     try:
         if built.segment.postings.num_docs == 0:
             return _unchanged(directory, verify)
-        with _transaction(directory, verify, config) as (current, parts):
+        with _transaction(directory, verify, config, names) as (current, parts):
             updated, replaced = with_added(parts, Part(built.segment))
             _commit(directory, current, updated, move_stores=True)
         return Change(added=built.segment.postings.num_docs, replaced=replaced,
@@ -614,7 +781,9 @@ def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, verify: b
 
 def optimize(directory: str | Path, *, verify: bool = True) -> Change:
     """Merge the segments of the index in ``directory`` into one, dropping deleted documents.
-    An index that is one segment without deletions is left as it is."""
+    An index that is one segment without deletions is left as it is. The segments are verified
+    before they are rewritten whatever ``verify`` says (damaged data never gets fresh checksums);
+    the merge is written in a scratch folder inside ``directory``."""
     directory = Path(directory)
     storage.read_manifest(directory)
     with _transaction(directory, verify) as (manifest, parts):
@@ -622,31 +791,52 @@ def optimize(directory: str | Path, *, verify: bool = True) -> Change:
         if len(parts) <= 1 and sum(int(p.deleted.shape[0]) for p in parts) == 0:
             return Change(documents=documents, segments=len(parts))
         purged = sum(int(p.deleted.shape[0]) for p in parts)
-        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
-            merged = [merged_part(parts, Path(tmp))] if documents else []
+        scratch = Scratch(directory)
+        storage.checkpoint("scratch made")
+        try:
+            merged = [merged_part(parts, scratch.path)] if documents else []
             _commit(directory, manifest, merged, move_stores=True)
+        finally:
+            scratch.cleanup()
     return Change(merged=len(parts), purged=purged, documents=documents, segments=len(merged))
 
 
 def replace_all(directory: Path, parts: Sequence[Part], tokenizer_config: dict[str, Any],
                 overwrite: bool) -> None:
     """Write ``parts`` (merged into one segment unless already one) as the whole index in ``directory``,
-    under the writer's lock; an existing index is replaced only with ``overwrite``."""
-    directory.mkdir(parents=True, exist_ok=True)
+    under the writer's lock. ``directory`` must be new, empty or hold only what an unfinished build
+    left; an existing index is replaced only with ``overwrite``, and never a folder holding anything
+    else (:func:`bm25lab.engine.storage.check_target`), a sharded index, or a shard of one. Segments
+    loaded without verification are verified before they are rewritten."""
+    _refuse_sharded(directory)
+    refuse_shard(directory)
+    storage.check_target(directory, overwrite)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(directory)) from None
     with write_lock(directory):
-        if (directory / storage.MANIFEST).exists() and not overwrite:
-            raise InputError("an index exists already (use overwrite=True to replace it)", directory)
+        _refuse_sharded(directory)  # again, now that no other writer can change it, before anything is removed
+        refuse_shard(directory)
+        storage.check_target(directory, overwrite)
+        storage.settle(directory)
         manifest = {"format": storage.FORMAT_NAME, "format_version": storage.FORMAT_VERSION,
                     "tokenizer": tokenizer_config}
         names = _field_names(parts)
         if names:
             manifest["fields"] = list(names)
+        for part in parts:
+            part.check()
         if len(parts) == 1 and parts[0].deleted.shape[0] == 0:
-            _commit(directory, manifest, [Part(parts[0].segment)], move_stores=False)
+            _commit(directory, manifest, [Part(parts[0].segment, opened=parts[0].store)], move_stores=False)
             return
-        with tempfile.TemporaryDirectory(prefix="bm25lab-merge-") as tmp:
-            merged = [merged_part(parts, Path(tmp))] if sum(p.num_live for p in parts) else []
+        scratch = Scratch(directory)
+        storage.checkpoint("scratch made")
+        try:
+            merged = [merged_part(parts, scratch.path)] if sum(p.num_live for p in parts) else []
             _commit(directory, manifest, merged, move_stores=True)
+        finally:
+            scratch.cleanup()
 
 
 def index_fields(manifest: dict[str, Any]) -> tuple[str, ...] | None:

@@ -20,6 +20,8 @@ Document formats (``read_documents``; the format is detected from the name and t
 ``folder``
     A folder of ``.txt`` files (and ``.txt.gz``), searched recursively in sorted order, hidden entries
     skipped; one file is one document, its id the path relative to the folder with ``/`` separators.
+    Symbolic links to folders are not followed; a symbolic link to a file outside the folder is an
+    error (never a document read from wherever it points).
 ``trec``
     ``<DOC> ... <DOCNO> id </DOCNO> ... </DOC>`` records, one file or a folder of such files. DOCNO is
     required and unique within a record; ``<TITLE>``, ``<HEAD>`` or ``<HEADLINE>`` (the first present)
@@ -63,9 +65,10 @@ Contract for bad input: every problem raises :class:`bm25lab.engine.errors.Input
 1-based line (``path:line: message``): malformed lines, text that is not valid UTF-8 (always an
 error, never replaced: the message names the line and the byte), a missing or unreadable file, a
 corrupt gzip stream, a file with no documents or no queries, a JSON line that is not an object or
-lacks its id or text, and a duplicate query id. Empty text is allowed (an empty document or query).
-Ids are stripped of surrounding whitespace and must not be empty. A UTF-8 byte-order mark at the
-start of a file is ignored.
+lacks its id or text, a duplicate query id, and a line-based file (JSONL, TSV, SMART, CSV, TREC) whose
+lines end in a carriage return alone (it would read as one line). Empty text is allowed (an empty
+document or query). Ids are stripped of surrounding whitespace and must not be empty. A UTF-8
+byte-order mark at the start of a file is ignored.
 
 Everything streams: a file is read line by line and never held whole, except one ``.txt`` file of a
 folder, which is one document.
@@ -198,12 +201,17 @@ def _decode(raw: bytes, path: Path, line: int) -> str:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, decoded line with its terminator)`` from a plain or gzip file."""
+    """Yield ``(line number, decoded line with its terminator)`` from a plain or gzip file. A first
+    line holding a carriage return that no line feed follows is refused: the file's lines end in
+    CR alone (classic Mac OS), and it would read as a single line."""
     line = 0
     with _open_binary(path) as stream:
         try:
             for raw in stream:
                 line += 1
+                if line == 1 and b"\r" in raw.rstrip(b"\r\n"):
+                    raise InputError("a carriage return (CR) inside the line: lines ending in CR alone (classic "
+                                     "Mac OS) are not read; convert the file to LF or CRLF line endings", path, line)
                 yield line, _decode(raw, path, line)
         except (OSError, EOFError, zlib.error) as exc:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -502,10 +510,13 @@ def _csv_document(row: list[str], header: list[str], columns: tuple[int, int, in
     )
 
 
-def _walk(folder: Path, keep: Callable[[str], bool]) -> Iterator[Path]:
+def _walk(folder: Path, keep: Callable[[str], bool], root: Path | None = None) -> Iterator[Path]:
     """Files under ``folder`` whose name passes ``keep``, depth first in sorted name order (so in the
     order of their relative paths compared component by component), hidden entries skipped, symbolic
-    links to folders not followed."""
+    links to folders not followed. A symbolic link to a file is followed only when the file is inside
+    the folder (``root``, the folder given): one that leads outside is an InputError naming it, never
+    a document read from wherever it points."""
+    root = root or Path(os.path.realpath(folder))
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as exc:
@@ -514,9 +525,18 @@ def _walk(folder: Path, keep: Callable[[str], bool]) -> Iterator[Path]:
         if entry.name.startswith("."):
             continue
         if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path), keep)
+            yield from _walk(Path(entry.path), keep, root)
         elif entry.is_file() and keep(entry.name):
+            if entry.is_symlink():
+                _check_inside(Path(entry.path), root)
             yield Path(entry.path)
+
+
+def _check_inside(link: Path, root: Path) -> None:
+    target = Path(os.path.realpath(link))
+    if root != target and root not in target.parents:
+        raise InputError(f"a symbolic link to {target}, outside the folder: only files inside the folder are read "
+                         f"(copy the file in, or remove the link)", link)
 
 
 def _is_txt(name: str) -> bool:

@@ -2,21 +2,47 @@
 
 Layout of an index directory::
 
-    index.json            manifest: format, format_version, tokenizer config, counts, segments
+    index.json            manifest: format, format_version, tokenizer config, counts, segments, checksum
     seg-<hex>/            one segment: offsets.npy doc_nums.npy tfs.npy doc_lengths.npy id_rank.npy
                           terms.txt (one term a line) doc_ids.json docs.sqlite; an index built with
                           fields (BM25F) also field_lengths.npy (fields x documents) and
                           field_tfs.npy (fields x postings), its entry naming the fields
     del-<hex>.npy         the deleted document numbers of one segment (sorted int32), if any
     .writer.lock          the writers' lock (:mod:`bm25lab.engine.locking`)
+    .writer.journal       the names a writer is about to create or make obsolete (see below)
 
 ``index.json`` lists every segment, in order, with every file's size and SHA-256, and, for a segment
-with deletions, its ``deleted`` file (``{"file", "count", "bytes", "sha256"}``). Files that a manifest
-names are never modified: a change writes new segment folders (under temporary names, then renamed)
-and new deletion files, and is then committed by atomically replacing ``index.json`` (write a
-temporary file, fsync, rename, fsync the directory). A reader therefore sees the old index or the new
-one, never a mixture, and a writer killed at any moment leaves the old one; the next commit removes
-what the manifest no longer names. Arrays load with memory mapping and never with pickle.
+with deletions, its ``deleted`` file (``{"file", "count", "bytes", "sha256"}``). Its ``checksum`` is
+the SHA-256 of the rest of the manifest (canonical JSON: sorted keys, no spaces), so that an edit of
+the manifest itself, such as the tokenizer's settings, is detected like damage to any other file.
+An index built with fields (BM25F) names them in the manifest (``fields``) and in every segment's
+entry, whose files then include the two field arrays: the checksum and the files' records cover
+them like the rest (format version 2 either way; a manifest without ``fields`` is an index without
+fields, as before).
+
+Files that a manifest names are never modified: a change writes new segment folders (under
+temporary names, then renamed) and new deletion files, and is then committed by atomically
+replacing ``index.json`` (write a temporary file, fsync, rename, fsync the directory). A reader
+therefore sees the old index or the new one, never a mixture, and a writer killed at any moment
+leaves the old one.
+
+What may be removed, and when: only files that a manifest of the index names, and files that a
+writer recorded in ``.writer.journal`` (fsynced) *before* creating them. A commit first records in
+the journal the names the new manifest drops; after the new manifest is in place, and at the start
+of every later change (which finishes what a killed writer left), every journal name that the
+manifest on disk does not name is removed and the journal emptied (:func:`settle`). Anything else
+in the folder, whatever its name, is never touched. Temporary files of the work before a commit
+live in scratch folders (:mod:`bm25lab.engine.scratch`).
+
+A sharded index's folder (:mod:`bm25lab.engine.shards`) follows the same rules with ``shards.json``
+as its manifest: its journal names shard and statistics folders, :func:`named_files` reads either
+manifest, and :func:`commit_json` is the one atomic commit of both; each shard is an index folder.
+
+Readers take no lock (:func:`load_segment`): they open every file a manifest names before reading
+any, so that a writer that removes them afterwards takes nothing from under them (an open file
+lives on until it is closed, a memory map until it is unmapped); a file already gone when it is
+opened is :class:`MissingFile`, and the reader reads the manifest again. Arrays are memory-mapped
+from those open files, never loaded with pickle.
 """
 from __future__ import annotations
 
@@ -25,19 +51,30 @@ import json
 import os
 import re
 import shutil
+import stat
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
-from .errors import IndexFormatError
+from .errors import IndexFormatError, InputError
+from .locking import LOCK_FILE
 from .postings import Postings
+from .scratch import held, is_scratch_name, remove_abandoned
 
 FORMAT_NAME = "bm25lab-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest's checksum, the writer's journal
 MANIFEST = "index.json"
+MANIFEST_TMP = f".{MANIFEST}.tmp"
+JOURNAL = ".writer.journal"
+# a sharded index's folder holds this manifest instead (bm25lab.engine.shards); its format name here so
+# that whoever settles or checks a folder knows what its manifest names
+SHARDED_MANIFEST = "shards.json"
+SHARDED_MANIFEST_TMP = f".{SHARDED_MANIFEST}.tmp"
+SHARDED_FORMAT_NAME = "bm25lab-sharded-index"
 ARRAYS = ("offsets", "doc_nums", "tfs", "doc_lengths", "id_rank")
 _DTYPES = {"offsets": np.dtype(np.int64), "doc_nums": np.dtype(np.int32), "tfs": np.dtype(np.int32),
            "doc_lengths": np.dtype(np.int32), "id_rank": np.dtype(np.int32)}
@@ -45,10 +82,21 @@ TERMS_FILE = "terms.txt"
 IDS_FILE = "doc_ids.json"
 STORE_FILE = "docs.sqlite"
 SEGMENT_FILES = frozenset([f"{key}.npy" for key in ARRAYS] + [TERMS_FILE, IDS_FILE, STORE_FILE])
-FIELD_ARRAYS = ("field_lengths", "field_tfs")
+FIELD_ARRAYS = ("field_lengths", "field_tfs")  # 2-D int32: fields x documents, fields x postings
 FIELD_FILES = frozenset(f"{key}.npy" for key in FIELD_ARRAYS)
 _SEGMENT_NAME = re.compile(r"seg-[0-9a-f]{1,32}")
 _DELETIONS_NAME = re.compile(r"del-[0-9a-f]{1,32}\.npy")
+# what a journal may name: segments, their temporary folders, deletion files, the manifest's temporary file;
+# in a sharded index's folder, shard and statistics folders, their temporary folders, its manifest's temporary file
+_JOURNALED = re.compile(r"(?:\.tmp-)?(?:seg|shard|stats)-[0-9a-f]{1,32}|del-[0-9a-f]{1,32}\.npy|"
+                        + re.escape(MANIFEST_TMP) + "|" + re.escape(SHARDED_MANIFEST_TMP))
+_OWN_FILES = frozenset([MANIFEST, LOCK_FILE, JOURNAL])
+COUNTS = ("documents", "terms", "postings", "total_length")  # the manifest's counts of the live documents
+
+
+class MissingFile(IndexFormatError):
+    """A file the manifest names is not there: damage, or a writer that committed since the manifest
+    was read and removed it (a reader then reads the manifest again: :meth:`Index.load`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,20 +122,35 @@ class Segment:
     fields: Fields | None = None
 
 
-def size_on_disk(directory: Path) -> int:
-    """Bytes of every file under ``directory``."""
-    return sum(p.stat().st_size for p in Path(directory).rglob("*") if p.is_file())
+def checkpoint(step: str) -> None:
+    """A moment of a change at which a writer may be killed (it does nothing). The crash test
+    (tests/engine/test_crash.py) replaces it in a forked writer to kill that writer at each one in
+    turn, so that every step of every kind of change is interrupted once, whatever the machine's speed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
 
 
 def sha256_file(path: Path) -> str:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _sha256_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _sha256_fd(fd: int) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
+    offset = 0
+    while block := os.pread(fd, 1 << 22, offset):
+        digest.update(block)
+        offset += len(block)
     return digest.hexdigest()
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -95,74 +158,164 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _unique_name(prefix: str) -> str:
+def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
-def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_rank: np.ndarray,
-                  store_file: Path, move_store: bool = False, fields: Fields | None = None) -> dict[str, Any]:
-    """Write one segment into a new folder inside ``directory``; returns its manifest entry.
-
-    ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
-    """
-    name = _unique_name("seg")
-    tmp = directory / f".tmp-{name}"
-    tmp.mkdir()
-    arrays = {"offsets": postings.offsets, "doc_nums": postings.doc_nums, "tfs": postings.tfs,
-              "doc_lengths": postings.doc_lengths, "id_rank": id_rank}
-    if fields is not None:
-        arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
-    for key, arr in arrays.items():
-        np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
-    terms = list(postings.terms)
-    if any("\n" in t for t in terms):
-        raise ValueError("a term contains a newline; the tokenizer must never produce one")
-    (tmp / TERMS_FILE).write_text("\n".join(terms), encoding="utf-8")
-    (tmp / IDS_FILE).write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
-    if move_store:
-        shutil.move(str(store_file), tmp / STORE_FILE)
-    else:
-        shutil.copyfile(store_file, tmp / STORE_FILE)
-    files = {}
-    for path in sorted(tmp.iterdir()):
-        _fsync(path)
-        files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-    _fsync(tmp)
-    tmp.rename(directory / name)
-    entry = {"name": name, "documents": postings.num_docs, "files": files}
-    if fields is not None:
-        entry["fields"] = list(fields.names)
-    return entry
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Name ``path`` in an OSError raised while it is written (a full disk, a file size limit) that
+    names no file of its own."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
-def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
-    """Write a segment's deleted document numbers to a new ``del-<hex>.npy``; returns its manifest
-    record. The file is named by no manifest until the caller commits one."""
-    name = f"{_unique_name('del')}.npy"
-    path = directory / name
-    with open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(deleted, dtype=np.int32), allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return {"file": name, "count": int(deleted.shape[0]), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+def remove_path(path: Path) -> None:
+    """Remove a file or a folder tree (not following a symbolic link); gone already is fine."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass
 
 
-def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    """Atomically replace ``index.json`` and remove the files it no longer names.
+# ---------------------------------------------------------------------------------------------
+# The journal: what a writer may leave behind
 
-    Only a writer holding the lock (:mod:`bm25lab.engine.locking`) may call this."""
-    tmp = directory / f".{MANIFEST}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, directory / MANIFEST)
-    _fsync(directory)
-    remove_unreferenced(directory, referenced_names(manifest))
+
+class Journal:
+    """``.writer.journal``: one name a line, each written (and fsynced) before the writer creates
+    it or commits a manifest without it. Only complete lines count: a name whose line a killed
+    writer did not finish was never acted on. Used by the holder of the writer's lock only."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / JOURNAL
+
+    def names(self) -> list[str]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        lines = raw.split(b"\n")[:-1]
+        return [name for name in (line.decode("utf-8", "replace") for line in lines) if _JOURNALED.fullmatch(name)]
+
+    def add(self, *names: str) -> None:
+        if not names:
+            return
+        assert all(_JOURNALED.fullmatch(name) for name in names), names
+        created = not self.path.exists()
+        with writing(self.path):
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                fsync_path(self.directory)
+        checkpoint("journaled")
+
+    def keep_only(self, names: list[str]) -> None:
+        """Rewrite the journal to hold ``names`` (empty: truncate it)."""
+        with writing(self.path):
+            fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def settle(directory: Path) -> None:
+    """Remove every name of the journal that the manifest on disk does not name, then empty the
+    journal: what a commit made obsolete, or what a failed or killed writer left. Without a
+    readable manifest of an index the journal's names are kept (none of them is removed) unless
+    there is no manifest at all (a first build that never committed). Scratch folders that no live
+    process holds go too (:func:`bm25lab.engine.scratch.remove_abandoned`). The caller holds the lock."""
+    remove_abandoned(directory)
+    journal = Journal(directory)
+    pending = journal.names()
+    if not pending:
+        return
+    keep = named_files(directory)
+    if keep is None:
+        return
+    left = []
+    for name in dict.fromkeys(pending):
+        if name in keep:
+            continue
+        try:
+            remove_path(directory / name)
+        except OSError:
+            left.append(name)  # tried again by the next writer
+        checkpoint("removed")
+    journal.keep_only(left)
+
+
+def named_files(directory: Path) -> set[str] | None:
+    """What ``directory``'s manifest names: the segment folders and deletion files of ``index.json``,
+    the shard and statistics folders of a sharded index's ``shards.json``; empty without a manifest,
+    None when there is one that cannot be read as a bm25lab manifest (damaged or someone else's).
+    Lenient about everything else (any format version, no checksum)."""
+    names: set[str] = set()
+    for name, reader in ((MANIFEST, _index_names), (SHARDED_MANIFEST, _sharded_names)):
+        try:
+            raw = (directory / name).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        try:
+            manifest = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        found = reader(manifest)
+        if found is None:
+            return None
+        names |= found
+    return names
+
+
+def _index_names(manifest: Any) -> set[str] | None:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        return None
+    entries = manifest.get("segments")
+    if not isinstance(entries, list):
+        return None
+    names = set()
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return None
+        names.add(entry["name"])
+        deleted = entry.get("deleted")
+        if isinstance(deleted, dict) and isinstance(deleted.get("file"), str):
+            names.add(deleted["file"])
+    return names
+
+
+def _sharded_names(manifest: Any) -> set[str] | None:
+    if not isinstance(manifest, dict) or manifest.get("format") != SHARDED_FORMAT_NAME:
+        return None
+    entries, stats = manifest.get("shards"), manifest.get("statistics")
+    if not isinstance(entries, list) or not isinstance(stats, dict) or not isinstance(stats.get("name"), str):
+        return None
+    names = {stats["name"]}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return None
+        names.add(entry["name"])
+    return names
 
 
 def referenced_names(manifest: dict[str, Any]) -> set[str]:
-    """Names of the segment folders and deletion files that ``manifest`` refers to."""
+    """Names of the segment folders and deletion files that a (checked) ``manifest`` refers to."""
     names = set()
     for entry in manifest["segments"]:
         names.add(entry["name"])
@@ -171,25 +324,173 @@ def referenced_names(manifest: dict[str, Any]) -> set[str]:
     return names
 
 
-def _is_leftover(name: str) -> bool:
-    """Whether ``name`` is something a writer creates: a segment, a deletion file or a temporary."""
-    return (name.startswith(("seg-", "del-", ".tmp-seg-"))
-            or (name.startswith(f".{MANIFEST}.") and name.endswith(".tmp")))
+_KINDS = {False: (MANIFEST, "an ordinary index"), True: (SHARDED_MANIFEST, "a sharded index")}
 
 
-def remove_unreferenced(directory: Path, keep: set[str]) -> None:
-    """Delete the segment folders, deletion files and temporary leftovers not named in ``keep``
-    (leftovers of an earlier writer that was killed, or what a commit made obsolete)."""
-    for path in directory.iterdir():
-        if path.name in keep or not _is_leftover(path.name):
-            continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+def check_target(directory: Path, overwrite: bool, sharded: bool = False) -> None:
+    """Whether an index (``sharded`` or not) may be written into ``directory`` (InputError naming it
+    if not): a missing or empty folder, a folder holding only what an unfinished build of bm25lab
+    left (its lock, journal, journaled names and scratch folders), or, with ``overwrite``, a bm25lab
+    index of the same kind. Never a folder holding anything else, one holding the other kind of
+    index, nor one with a manifest that is not bm25lab's."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise InputError("exists and is not a directory", directory)
+    if named_files(directory) is None:
+        foreign = MANIFEST if (directory / MANIFEST).exists() and _index_names_of(directory) is None \
+            else SHARDED_MANIFEST
+        raise InputError("not a bm25lab index manifest; refusing to replace it (choose another folder)",
+                         directory / foreign)
+    manifest, _ = _KINDS[sharded]
+    other, other_kind = _KINDS[not sharded]
+    if (directory / other).exists():
+        raise InputError(f"holds {other_kind}; {_KINDS[sharded][1]} cannot replace it (choose another folder, "
+                         f"or remove it)", directory)
+    if (directory / manifest).exists():
+        if not overwrite:
+            raise InputError("an index exists already; add --overwrite (overwrite=True) to replace it", directory)
+        return
+    ours = _OWN_FILES | set(Journal(directory).names())
+    foreign_names = sorted(name for name in os.listdir(directory)
+                           if name not in ours and not (is_scratch_name(name) and held(directory / name) is not None))
+    if foreign_names:
+        raise InputError(f"the folder is not empty and holds no bm25lab index (it holds {foreign_names[0]!r}"
+                         f"{' and more' if len(foreign_names) > 1 else ''}); refusing to write an index into it: "
+                         f"choose a new or empty folder", directory)
+
+
+def _index_names_of(directory: Path) -> set[str] | None:
+    try:
+        return _index_names(json.loads((directory / MANIFEST).read_bytes().decode("utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
+def size_on_disk(directory: Path) -> int:
+    """Bytes of the index in ``directory``: its manifest and the files the manifest names (as
+    recorded there: a file a writer is removing meanwhile is still counted as it was)."""
+    raw = read_manifest_bytes(directory)
+    return len(raw) + recorded_bytes(parse_manifest(directory, raw)["segments"])
+
+
+def recorded_bytes(entries: list[dict[str, Any]]) -> int:
+    """Bytes of the files that manifest ``entries`` name."""
+    total = 0
+    for entry in entries:
+        total += sum(info["bytes"] for info in entry["files"].values())
+        if entry.get("deleted"):
+            total += entry["deleted"]["bytes"]
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_rank: np.ndarray,
+                  store_file: Path, move_store: bool = False, fields: Fields | None = None) -> dict[str, Any]:
+    """Write one segment into a new folder inside ``directory``; returns its manifest entry.
+
+    ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
+    The caller holds the writer's lock; the folder is journaled before it is made.
+    """
+    name = unique_name("seg")
+    tmp = directory / f".tmp-{name}"
+    Journal(directory).add(name, tmp.name)
+    with writing(tmp):
+        tmp.mkdir()
+    checkpoint("segment folder made")
+    arrays = {"offsets": postings.offsets, "doc_nums": postings.doc_nums, "tfs": postings.tfs,
+              "doc_lengths": postings.doc_lengths, "id_rank": id_rank}
+    if fields is not None:
+        arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
+    for key, arr in arrays.items():
+        with writing(tmp / f"{key}.npy"):
+            np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+    terms = list(postings.terms)
+    if any("\n" in t for t in terms):
+        raise ValueError("a term contains a newline; the tokenizer must never produce one")
+    with writing(tmp / TERMS_FILE):
+        (tmp / TERMS_FILE).write_text("\n".join(terms), encoding="utf-8")
+    with writing(tmp / IDS_FILE):
+        (tmp / IDS_FILE).write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
+    with writing(tmp / STORE_FILE):
+        if move_store:
+            shutil.move(str(store_file), tmp / STORE_FILE)
         else:
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            shutil.copyfile(store_file, tmp / STORE_FILE)
+    checkpoint("segment files written")
+    files = {}
+    for path in sorted(tmp.iterdir()):
+        with writing(path):
+            fsync_path(path)
+        files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    with writing(tmp):
+        fsync_path(tmp)
+        tmp.rename(directory / name)
+    checkpoint("segment renamed")
+    entry = {"name": name, "documents": postings.num_docs, "files": files}
+    if fields is not None:
+        entry["fields"] = list(fields.names)
+    return entry
+
+
+def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
+    """Write a segment's deleted document numbers to a new ``del-<hex>.npy``; returns its manifest
+    record. The file is journaled before it is made, and named by no manifest until the caller
+    commits one."""
+    name = f"{unique_name('del')}.npy"
+    path = directory / name
+    Journal(directory).add(name)
+    with writing(path), open(path, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(deleted, dtype=np.int32), allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    checkpoint("deletions written")
+    return {"file": name, "count": int(deleted.shape[0]), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest without its ``checksum``, as canonical JSON (sorted keys, no spaces)."""
+    body = {key: value for key, value in manifest.items() if key != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                                     allow_nan=False).encode("utf-8")).hexdigest()
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Atomically replace ``index.json`` by ``manifest`` (its checksum added), then remove what the
+    old manifest named and the new one does not, and what the journal holds (:func:`settle`).
+
+    Only a writer holding the lock (:mod:`bm25lab.engine.locking`) may call this."""
+    body = dict(manifest, checksum=manifest_checksum(manifest))
+    commit_json(directory, MANIFEST, body, referenced_names(body))
+    settle(directory)
+
+
+def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: set[str]) -> None:
+    """Atomically replace the manifest ``directory/name`` by ``body`` (which names ``referenced``): the
+    names the folder's manifest names now and ``body`` does not, and the temporary file, are journaled
+    first; then a temporary file is written, fsynced, renamed over the manifest, and the directory
+    fsynced. Nothing is removed (:func:`settle` does that). The caller holds the writer's lock."""
+    obsolete = (named_files(directory) or set()) - referenced
+    tmp = directory / f".{name}.tmp"
+    step = "manifest" if name == MANIFEST else name  # the crash tests tell the two commits apart
+    Journal(directory).add(tmp.name, *sorted(obsolete))
+    with writing(tmp), open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(body, fh, ensure_ascii=False, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    checkpoint(f"{step} written")
+    with writing(directory / name):
+        os.replace(tmp, directory / name)
+        checkpoint(f"{step} replaced")
+        fsync_path(directory)
+    checkpoint("committed" if name == MANIFEST else f"{step} committed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
 
 
 def read_manifest_bytes(directory: Path) -> bytes:
@@ -198,6 +499,9 @@ def read_manifest_bytes(directory: Path) -> bytes:
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
     if not path.is_file():
+        if (directory / SHARDED_MANIFEST).is_file():
+            raise IndexFormatError(f"{directory}: a sharded index, which this takes only as a whole "
+                                   f"(bm25lab.engine.shards.ShardedIndex), not as one index")
         raise IndexFormatError(f"{directory}: not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`")
     try:
         return path.read_bytes()
@@ -206,12 +510,12 @@ def read_manifest_bytes(directory: Path) -> bytes:
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
-    """The manifest of ``directory``, checked for format and version."""
+    """The manifest of ``directory``, checked for format, version and checksum."""
     return parse_manifest(directory, read_manifest_bytes(directory))
 
 
 def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
-    """Parse and check manifest bytes: format name, version, and the shape of the segment list."""
+    """Parse and check manifest bytes: format name, version, checksum, and the shape of the segment list."""
     path = directory / MANIFEST
     try:
         manifest = json.loads(raw.decode("utf-8"))
@@ -222,13 +526,25 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
         raise IndexFormatError(f"{path}: not a bm25lab index manifest; rebuild the index")
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
-        newer = isinstance(version, int) and version > FORMAT_VERSION
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
         hint = "upgrade bm25lab to read it" if newer else "rebuild it with this version of bm25lab"
         raise IndexFormatError(f"{path}: index format version {version!r}, this bm25lab reads version "
                                f"{FORMAT_VERSION}; {hint}")
+    try:
+        expected = manifest_checksum(manifest)
+    except (TypeError, ValueError, RecursionError):
+        expected = None
+    if manifest.get("checksum") != expected:
+        raise IndexFormatError(f"{path}: manifest checksum mismatch (the manifest was edited or damaged); "
+                               f"rebuild the index")
     _check_entries(path, manifest.get("segments"))
+    _check_fields(path, manifest)
     if not isinstance(manifest.get("tokenizer"), dict):
         raise IndexFormatError(f"{path}: bad manifest (no tokenizer configuration); rebuild the index")
+    counts = manifest.get("counts")
+    if not (isinstance(counts, dict) and set(counts) == set(COUNTS)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values())):
+        raise IndexFormatError(f"{path}: bad manifest (no counts of {', '.join(COUNTS)}); rebuild the index")
     return manifest
 
 
@@ -245,48 +561,152 @@ def _check_entries(path: Path, entries: Any) -> None:
             raise bad("a segment without a valid name")
         files = entry.get("files")
         names = entry.get("fields")
-        if names is not None and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)
-                                      and len(set(names)) == len(names)):
+        if names is not None and not is_field_list(names):
             raise bad(f"segment {entry['name']} has a malformed list of fields")
         expected = SEGMENT_FILES if names is None else SEGMENT_FILES | FIELD_FILES
-        if not isinstance(files, dict) or set(files) != expected or not all(_file_record(v) for v in files.values()):
+        if not isinstance(files, dict) or set(files) != expected or not all(is_file_record(v) for v in files.values()):
             raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(expected))}")
         if not isinstance(entry.get("documents"), int) or isinstance(entry["documents"], bool):
             raise bad(f"segment {entry['name']} without a document count")
         deleted = entry.get("deleted")
-        if deleted is not None and not (isinstance(deleted, dict) and _file_record(deleted)
+        if deleted is not None and not (isinstance(deleted, dict) and is_file_record(deleted)
                                         and isinstance(deleted.get("file"), str)
                                         and _DELETIONS_NAME.fullmatch(deleted["file"])
                                         and isinstance(deleted.get("count"), int)):
             raise bad(f"segment {entry['name']} has a malformed deletions record")
 
 
-def _file_record(info: Any) -> bool:
+def is_field_list(names: Any) -> bool:
+    """A manifest's list of fields: distinct non-empty strings."""
+    return (isinstance(names, list) and bool(names) and all(isinstance(n, str) and n for n in names)
+            and len(set(names)) == len(names))
+
+
+def _check_fields(path: Path, manifest: dict[str, Any]) -> None:
+    """The manifest's ``fields`` (absent: an index without fields) must be a field list that every
+    segment's entry names too."""
+    names = manifest.get("fields")
+    if names is not None and not is_field_list(names):
+        raise IndexFormatError(f"{path}: bad manifest (a malformed list of fields); rebuild the index")
+    for entry in manifest["segments"]:
+        if entry.get("fields") != names:
+            raise IndexFormatError(f"{path}: bad manifest (segment {entry['name']}'s fields "
+                                   f"{entry.get('fields')!r}, the index's {names!r}); rebuild the index")
+
+
+def is_file_record(info: Any) -> bool:
     return (isinstance(info, dict) and isinstance(info.get("bytes"), int) and not isinstance(info["bytes"], bool)
             and isinstance(info.get("sha256"), str))
 
 
-def _check_file(path: Path, info: dict[str, Any], verify: bool) -> None:
-    if not path.is_file():
-        raise IndexFormatError(f"{path}: missing index file; rebuild the index")
-    if path.stat().st_size != info["bytes"]:
+class Pins:
+    """Files of an index opened for reading, by path (a context manager that closes them).
+
+    Opening every file a manifest names before reading any pins them: a writer that removes them
+    afterwards (a commit making them obsolete) takes nothing from under the reader."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+
+    def open(self, path: Path) -> int:
+        """The open descriptor of ``path`` (opened now if it is not yet)."""
+        if path in self._fds:
+            return self._fds[path]
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise MissingFile(f"{path}: missing index file; rebuild the index") from None
+        except OSError as exc:
+            raise IndexFormatError(f"{path}: unreadable index file ({exc.strerror or exc}); rebuild the index") from None
+        self._fds[path] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> "Pins":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def pin_entry(directory: Path, entry: dict[str, Any], pins: Pins) -> None:
+    """Open every file of a segment entry (and its deletions file)."""
+    folder = directory / entry["name"]
+    for name in entry["files"]:
+        pins.open(folder / name)
+    if entry.get("deleted"):
+        pins.open(directory / entry["deleted"]["file"])
+
+
+def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool) -> None:
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        raise IndexFormatError(f"{path}: not a file; rebuild the index")
+    if status.st_size != info["bytes"]:
         raise IndexFormatError(f"{path}: size differs from the manifest (file damaged); rebuild the index")
-    if verify and sha256_file(path) != info["sha256"]:
+    if verify and _sha256_fd(fd) != info["sha256"]:
         raise IndexFormatError(f"{path}: checksum mismatch (file damaged); rebuild the index")
 
 
-def load_deletions(directory: Path, entry: dict[str, Any], verify: bool = True) -> np.ndarray:
+def verify_entry(directory: Path, entry: dict[str, Any]) -> None:
+    """Check every file of a segment entry (and its deletions) against its recorded size and SHA-256."""
+    with Pins() as pins:
+        pin_entry(directory, entry, pins)
+        folder = directory / entry["name"]
+        for name, info in entry["files"].items():
+            check_file(folder / name, pins.open(folder / name), info, verify=True)
+        if entry.get("deleted"):
+            path = directory / entry["deleted"]["file"]
+            check_file(path, pins.open(path), entry["deleted"], verify=True)
+
+
+def read_array(path: Path, fd: int, dtype: np.dtype, mmap: bool, ndim: int = 1) -> np.ndarray:
+    """An ``ndim``-D ``.npy`` array of ``dtype`` (C order) from an open file: memory-mapped, or read."""
+    from numpy.lib import format as npy
+
+    with os.fdopen(os.dup(fd), "rb") as fh:  # a copy of the descriptor: closing it leaves the pin open
+        try:
+            version = npy.read_magic(fh)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"npy format version {version}")
+            read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape, fortran, found = read_header(fh)
+            offset = fh.tell()
+        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+            raise IndexFormatError(f"{path}: unreadable array ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
+                                   f"rebuild the index") from None
+        if found != dtype or len(shape) != ndim or (fortran and ndim > 1):
+            raise IndexFormatError(f"{path}: array of unexpected shape or type; rebuild the index")
+        count = int(np.prod(shape, dtype=np.int64))
+        if offset + count * dtype.itemsize != os.fstat(fd).st_size:
+            raise IndexFormatError(f"{path}: array size disagrees with its header (file damaged); rebuild the index")
+        if mmap:
+            return np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape)
+        return np.fromfile(fh, dtype=dtype, count=count).reshape(shape)
+
+
+def read_text(path: Path, fd: int) -> str:
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        try:
+            return fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise IndexFormatError(f"{path}: unreadable ({exc}); rebuild the index") from None
+
+
+def load_deletions(directory: Path, entry: dict[str, Any], pins: Pins, verify: bool = True) -> np.ndarray:
     """The sorted deleted document numbers of a segment entry (empty without deletions)."""
     record = entry.get("deleted")
     if not record:
         return np.zeros(0, dtype=np.int32)
     path = directory / record["file"]
-    _check_file(path, record, verify)
-    try:
-        deleted = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise IndexFormatError(f"{path}: unreadable deletions ({exc}); rebuild the index") from None
-    ok = (deleted.ndim == 1 and deleted.dtype == np.int32 and deleted.shape[0] == record["count"]
+    fd = pins.open(path)
+    check_file(path, fd, record, verify)
+    deleted = read_array(path, fd, np.dtype(np.int32), mmap=False)
+    ok = (deleted.shape[0] == record["count"]
           and (deleted.shape[0] == 0 or (int(deleted[0]) >= 0 and int(deleted[-1]) < entry["documents"]
                                          and bool(np.all(deleted[1:] > deleted[:-1])))))
     if not ok:
@@ -294,22 +714,22 @@ def load_deletions(directory: Path, entry: dict[str, Any], verify: bool = True) 
     return deleted
 
 
-def load_segment(directory: Path, entry: dict[str, Any], verify: bool = True, mmap: bool = True) -> Segment:
-    """Load one segment named by the manifest, checking sizes and (``verify``) checksums."""
+def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: bool = True,
+                 mmap: bool = True) -> Segment:
+    """Load one segment named by the manifest from its (pinned) files, checking sizes and
+    (``verify``) checksums."""
     folder = directory / entry["name"]
+    fds = {name: pins.open(folder / name) for name in entry["files"]}
     for name, info in entry["files"].items():
-        _check_file(folder / name, info, verify)
+        check_file(folder / name, fds[name], info, verify)
+    arrays = {key: read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap) for key in ARRAYS}
+    raw_terms = read_text(folder / TERMS_FILE, fds[TERMS_FILE])
     try:
-        arrays = {key: np.load(folder / f"{key}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
-                  for key in ARRAYS}
-        raw_terms = (folder / TERMS_FILE).read_text(encoding="utf-8")
-        doc_ids = json.loads((folder / IDS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise IndexFormatError(f"{folder}: unreadable segment ({exc}); rebuild the index") from None
+        doc_ids = json.loads(read_text(folder / IDS_FILE, fds[IDS_FILE]))
+    except (ValueError, RecursionError) as exc:
+        raise IndexFormatError(f"{folder / IDS_FILE}: unreadable ({exc}); rebuild the index") from None
     if not isinstance(doc_ids, list) or not all(isinstance(i, str) for i in doc_ids):
         raise IndexFormatError(f"{folder / IDS_FILE}: not a list of document ids; rebuild the index")
-    if not all(a.ndim == 1 and a.dtype == _DTYPES[k] for k, a in arrays.items()):
-        raise IndexFormatError(f"{folder}: arrays of unexpected shape or type; rebuild the index")
     terms = raw_terms.split("\n") if raw_terms else []
     postings = Postings(terms, arrays["offsets"], arrays["doc_nums"], arrays["tfs"], arrays["doc_lengths"])
     if (len(terms) + 1 != postings.offsets.shape[0] or len(doc_ids) != postings.num_docs
@@ -318,17 +738,14 @@ def load_segment(directory: Path, entry: dict[str, Any], verify: bool = True, mm
     if len(doc_ids) != entry["documents"]:
         raise IndexFormatError(f"{folder}: {len(doc_ids)} documents, the manifest says {entry['documents']}; "
                                f"rebuild the index")
-    fields = None if entry.get("fields") is None else _load_fields(folder, entry["fields"], postings, mmap)
+    fields = None if entry.get("fields") is None else _load_fields(folder, entry["fields"], postings, fds, mmap)
     return Segment(postings, doc_ids, arrays["id_rank"], folder / STORE_FILE, fields)
 
 
-def _load_fields(folder: Path, names: list[str], postings: Postings, mmap: bool) -> Fields:
-    try:
-        lengths, tfs = (np.load(folder / f"{key}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
-                        for key in FIELD_ARRAYS)
-    except (OSError, ValueError) as exc:
-        raise IndexFormatError(f"{folder}: unreadable field arrays ({exc}); rebuild the index") from None
-    if not (lengths.dtype == tfs.dtype == np.dtype(np.int32) and lengths.shape == (len(names), postings.num_docs)
-            and tfs.shape == (len(names), postings.num_postings)):
+def _load_fields(folder: Path, names: list[str], postings: Postings, fds: dict[str, int], mmap: bool) -> Fields:
+    """A segment's field arrays (from its pinned files), checked against its postings."""
+    lengths, tfs = (read_array(folder / f"{key}.npy", fds[f"{key}.npy"], np.dtype(np.int32), mmap, ndim=2)
+                    for key in FIELD_ARRAYS)
+    if lengths.shape != (len(names), postings.num_docs) or tfs.shape != (len(names), postings.num_postings):
         raise IndexFormatError(f"{folder}: field arrays disagree with the postings; rebuild the index")
     return Fields(tuple(names), lengths, tfs)

@@ -56,6 +56,7 @@ ideographic space inside a document id stays part of it, as in trec_eval.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
@@ -63,7 +64,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, Mapping
+from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
@@ -129,6 +130,30 @@ class _Columns:
 # Public readers
 
 
+def _within_memory(read: Callable[..., Any]) -> Callable[..., Any]:
+    """A reader whose file does not fit in the memory available raises InputError naming it
+    (instead of a MemoryError from wherever the allocation failed)."""
+
+    @functools.wraps(read)
+    def reader(path: str | Path, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(path, *args, **kwargs)
+        except MemoryError:
+            size = _size(path)
+            raise InputError(f"too large to read in the memory available ({size}); split the file or give "
+                             f"the process more memory", path) from None
+
+    return reader
+
+
+def _size(path: str | Path) -> str:
+    try:
+        return f"{Path(path).stat().st_size:,} bytes on disk"
+    except OSError:
+        return "size unknown"
+
+
+@_within_memory
 def read_run(path: str | Path, *, format: str = "auto") -> Run:
     """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
     :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's last tag (trec_eval's ``runid``)."""
@@ -151,6 +176,7 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
     return _parse_and_build(data, layout, path, build, skip_header=False)
 
 
+@_within_memory
 def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAULT_TREC_EVAL) -> Qrels:
     """Read qrels (:data:`QRELS_FORMATS`: ``trec``, ``beir``, ``smart``, ``cranfield``, ``ranx``;
     ``auto`` detects it, see the module's notes) into :class:`~bm25lab.evaluation.ranking.Qrels`.
@@ -194,15 +220,25 @@ def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path
 
 
 def _sample_rows(data: bytes, limit: int = 2000) -> list[list[bytes]]:
-    """The fields of the first ``limit`` lines that are neither blank nor comments."""
+    """The fields of the first ``limit`` lines that are neither blank nor comments (blank lines
+    before them cost no Python step: :func:`_content_lines`)."""
     rows: list[list[bytes]] = []
-    for raw in data[: 1 << 20].split(b"\n"):
-        fields = raw.split()
-        if fields and not fields[0].startswith(b"#"):
-            rows.append(fields)
-            if len(rows) == limit:
-                break
+    for _, start, end in _content_lines(data):
+        rows.append(data[start:end].split())
+        if len(rows) == limit:
+            break
     return rows
+
+
+def _is_json(data: bytes, block_size: int = 1 << 22) -> bool:
+    """Whether the first byte that is not whitespace opens a JSON object (found by numpy a block of
+    bytes at a time: no copy of ``data``, no Python step per blank line)."""
+    for lo in range(0, len(data), block_size):
+        block = np.frombuffer(data, dtype=np.uint8, count=min(block_size, len(data) - lo), offset=lo)
+        filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace
+        if filled.size:
+            return bool(block[filled[0]] == ord("{"))
+    return False
 
 
 def _warn(message: str) -> None:
@@ -213,7 +249,7 @@ def detect_qrels_format(path: str | Path, data: bytes | None = None) -> str:
     """The qrels format of a file from its content (see the module's notes); warns when the content
     could be read another way, and raises :class:`InputError` for a file that is no qrels file."""
     data = _load(path) if data is None else data
-    if data.lstrip()[:1] == b"{":
+    if _is_json(data):
         return "ranx"
     rows = _sample_rows(data)
     if not rows:
@@ -246,7 +282,7 @@ def detect_qrels_format(path: str | Path, data: bytes | None = None) -> str:
 def detect_run_format(path: str | Path, data: bytes | None = None) -> str:
     """The run format of a file from its content; :class:`InputError` for a file that is no run."""
     data = _load(path) if data is None else data
-    if data.lstrip()[:1] == b"{":
+    if _is_json(data):
         return "ranx"
     first = _first_fields(data)
     if first is None or len(first[1]) >= 6:  # a TREC run line may carry more fields after the tag
@@ -377,27 +413,70 @@ def _load(path: str | Path) -> bytes:
 
 def _first_fields(data: bytes) -> tuple[int, list[bytes]] | None:
     """(line number, fields) of the first line that is neither blank nor a comment."""
-    start, number = 0, 1
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        fields = data[start:end].split()
-        if fields and not fields[0].startswith(b"#"):
-            return number, fields
-        start, number = end + 1, number + 1
+    for number, start, end in _content_lines(data):
+        return number, data[start:end].split()
     return None
 
 
 def _last_fields(data: bytes) -> list[bytes] | None:
-    """The fields of the last line that is neither blank nor a comment."""
+    """The fields of the last line that is neither blank nor a comment. Trailing blank lines cost
+    no Python step (:func:`_last_content_end`)."""
     end = len(data)
-    while end > 0:
+    while (end := _last_content_end(data, end)) > 0:
         start = data.rfind(b"\n", 0, end) + 1
         fields = data[start:end].split()
-        if fields and not fields[0].startswith(b"#"):
+        if not fields[0].startswith(b"#"):
             return fields
-        end = start - 1
+        end = start
     return None
+
+
+def _last_content_end(data: bytes, end: int, block_size: int = 1 << 22) -> int:
+    """One past the last byte before ``end`` that is not whitespace (0: none), found by numpy a
+    block of bytes at a time from the end."""
+    while end > 0:
+        lo = max(0, end - block_size)
+        block = np.frombuffer(data, dtype=np.uint8, count=end - lo, offset=lo)
+        filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace, as below
+        if filled.size:
+            return lo + int(filled[-1]) + 1
+        end = lo
+    return 0
+
+
+_SCAN_BLOCK = 1 << 22  # bytes looked at a time by _content_lines
+
+
+def _content_lines(data: bytes, block_size: int = _SCAN_BLOCK) -> Iterator[tuple[int, int, int]]:
+    """``(line number, start, end)`` of every line with a field that is not a comment (its first
+    field does not start with ``#``), ``start`` at that field. Blank and comment lines cost no
+    Python step: numpy skips them a block of bytes at a time (two billion blank lines take seconds
+    instead of the best part of an hour)."""
+    number, counted = 1, 0  # the line number at byte ``counted``
+    in_line = False  # whether the line running into the next block has had its first field already
+    for lo in range(0, len(data), block_size):
+        hi = min(lo + block_size, len(data))
+        block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
+        if block.max() <= 13 and block.min() >= 9:  # only \t \n \v \f \r: a quick look at most blank blocks
+            fields = block[:0]
+        else:
+            blank = (block - np.uint8(9) <= 4) | (block == 32)  # C's isspace: \t \n \v \f \r and space
+            fields = np.flatnonzero(~blank)
+        last_newline = data.rfind(b"\n", lo, hi) - lo  # -1 - lo < 0 when there is none
+        if fields.size:
+            line = np.cumsum(block == 10, dtype=np.int64)[fields]  # newlines before each field byte
+            first = np.empty(fields.size, dtype=bool)  # the first field byte of its line
+            first[0] = not (in_line and line[0] == 0)
+            np.not_equal(line[1:], line[:-1], out=first[1:])
+            starts = fields[first]
+            for start in (starts[block[starts] != ord("#")] + lo).tolist():
+                number += data.count(b"\n", counted, start)
+                counted = start
+                end = data.find(b"\n", start)
+                yield number, start, len(data) if end < 0 else end
+            in_line = int(fields[-1]) > last_newline
+        elif last_newline >= 0:
+            in_line = False
 
 
 def _is_number(field: bytes) -> bool:
@@ -429,8 +508,10 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
     """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path (with
     ``atol_labels``, whenever a label is not plainly written as an integer)."""
     delimiter = _fast_delimiter(data)
-    if delimiter is None:
+    first = next(_content_lines(data), None) if delimiter is not None else None
+    if first is None:
         return None
+    data = memoryview(data)[first[1]:]  # without the blank lines before the first line (no copy)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
@@ -441,7 +522,7 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
     types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: value_type})
     try:
         table = pcsv.read_csv(
-            pa.BufferReader(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=pcsv.ReadOptions(column_names=names, skip_rows=int(skip_header), block_size=1 << 24),
             parse_options=pcsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False
@@ -490,10 +571,8 @@ def _parse_slow(data: bytes, layout: _Layout, path: str | Path, skip_header: boo
     expected = len(layout.fields)
     convert = _score if layout.kind == "score" else _label
     header_pending = skip_header
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        fields = raw.split()
-        if not fields or fields[0].startswith(b"#"):
-            continue
+    for number, start, end in _content_lines(data):
+        fields = data[start:end].split()
         if header_pending:
             header_pending = False
             continue

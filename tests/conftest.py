@@ -11,10 +11,16 @@ import pytest
 # of this run, removed at its end: nothing is reused from an earlier run or another version of the code
 _CACHE = tempfile.mkdtemp(prefix="bm25lab-tests-cache-")
 os.environ["BM25LAB_CACHE_DIR"] = _CACHE
+# and so does every temporary file, of the tests, of pytest's tmp_path and of the processes they start:
+# no test looks at, or leaves anything in, the temporary folder other runs and other programs share
+_TMP = tempfile.mkdtemp(prefix="bm25lab-tests-tmp-")
+os.environ["TMPDIR"] = _TMP
+tempfile.tempdir = _TMP
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_CACHE, ignore_errors=True)
+    shutil.rmtree(_TMP, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from ..evaluation.measures import DEFAULT_MEASURES
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
                      handles_errors, human_bytes, progress_bars)
+from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
 from .inputs import CollectionQueryIds
 
@@ -63,6 +64,8 @@ def experiment(
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
     query_ids: Annotated[CollectionQueryIds, typer.Option("--query-ids", help="A folder's queries: given ids, position (1, 2, ... in file order, as Cranfield's cranqrel numbers them) or auto (position when the qrels number the queries so).")] = CollectionQueryIds("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
+    shards: Annotated[Optional[int], SHARDS_OPT] = None,
 ) -> None:
     """Index a collection (cached), run every judged query, evaluate, and print the measures.
 
@@ -79,7 +82,7 @@ def experiment(
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
                               query_ids=query_ids.value,
                               index_progress=bars.documents(f"indexing {collection.name}"),
-                              search_progress=bars.queries())
+                              search_progress=bars.queries(), cluster=cluster, shards=shards)
     if run_out is not None:
         write_run(done.results, run_out, tag=f"bm25lab-{variant.value}")
     render_results([(collection.name, done.evaluation)], format.value, per_query=False)

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from . import distributed_cmds
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
                      backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress)
+from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TEXT_FIELDS_OPT,
                      TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat, QueryIds, RunWriter)
 
@@ -60,29 +62,57 @@ def index(
     duplicates: Annotated[Duplicates, DUPLICATES_OPT] = Duplicates("error"),
     fields: Annotated[Optional[str], typer.Option("--fields", help="BM25F: also index each of these document fields on its own (title, text or metadata keys, comma-separated, e.g. title,text), for --field-weights at search time; --text-fields chooses what makes up the text.")] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    shards: Annotated[Optional[int], SHARDS_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
+    partition_docs: Annotated[int, PARTITION_OPT] = 10_000,
 ) -> None:
     """Build an index from SOURCE into --out.
 
     Example: bm25lab index cran.all.1400 --out cran-idx --language en
+    Sharded, on a Dask cluster: bm25lab index docs.jsonl --out my-index --shards 3 --cluster tcp://HOST:8786
     """
     from ..engine import Index
-    from ..engine.errors import InputError
-    from ..engine.storage import size_on_disk
+    from ..engine.errors import InputError, ParameterError
+    from ..engine.storage import MANIFEST, check_target, size_on_disk
     from .inputs import documents
 
-    if (out / "index.json").exists() and not overwrite:
+    if (out / MANIFEST).exists() and not overwrite:
         raise InputError("an index exists already; add --overwrite to replace it", out)
     for given in (stopwords, user_dict):
         if given is not None and not given.is_file():
             raise InputError("no such file" if not given.exists() else "is a folder, expected a file", given)
     started = time.perf_counter()
     tokenizer = make_tokenizer(language, stem, stopwords, user_dict)
+    if shards is not None or cluster is not None:  # its target is checked before the work (and the cluster)
+        if fields is not None:
+            raise ParameterError("--fields (BM25F) builds an ordinary index: a sharded index (--shards, --cluster) "
+                                 "has no fields")
+        docs, count = documents(source, format, id_field, text_fields, duplicates)
+        return distributed_cmds.index_sharded(source, docs, count, out, tokenizer, shards=shards, cluster=cluster,
+                                              partition_docs=partition_docs, workers=workers, overwrite=overwrite,
+                                              backend=backend_name(backend), started=started)
+    if distributed_cmds.is_sharded(out):
+        raise InputError("holds a sharded index; replace it with a sharded one (--shards N), or choose another folder", out)
+    check_target(out, overwrite)  # before the work: a folder holding anything but an index is refused
     docs, count = documents(source, format, id_field, text_fields, duplicates)
-    with document_progress(f"indexing {source}", count) as advance:
-        built = Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source,
-                            backend=backend_name(backend), fields=None if fields is None else fields.split(","))
-    report_duplicates(docs)
-    built.save(out, overwrite=overwrite)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # the build's scratch folder goes in it: the index's own disk
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
+    built = None
+    try:
+        with document_progress(f"indexing {source}", count) as advance:
+            built = Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source,
+                                backend=backend_name(backend), fields=None if fields is None else fields.split(","),
+                                scratch=out)
+        report_duplicates(docs)
+        built.save(out, overwrite=overwrite)
+    except BaseException:
+        built = None  # its scratch folder goes with it
+        if created:
+            _remove_if_empty(out)
+        raise
     elapsed = time.perf_counter() - started
     info = built.info()
     console().print(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
@@ -90,10 +120,20 @@ def index(
                     f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
 
 
-def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":
-    from ..engine import Index
+def _remove_if_empty(folder: Path) -> None:
+    """Remove a folder this command made, once its scratch folder is gone, if nothing else is in it."""
+    import gc
 
-    return Index.load(directory, backend=backend_name(backend))
+    gc.collect()  # an index built before the failure removes its scratch folder when it is collected
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":
+    """The index in ``directory``, ordinary or sharded, searched in this process."""
+    return distributed_cmds.open_index(directory, backend_name(backend), None)
 
 
 @handles_errors
@@ -112,24 +152,25 @@ def search(
     qid: Annotated[str, typer.Option("--qid", help="Query id of the --format trec lines.")] = "1",
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
 ) -> None:
     """Search an index and show the best documents with titles and highlighted snippets.
 
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
-    idx = load_index(directory, backend)
+    idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, field_weights=field_weights,
                       field_b=field_b)
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
-    if format is SearchFormat.trec:
+    if format is SearchFormat.trec:  # the run writer's lines: an id that a TREC line cannot hold is refused
         import io
 
         from ..evaluation import write_run
 
-        text = io.StringIO()
+        text = io.StringIO()  # printed once whole: nothing of a refused run reaches the terminal
         write_run({qid: hits}, text, tag=tag)
         typer.echo(text.getvalue(), nl=False)
         return
@@ -171,6 +212,7 @@ def run(
     query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
     run_format: Annotated[RunWriter, typer.Option("--run-format", help="Run file to write: trec, msmarco (qid docid rank) or ranx (JSON).")] = RunWriter("trec"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
 ) -> None:
     """Search every query of QUERIES and write a run (TREC by default).
 
@@ -179,7 +221,7 @@ def run(
     from ..evaluation import write_run
     from .inputs import queries as read_topics
 
-    idx = load_index(directory, backend)
+    idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     topics = read_topics(queries, query_format, topic_field, query_ids)
     with query_progress() as advance:
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from .common import document_progress, handles_errors
+from .distributed_cmds import growth
 from .inputs import DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, TEXT_FIELDS_OPT, DocumentFormat, Duplicates
 
 if TYPE_CHECKING:
     from ..engine.segments import Change
 
-DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`).")
+DIR_ARG = typer.Argument(metavar="DIR", help="Index directory (built with `bm25lab index`; a sharded one routes each "
+                                            "document to the shard of its id).")
 
 
 def _after(change: "Change", directory: Path) -> str:
@@ -43,14 +45,13 @@ def add(
 
     Example: bm25lab add my-index new-docs.jsonl
     """
-    from ..engine.segments import add_documents
     from .engine_cmds import report_duplicates
     from .inputs import documents
 
     started = time.perf_counter()
     docs, count = documents(source, format, id_field, text_fields, duplicates)
     with document_progress(f"adding {source}", count) as advance:
-        change = add_documents(directory, docs, workers=workers, progress=advance, source=source)
+        change = growth(directory).add_documents(directory, docs, workers=workers, progress=advance, source=source)
     report_duplicates(docs)
     replaced = f" ({change.replaced:,} replaced)" if change.replaced else ""
     typer.echo(f"added {change.added:,} documents{replaced} in {time.perf_counter() - started:.1f} s -> "
@@ -67,9 +68,7 @@ def delete(
 
     Example: bm25lab delete my-index d17 d42
     """
-    from ..engine.segments import delete_documents
-
-    change = delete_documents(directory, doc_ids)
+    change = growth(directory).delete_documents(directory, doc_ids)
     typer.echo(f"deleted {change.deleted:,} document{'s' if change.deleted != 1 else ''} -> "
                     f"{_after(change, directory)}")
 
@@ -81,9 +80,7 @@ def optimize(directory: Annotated[Path, DIR_ARG]) -> None:
 
     Example: bm25lab optimize my-index
     """
-    from ..engine import segments
-
-    change = segments.optimize(directory)
+    change = growth(directory).optimize(directory)
     if not change.merged:
         typer.echo(f"nothing to merge (one segment, no deletions) -> {_after(change, directory)}")
         return

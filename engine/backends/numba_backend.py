@@ -215,8 +215,9 @@ class NumbaBackend(Backend):
             k_eff = max(1, min(k, scorer.n_docs))
             docs = np.empty(k_eff, dtype=np.int64)
             scores = np.empty(k_eff, dtype=np.float64)
+            term_upper = upper[terms] if query.upper is None else query.upper
             n = self._kernels.query_top_k(
-                offsets[terms], offsets[terms + 1], query.counts, upper[terms] * query.counts,
+                offsets[terms], offsets[terms + 1], query.counts, term_upper * query.counts,
                 scorer.constant(query, params), scorer.postings.doc_nums, weights, scorer.id_rank, k_eff, prunable,
                 scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
                 np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores)
@@ -232,7 +233,7 @@ class NumbaBackend(Backend):
         out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
         out_scores = np.zeros((len(batch), k_eff), dtype=np.float64)
         out_len = np.zeros(len(batch), dtype=np.int64)
-        self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, upper,
+        self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
                                   _constants(scorer, batch, params), scorer.postings.doc_nums, weights,
                                   scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
                                   out_docs, out_scores, out_len)
@@ -248,7 +249,9 @@ class NumbaBackend(Backend):
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
     """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
-    :meth:`Scorer.score` computes it, query by query."""
+    :meth:`Scorer.score` computes it, query by query; the batch's own when it has them."""
+    if batch.constants is not None:
+        return batch.constants
     if zero_tf_part(params):
         return np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
     return np.zeros(len(batch))

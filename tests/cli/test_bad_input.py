@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from fuzzing import mutated
 from typer.testing import CliRunner
 
-from bm25lab.engine import BM25LabError, Index, IndexFormatError, Tokenizer
+from bm25lab.engine import BM25LabError, Index, IndexFormatError, Tokenizer, storage
 from bm25lab.evaluation import read_qrels, read_run
 from bm25lab.cli import app
 
@@ -100,6 +100,90 @@ def test_bad_source_changes_nothing(case: str, tmp_path: Path, index_dir: Path) 
     assert not (tmp_path / "new").exists()
 
 
+@pytest.fixture(scope="module")
+def built_sharded(built: Path) -> Path:
+    """A sharded index of the same documents (two shards, a second segment, a deletion)."""
+    assert runner.invoke(app, ["index", str(built / "docs.jsonl"), "--out", str(built / "sharded"),
+                               "--language", "whitespace", "--shards", "2"]).exit_code == 0
+    assert runner.invoke(app, ["add", str(built / "sharded"), str(built / "more.jsonl")]).exit_code == 0
+    return built / "sharded"
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SOURCES) + ["cr-only", "link-outside"])
+def test_bad_source_changes_no_sharded_index(case: str, tmp_path: Path, built_sharded: Path) -> None:
+    # the sharded build and add read their documents as the ordinary ones do: the same refusals
+    if case == "cr-only":
+        path, fragment = tmp_path / "cr.tsv", ":1: a carriage return (CR) inside the line"
+        path.write_bytes(b"a\thello\rb\tworld\r")
+    elif case == "link-outside":
+        path, fragment = tmp_path / "docs", "outside the folder"
+        path.mkdir()
+        (path / "a.txt").write_text("alpha")
+        (tmp_path / "secret.txt").write_text("do not index me")
+        (path / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    else:
+        path, fragment = _source(tmp_path, case)
+    index_dir = tmp_path / "sharded"
+    shutil.copytree(built_sharded, index_dir)
+    before = snapshot(index_dir)
+    fails(["add", str(index_dir), str(path)], str(path), fragment)
+    fails(["index", str(path), "--out", str(index_dir), "--shards", "2", "--overwrite"], str(path), fragment)
+    assert snapshot(index_dir) == before
+    fails(["index", str(path), "--out", str(tmp_path / "new"), "--shards", "3"], str(path), fragment)
+    assert not (tmp_path / "new").exists()
+
+
+# issue 17's formats and reading options go through issue 19's refusals: CR-only SMART, CSV and TREC
+# files, a SMART file that is not one, a link outside a folder source; with --duplicates last (which reads
+# the source twice: refused on its first reading), first, and a field mapping
+FORMAT_SOURCES = {
+    "cr-smart": ("cr.all", b".I 1\r.T\rflow\r.W\rboundary layer\r", ":1: a carriage return (CR) inside the line"),
+    "cr-csv": ("cr.csv", b"id,title,text\ra,T,x\rb,U,y\r", ":1: a carriage return (CR) inside the line"),
+    "cr-trec": ("cr.trec", b"<DOC>\r<DOCNO> a </DOCNO>\rtext\r</DOC>\r", ":1: a carriage return (CR) inside the line"),
+    "bad-smart": ("bad.all", b".I 1\n.W\nfine\n.I\n.W\nno id\n", ":4: .I without a record id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORMAT_SOURCES) + ["link-outside"])
+@pytest.mark.parametrize("options", [[], ["--duplicates", "last"], ["--duplicates", "first", "--text-fields", "title,text"]])
+def test_format_options_go_through_the_same_refusals(case: str, options: list[str], tmp_path: Path, index_dir: Path,
+                                                     built_sharded: Path) -> None:
+    if case == "link-outside":
+        path, fragment = tmp_path / "docs", "outside the folder"
+        path.mkdir()
+        (path / "a.txt").write_text("alpha")
+        (tmp_path / "secret.txt").write_text("do not index me")
+        (path / "leak.txt").symlink_to(tmp_path / "secret.txt")
+        options = [o for o in options if o not in ("--text-fields", "title,text")]  # a folder's files have no fields
+    else:
+        name, content, fragment = FORMAT_SOURCES[case]
+        path = tmp_path / name
+        path.write_bytes(content)
+    sharded = tmp_path / "sharded"
+    shutil.copytree(built_sharded, sharded)
+    before, before_sharded = snapshot(index_dir), snapshot(sharded)
+    fails(["add", str(index_dir), str(path), *options], str(path), fragment)
+    fails(["add", str(sharded), str(path), *options], str(path), fragment)
+    fails(["index", str(path), "--out", str(index_dir), "--overwrite", *options], str(path), fragment)
+    fails(["index", str(path), "--out", str(sharded), "--overwrite", "--shards", "2", *options], str(path), fragment)
+    assert snapshot(index_dir) == before and snapshot(sharded) == before_sharded
+    for shards in ([], ["--shards", "2"]):
+        fails(["index", str(path), "--out", str(tmp_path / "new"), *shards, *options], str(path), fragment)
+        assert not (tmp_path / "new").exists()
+
+
+def test_an_id_a_trec_line_cannot_hold_is_refused_on_a_sharded_index(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a b", "text": "hello world"}) + "\n"
+                                      + json.dumps({"id": "c", "text": "hello"}) + "\n")
+    assert runner.invoke(app, ["index", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "s"),
+                               "--shards", "2"]).exit_code == 0
+    fails(["search", str(tmp_path / "s"), "world", "--format", "trec"],
+          "document id 'a b' is empty or contains whitespace; a TREC run cannot hold it")
+    (tmp_path / "q.tsv").write_text("q1\thello\n")
+    fails(["run", str(tmp_path / "s"), str(tmp_path / "q.tsv"), "--out", str(tmp_path / "r")], "a TREC run cannot hold")
+    assert not (tmp_path / "r").exists()
+
+
 def test_duplicate_ids_in_added_documents(tmp_path: Path, index_dir: Path) -> None:
     dup = tmp_path / "dup.tsv"
     dup.write_text("a\tx\nb\ty\na\tz\n", encoding="utf-8")
@@ -133,7 +217,7 @@ def _damage_array(index_dir: Path) -> Path:
 
 def _newer_version(index_dir: Path) -> Path:
     manifest = json.loads((index_dir / "index.json").read_text())
-    manifest["format_version"] = 2
+    manifest["format_version"] = storage.FORMAT_VERSION + 1
     (index_dir / "index.json").write_text(json.dumps(manifest))
     return index_dir / "index.json"
 
@@ -145,7 +229,8 @@ def _broken_manifest(index_dir: Path) -> Path:
 
 DAMAGE = {
     "checksum": (_damage_array, "checksum mismatch"),
-    "newer version": (_newer_version, "format version 2, this bm25lab reads version 1; upgrade bm25lab"),
+    "newer version": (_newer_version, f"format version {storage.FORMAT_VERSION + 1}, this bm25lab reads version "
+                                      f"{storage.FORMAT_VERSION}; upgrade bm25lab"),
     "broken manifest": (_broken_manifest, "unreadable manifest"),
 }
 
@@ -305,34 +390,75 @@ def fuzz_source(built: Path) -> tuple[Path, dict]:
     return built / "idx", json.loads((built / "idx" / "index.json").read_text())
 
 
+def _has(holder: object, key: object) -> bool:
+    """Whether ``holder[key]`` exists in a JSON value (after earlier changes, it may not)."""
+    if isinstance(holder, dict):
+        return key in holder
+    return isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder)
+
+
+def _same_index(index: Index, baseline: Index) -> bool:
+    """Whether ``index`` is ``baseline``: same tokenizer, documents and search results."""
+    queries = ["alpha w1", "beta", "gamma delta", "w2 w0 alpha"]
+    return (index.tokenizer.config() == baseline.tokenizer.config()
+            and [(d.id, d.title, d.text) for d in index.documents()] == [(d.id, d.title, d.text) for d in baseline.documents()]
+            and all([(h.doc_id, h.score) for h in index.search(q, k=20)] == [(h.doc_id, h.score) for h in baseline.search(q, k=20)]
+                    for q in queries))
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data) -> None:
+@given(data=st.data(), resealed=st.booleans())
+def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data, resealed: bool) -> None:
+    # a changed manifest loads as the very same index, or fails with the project's error; never a
+    # different index (before: "deleted": null silently brought deleted documents back). Half the
+    # cases also recompute the manifest's checksum after changing its segments or counts: the
+    # structure and the counts must catch those (a changed tokenizer setting is the checksum's to catch)
     source, manifest = fuzz_source
     target = tmp_path_factory.mktemp("m")
     for entry in source.iterdir():  # the index's files, shared read-only; only the manifest differs
         if entry.name != "index.json":
             (target / entry.name).symlink_to(entry)
     changed = json.loads(json.dumps(manifest))
+    paths = [p for p in _paths(changed) if not resealed or p[0] in ("segments", "counts")]
     for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(changed)))
+        path = data.draw(st.sampled_from(paths))
         holder = changed
         for key in path[:-1]:
-            holder = holder[key]
+            holder = holder[key] if _has(holder, key) else None
+        if not _has(holder, path[-1]):
+            continue  # an earlier change removed what this path led to
         if data.draw(st.booleans()):
             holder[path[-1]] = data.draw(JSON_VALUES)
         elif isinstance(holder, dict):
             del holder[path[-1]]
         else:
             holder.pop(path[-1])
+    if resealed:
+        changed["checksum"] = storage.manifest_checksum(changed)
     (target / "index.json").write_text(json.dumps(changed))
     try:
         index = Index.load(target)
     except IndexFormatError as exc:
         assert "\n" not in str(exc)
         return
-    index.search("alpha w1", k=5)  # whatever loaded must work
-    list(index.documents())
+    assert _same_index(index, Index.load(source)), changed
+
+
+def test_deleted_null_no_longer_brings_documents_back(fuzz_source, tmp_path: Path) -> None:
+    source, manifest = fuzz_source
+    for resealed in (False, True):
+        target = tmp_path / f"m{resealed}"
+        target.mkdir()
+        for entry in source.iterdir():
+            if entry.name != "index.json":
+                (target / entry.name).symlink_to(entry)
+        changed = json.loads(json.dumps(manifest))
+        changed["segments"][0]["deleted"] = None
+        if resealed:
+            changed["checksum"] = storage.manifest_checksum(changed)
+        (target / "index.json").write_text(json.dumps(changed))
+        with pytest.raises(IndexFormatError, match="checksum mismatch" if not resealed else "the manifest says"):
+            Index.load(target)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bm25lab.cli import app
+from bm25lab.engine import storage
 
 runner = CliRunner()
 
@@ -118,7 +119,7 @@ def test_run_writes_trec_run(workdir: Path) -> None:
 def test_info(workdir: Path) -> None:
     result = invoke("info", str(workdir / "idx"), "--format", "json")
     facts = json.loads(result.stdout)
-    assert facts["documents"] == 4 and facts["format_version"] == 1 and facts["tokenizer"]["language"] == "auto"
+    assert facts["documents"] == 4 and facts["format_version"] == storage.FORMAT_VERSION and facts["tokenizer"]["language"] == "auto"
     assert invoke("info", str(workdir / "idx")).exit_code == 0
 
 
@@ -180,7 +181,7 @@ def test_unknown_corpus() -> None:
 
 
 def test_installed_entry_point(tmp_path: Path, workdir: Path) -> None:
-    exe = shutil.which("bm25lab") or str(Path(sys.executable).parent / "bm25lab")
+    exe = str(Path(sys.executable).parent / "bm25lab")  # this installation's, never another one on PATH
     env = dict(os.environ, COLUMNS="200")
     result = subprocess.run([exe, "search", str(workdir / "idx"), "flutter", "--format", "json"],
                             capture_output=True, text=True, env=env, timeout=120)

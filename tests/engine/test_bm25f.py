@@ -3,13 +3,14 @@ per-field b, against a straightforward reference written from the formula; both 
 path, growth and disk; an index without fields behaves as before."""
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import pytest
 
-from bm25lab.engine import Index, Tokenizer
-from bm25lab.engine.errors import ParameterError
+from bm25lab.engine import Index, Tokenizer, segments, storage
+from bm25lab.engine.errors import IndexFormatError, ParameterError
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date"]
 TOKENIZER = Tokenizer("whitespace", stopwords=None)
@@ -133,3 +134,112 @@ def test_a_metadata_key_can_be_a_field():
     index = Index.build(docs, tokenizer=TOKENIZER, fields=("text", "tags"))
     tags_only = {h.doc_id: h.score for h in index.search("apple", field_weights="text=0,tags=1")}
     assert tags_only["a"] == 0.0 and tags_only["b"] > 0.0
+
+
+# ---------------------------------------------------------------- on disk: format version 2 (issue 19's rules)
+def manifest_of(path):
+    return json.loads((path / storage.MANIFEST).read_text(encoding="utf-8"))
+
+
+def put_manifest(path, manifest, reseal: bool = True) -> None:
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    (path / storage.MANIFEST).write_text(json.dumps(dict(body, checksum=storage.manifest_checksum(body)) if reseal
+                                                    else manifest), encoding="utf-8")
+
+
+def test_a_fielded_index_is_format_2_with_its_fields_under_the_checksum(tmp_path):
+    built = Index.build(corpus(), tokenizer=TOKENIZER, fields=FIELDS)
+    built.save(tmp_path / "idx")
+    manifest = manifest_of(tmp_path / "idx")
+    assert manifest["format_version"] == storage.FORMAT_VERSION == 2 and manifest["fields"] == list(FIELDS)
+    assert manifest["checksum"] == storage.manifest_checksum(manifest)
+    (entry,) = manifest["segments"]
+    assert entry["fields"] == list(FIELDS) and set(entry["files"]) == storage.SEGMENT_FILES | storage.FIELD_FILES
+    weights = dict(field_weights="title=2,text=1", field_b="title=0.3")
+    expected = [(h.doc_id, h.score) for q in QUERIES.values() for h in built.search(q, k=100, **weights)]
+    for options in (dict(verify=True), dict(verify=False), dict(mmap=False)):  # the pinned files, read or mapped
+        loaded = Index.load(tmp_path / "idx", **options)
+        assert loaded.fields == FIELDS and loaded.info().fields == FIELDS
+        assert [(h.doc_id, h.score) for q in QUERIES.values() for h in loaded.search(q, k=100, **weights)] == expected
+    Index.build(corpus(), tokenizer=TOKENIZER).save(tmp_path / "plain")  # without fields: as before
+    plain = manifest_of(tmp_path / "plain")
+    assert "fields" not in plain and "fields" not in plain["segments"][0]
+    assert set(plain["segments"][0]["files"]) == storage.SEGMENT_FILES
+
+
+@pytest.mark.parametrize("edit, reseal, message", [
+    (lambda m: m.update(fields=["text", "title"]), False, "manifest checksum mismatch"),
+    (lambda m: m.update(fields=["text", "title"]), True, "segment seg-[0-9a-f]+'s fields"),
+    (lambda m: m.pop("fields"), True, "segment seg-[0-9a-f]+'s fields"),
+    (lambda m: m.update(fields=["title", "title"]), True, "a malformed list of fields"),
+    (lambda m: [m.pop("fields"), m["segments"][0].pop("fields")], True, "lists other files than"),
+    (lambda m: m["segments"][0]["files"].pop("field_tfs.npy"), True, "lists other files than"),
+])
+def test_an_edited_list_of_fields_is_refused(tmp_path, edit, reseal, message):
+    Index.build(corpus(), tokenizer=TOKENIZER, fields=FIELDS).save(tmp_path / "idx")
+    manifest = manifest_of(tmp_path / "idx")
+    edit(manifest)
+    put_manifest(tmp_path / "idx", manifest, reseal)
+    for verify in (True, False):
+        with pytest.raises(IndexFormatError, match=message):
+            Index.load(tmp_path / "idx", verify=verify)
+
+
+def field_array_replaced(path, name: str, array) -> None:
+    """The field array ``name`` of the index's segment replaced by ``array``, its record and the
+    manifest's checksum made to agree (what only the reader's checks of the array itself can catch)."""
+    import numpy as np
+
+    manifest = manifest_of(path)
+    (entry,) = manifest["segments"]
+    file = path / entry["name"] / name
+    np.save(file, array, allow_pickle=False)
+    entry["files"][name] = {"bytes": file.stat().st_size, "sha256": storage.sha256_file(file)}
+    put_manifest(path, manifest)
+
+
+def test_damaged_or_reshaped_field_arrays_are_refused(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "idx"
+    Index.build(corpus(), tokenizer=TOKENIZER, fields=FIELDS).save(path)
+    (entry,) = manifest_of(path)["segments"]
+    tfs_file = path / entry["name"] / "field_tfs.npy"
+    good = tfs_file.read_bytes()
+    damaged = bytearray(good)
+    damaged[-1] ^= 1
+    tfs_file.write_bytes(bytes(damaged))
+    with pytest.raises(IndexFormatError, match="field_tfs.npy: checksum mismatch"):
+        Index.load(path)
+    tfs_file.write_bytes(good[:-4])
+    with pytest.raises(IndexFormatError, match="field_tfs.npy: size differs from the manifest"):
+        Index.load(path, verify=False)
+    tfs_file.write_bytes(good)
+    lengths = np.load(path / entry["name"] / "field_lengths.npy")
+    cases = [(lengths.reshape(-1), "unexpected shape or type"),  # 1-D
+             (np.asfortranarray(lengths), "unexpected shape or type"),  # the bytes of another order
+             (lengths.astype(np.int64), "unexpected shape or type"),
+             (np.ascontiguousarray(lengths.T), "field arrays disagree with the postings")]
+    for array, message in cases:
+        field_array_replaced(path, "field_lengths.npy", array)
+        for options in (dict(verify=True), dict(verify=False), dict(mmap=False)):
+            with pytest.raises(IndexFormatError, match=message):
+                Index.load(path, **options)
+
+
+def test_an_add_to_an_index_replaced_meanwhile_by_one_without_fields_is_refused(tmp_path):
+    """The new documents are analysed with the index's fields before the writer's lock is taken; if the
+    index was replaced meanwhile by one with other fields, the commit is refused (it would mix segments
+    with and without fields: an index nobody could load), and the index stays as the other writer left it."""
+    path = tmp_path / "idx"
+    Index.build(corpus(0, 10), tokenizer=TOKENIZER, fields=FIELDS).save(path)
+    other = Index.build(corpus(1, 12), tokenizer=TOKENIZER)
+
+    def docs():
+        yield from corpus(2, 5)
+        other.save(path, overwrite=True)  # another writer, while these documents are being analysed
+
+    with pytest.raises(IndexFormatError, match="other fields"):
+        segments.add_documents(path, docs(), workers=1)
+    after = Index.load(path)
+    assert after.fields == () and after.num_docs == 12

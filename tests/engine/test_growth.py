@@ -167,6 +167,28 @@ def test_bm25plus_constant_ignores_terms_only_in_deleted_documents() -> None:
     assert hits(index, "x gone", variant="bm25+") == hits(fresh, "x gone", variant="bm25+")
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("how", ["delete", "replace"])
+def test_only_documents_without_terms_left(tmp_path: Path, how: str, backend: str) -> None:
+    # the audit's repro: "b" is all stopwords; once "a" is gone no term has a live posting, and the
+    # merged view used to index an empty array (IndexError in search, info and optimize)
+    en = Tokenizer("en")
+    Index.build([("a", "hello world"), ("b", "the")], tokenizer=en).save(tmp_path / "i")
+    on_disk, in_memory = Index.load(tmp_path / "i", backend=backend), Index.build([("a", "hello world"), ("b", "the")],
+                                                                                tokenizer=en, backend=backend)
+    for index in (on_disk, in_memory):
+        change = index.delete(["a"]) if how == "delete" else index.add([("a", "of the")])
+        assert change.documents == (1 if how == "delete" else 2)
+        fresh = Index.build([("b", "the")] + ([("a", "of the")] if how == "replace" else []), tokenizer=en)
+        assert index.search("hello") == [] and index.search_many({"q": "hello world"})["q"] == []
+        assert index.counts() == fresh.counts() and index.counts()["terms"] == 0
+        assert index.info().documents == fresh.num_docs
+        index.optimize()
+        assert index.num_segments == 1 and index.search("hello") == [] and index.counts() == fresh.counts()
+    loaded = Index.load(tmp_path / "i", backend=backend)
+    assert sorted(loaded.doc_ids) == sorted(fresh.doc_ids) and loaded.search("world") == []
+
+
 def test_delete_everything_then_add_again(tmp_path: Path) -> None:
     Index.build([("a", "x"), ("b", "y")], tokenizer=WS).save(tmp_path / "i")
     index = Index.load(tmp_path / "i")
@@ -207,15 +229,49 @@ def test_add_with_duplicate_ids_changes_nothing(tmp_path: Path) -> None:
     assert snapshot(tmp_path / "i") == before
 
 
-def test_leftovers_of_a_killed_writer_are_removed_by_the_next_commit(tmp_path: Path) -> None:
-    Index.build([("a", "x")], tokenizer=WS).save(tmp_path / "i")
-    junk = [tmp_path / "i" / name for name in (".tmp-seg-0123", "seg-00ff", "del-00ff.npy", ".index.json.99.tmp")]
-    for path in junk:
-        path.mkdir() if "seg" in path.name else path.write_bytes(b"half")
-    keep = tmp_path / "i" / "notes.txt"
-    keep.write_text("mine")
-    Index.load(tmp_path / "i").add([("b", "y")])
-    assert not any(p.exists() for p in junk) and keep.read_text() == "mine"
+def _make(path: Path, as_folder: bool, content: bytes) -> None:
+    if as_folder:
+        path.mkdir()
+        (path / "f").write_bytes(content)
+    else:
+        path.write_bytes(content)
+
+
+def test_leftovers_of_a_killed_writer_are_removed_by_the_next_commit_and_nothing_else(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    Index.build([("a", "x"), ("c", "z")], tokenizer=WS).save(directory)
+    # a writer killed mid-commit had journaled (fsynced) each name before creating it
+    left = [".tmp-seg-0123456789abcdef", "seg-0123456789abcdef", "del-0123456789abcdef.npy", ".index.json.tmp"]
+    storage.Journal(directory).add(*left)
+    for name in left:
+        _make(directory / name, "seg" in name, b"half")
+    # the user's own files, some named as an index's files are: never the index's to remove
+    mine = ["seg-00ff", "del-00ff.npy", ".tmp-seg-77", "seg-0123456789abcdee", ".index.json.99.tmp", "notes.txt"]
+    for name in mine:
+        _make(directory / name, name.startswith(("seg", ".tmp-seg")), b"mine")
+    Index.load(directory).add([("b", "y")])
+    assert not any((directory / name).exists() for name in left)
+    assert storage.Journal(directory).names() == []
+    for change in (lambda index: index.delete(["a"]), lambda index: index.optimize(),
+                   lambda index: index.save(directory, overwrite=True)):
+        change(Index.load(directory))
+    for name in mine:
+        assert ((directory / name / "f") if name.startswith(("seg", ".tmp-seg")) else directory / name).read_bytes() == b"mine"
+    assert sorted(Index.load(directory).doc_ids) == ["b", "c"]
+
+
+def test_a_commit_removes_only_what_the_old_manifest_named(tmp_path: Path) -> None:
+    directory = tmp_path / "i"
+    Index.build([("a", "x"), ("c", "z")], tokenizer=WS).save(directory)
+    Index.load(directory).add([("b", "y")])
+    Index.load(directory).delete(["a"])
+    before = storage.named_files(directory)
+    assert len(before) == 3  # two segments and a deletions file
+    Index.load(directory).optimize()
+    after = storage.named_files(directory)
+    assert not before & after and all(not (directory / name).exists() for name in before)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        after | {"index.json", ".writer.lock", ".writer.journal"})
 
 
 # ---------------------------------------------------------------------- lock and readers
@@ -339,3 +395,85 @@ def test_cli_add_delete_optimize(tmp_path: Path) -> None:
 def test_growth_commands_have_help_with_an_example(command: str) -> None:
     result = CliRunner().invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output and "Exit codes" in result.output
+
+
+# ---------------------------------------------------------------------- durability: fsync observed
+def test_every_commit_fsyncs_its_files_and_the_directory_before_and_after_the_rename(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    # storage's docstring claims: new files are fsynced, then the manifest is written to a temporary
+    # file, fsynced, renamed over index.json, and the directory fsynced. Observed here, call by call.
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace, real_rename = os.fsync, os.replace, os.rename
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst, **kwargs) -> None:
+        events.append(("replace", f"{src} -> {dst}"))
+        real_replace(src, dst, **kwargs)
+
+    def rename(src, dst, **kwargs) -> None:
+        events.append(("rename", f"{src} -> {dst}"))
+        real_rename(src, dst, **kwargs)
+
+    directory = tmp_path / "i"
+    Index.build([("a", "x y"), ("b", "y z"), ("c", "z")], tokenizer=WS).save(directory)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "rename", rename)
+    changes = {"add": lambda: Index.load(directory).add([("d", "x")]),
+               "delete": lambda: Index.load(directory).delete(["a"]),
+               "optimize": lambda: Index.load(directory).optimize(),
+               "save": lambda: Index.load(directory).save(directory, overwrite=True)}
+    for name, change in changes.items():
+        events.clear()
+        before = storage.named_files(directory)
+        change()
+        new = storage.named_files(directory) - before
+        commit = next(i for i, (kind, what) in enumerate(events) if kind == "replace" and what.endswith("index.json"))
+        synced = [path for kind, path in events[:commit] if kind == "fsync"]  # before the commit
+        # the manifest's temporary file was fsynced before the rename, the directory after it
+        assert events[commit - 1] == ("fsync", str(directory / storage.MANIFEST_TMP)), (name, events)
+        assert events[commit + 1] == ("fsync", str(directory)), (name, events)
+        # every new file and folder was fsynced before the manifest named it
+        for entry in new:
+            path = directory / entry
+            files = sorted(path.iterdir()) if path.is_dir() else [path]
+            for file in files:
+                assert str(file) in synced or str(directory / f".tmp-{entry}" / file.name) in synced, (name, file)
+            if path.is_dir():  # the segment's folder, under its temporary name, before the rename into place
+                assert str(directory / f".tmp-{entry}") in synced, (name, entry)
+        # and the journal, before anything it names was made
+        assert str(directory / storage.JOURNAL) in synced[:1], (name, synced[:3])
+
+
+def test_a_reader_outpaced_by_writers_never_says_rebuild(tmp_path: Path, monkeypatch) -> None:
+    # if writers commit between every manifest read and its files' opening, the reader gives up with
+    # "try again", never with "rebuild the index" (the index is healthy, only being changed)
+    from bm25lab.engine import index as index_module
+
+    directory = tmp_path / "i"
+    Index.build([(f"d{i}", "x y") for i in range(10)], tokenizer=WS).save(directory)
+    original = segments.load_parts
+    victims = iter(f"d{i}" for i in range(10))
+
+    writing: list[bool] = []
+
+    def racing(directory, manifest, **kwargs):
+        if not writing:  # the reader's call (the writer's own goes straight through)
+            writing.append(True)
+            segments.delete_documents(directory, [next(victims)])  # a commit between reading and opening
+            writing.clear()
+        return original(directory, manifest, **kwargs)
+
+    monkeypatch.setattr(segments, "load_parts", racing)
+    monkeypatch.setattr(index_module, "_LOAD_ATTEMPTS", 3)
+    Index.load(directory)  # the first commit writes a deletions file: nothing named had gone yet
+    with pytest.raises(IndexFormatError, match=r"the index changed 3 times while it was being read .*; try again$"):
+        Index.load(directory)
+    monkeypatch.setattr(segments, "load_parts", original)
+    (deletions,) = directory.glob("del-*.npy")
+    deletions.unlink()  # a file gone from an index nobody changes: damage, and said so
+    with pytest.raises(IndexFormatError, match="del-.*: missing index file; rebuild the index"):
+        Index.load(directory)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -362,7 +363,7 @@ def test_store_insert_error_surfaces_and_leaves_no_thread(monkeypatch) -> None:
 
     monkeypatch.setattr(segments, "_BATCH_DOCS", 2)
     insert_rows = docstore.DocStoreWriter._insert_rows
-    before = set(Path(tempfile.gettempdir()).glob("bm25lab-build-*"))
+    before = set(Path(tempfile.gettempdir()).glob("bm25lab-scratch-*"))
     docs = [(f"d{i}", ["x", "y"]) for i in range(5)] + [("bad", ["\ud800"])] + [(f"e{i}", ["z"]) for i in range(50)]
     inserted = []
     monkeypatch.setattr(docstore.DocStoreWriter, "_insert_rows", lambda self, rows: inserted.extend(rows) or
@@ -371,7 +372,37 @@ def test_store_insert_error_surfaces_and_leaves_no_thread(monkeypatch) -> None:
         Index.build_tokens(docs)
     assert not [t for t in threading.enumerate() if t.name == "bm25lab-store"]
     assert [row[1] for row in inserted][-2:] == ["d4", "bad"]  # nothing after the failed batch
-    assert set(Path(tempfile.gettempdir()).glob("bm25lab-build-*")) == before
+    assert set(Path(tempfile.gettempdir()).glob("bm25lab-scratch-*")) == before
+
+
+def test_the_scratch_folder_of_a_killed_build_is_removed_by_the_next(tmp_path: Path) -> None:
+    # an index built in memory keeps its store in $TMPDIR; a build killed with SIGKILL cannot remove
+    # it, so the next build there does (and leaves alone a live one's, and folders without the marker)
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from bm25lab.engine import scratch
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    (tmp / "bm25lab-scratch-not-ours").mkdir()  # no marker: never touched
+    code = ("import itertools\nfrom bm25lab.engine import Index, Tokenizer\n"
+            "Index.build(((f'd{i}', 'x y') for i in itertools.count()), tokenizer=Tokenizer('whitespace'))\n")
+    builder = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp)}, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("bm25lab-scratch-*/docs.sqlite")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    builder.send_signal(signal.SIGKILL)
+    builder.wait()
+    (abandoned,) = [p for p in tmp.glob("bm25lab-scratch-*") if p.name != "bm25lab-scratch-not-ours"]
+    assert scratch.held(abandoned) is False
+    live = scratch.Scratch(tmp)  # a new scratch folder removes the abandoned one first
+    assert not abandoned.exists() and live.path.exists() and (tmp / "bm25lab-scratch-not-ours").exists()
+    assert scratch.held(live.path) is True and scratch.remove_abandoned(tmp) == []  # a live one is kept
+    live.cleanup()
+    assert not live.path.exists()
 
 
 def test_search_many_takes_a_list_of_texts_numbered_by_position(cranfield_index) -> None:

@@ -122,3 +122,71 @@ def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: s
     zero = retrieval.zero_tf_part(params)
     expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) for t in range(len(df))]
     assert scorer.prepare(params).tobytes() == np.concatenate(expected).tobytes()
+
+
+# ---------------------------------------------------------------------- k1 = 0: no saturation, never NaN
+# With k1 = 0 every tf part's denominator is 0 at tf = 0: the part is its limit as k1 -> 0, so a present
+# term counts once (lucene, robertson: 1; atire, okapi: (k1 + 1) = 1; bm25l: 1; bm25+: 1 + delta) and an
+# absent one not at all (bm25+: delta; bm25l: 1 when delta > 0, as (c + delta) / (c + delta), else 0).
+K1_ZERO = {  # query "a d": d1 has a, d2 has a twice, d3 has d (idf values as in the tests above)
+    "lucene": {"d1": math.log(1.6), "d2": math.log(1.6), "d3": math.log(8 / 3)},
+    "atire": {"d1": math.log(1.5), "d2": math.log(1.5), "d3": math.log(3)},
+    "bm25+": {"d1": math.log(4 / 2) * 2 + math.log(4) * 1, "d2": math.log(2) * 2 + math.log(4),
+              "d3": math.log(2) * 1 + math.log(4) * 2},
+    "bm25l": {d: math.log(4 / 2.5) + math.log(4 / 1.5) for d in ("d1", "d2", "d3")},
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("variant", sorted(K1_ZERO))
+def test_k1_zero_counts_each_present_term_once(variant: str, backend: str) -> None:
+    import warnings
+
+    index = Index.build(DOCS, tokenizer=Tokenizer("whitespace", stopwords=None), backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning of a 0 / 0 either
+        got = {h.doc_id: h.score for h in index.search("a d", k=10, variant=variant, k1=0)}
+        batch = index.search_many({"q": "a d"}, k=10, variant=variant, k1=0)["q"]
+        prepared = index.batch({"q": "a d"}).search(k=10, variant=variant, k1=0)["q"]
+    assert got == pytest.approx(K1_ZERO[variant], rel=1e-12)
+    assert [(h.doc_id, h.score) for h in batch] == [(h.doc_id, h.score) for h in prepared] == list(got.items())
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_k1_zero_tf_parts_are_finite_and_the_limit_of_small_k1(variant: str) -> None:
+    import numpy as np
+
+    v = get_variant(variant)
+    tf, dl = np.array([0, 1, 2, 7]), np.array([3, 3, 5, 9])
+    for delta in (0.0, 0.5):
+        at_zero = v.tf_part(tf, dl, 4.0, 0.0, 0.75, delta)
+        near_zero = v.tf_part(tf, dl, 4.0, 1e-12, 0.75, delta)
+        assert np.isfinite(at_zero).all()
+        np.testing.assert_allclose(at_zero, near_zero, rtol=1e-9, atol=1e-9)
+        assert math.isfinite(v.zero_tf_part(0.0, 0.75, delta))
+
+
+def test_k1_zero_equals_bm25s(cranfield_index, cranfield) -> None:
+    # bm25s scores each posting with tf / (tf + k1 * norm): at k1 = 0 every present term weighs its idf
+    import bm25s
+    import numpy as np
+
+    corpus = list(cranfield_index.tokenizer.tokenize_many(d.full_text for d in cranfield.documents()))
+    retriever = bm25s.BM25(method="lucene", k1=0.0, b=0.75)
+    retriever.index(bm25s.tokenization.Tokenized(*_bm25s_ids(corpus)), show_progress=False)
+    vocab = _bm25s_ids(corpus)[1]
+    for qid, text in list(cranfield.judged_queries().items())[:25]:
+        tokens = [t for t in cranfield_index.tokenizer.tokenize(text) if t in vocab]
+        if not tokens:
+            continue
+        expected = retriever.get_scores(tokens)
+        hits = cranfield_index.search_tokens(tokens, k=50, k1=0.0, b=0.75)
+        position = {d: i for i, d in enumerate(cranfield_index.doc_ids)}
+        np.testing.assert_allclose([h.score for h in hits], expected[[position[h.doc_id] for h in hits]],
+                                   rtol=1e-6)
+
+
+def _bm25s_ids(corpus: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus]
+    return ids, vocab

@@ -329,3 +329,96 @@ def test_a_run_from_search_results_equals_one_from_their_dict() -> None:
     ranked = fast.ranked("q1")
     tied = [doc for doc, score in ranked if score == dict(ranked)["b"]]
     assert tied == ["流", "b", "B"]  # identical documents: id descending, code point order
+
+
+# ---------------------------------------------------------------------- blank lines, comments, huge files
+def _naive_content_lines(data: bytes) -> list[tuple[int, list[bytes]]]:
+    """The definition: every line whose first field exists and does not start with '#'."""
+    found = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        fields = raw.split()
+        if fields and not fields[0].startswith(b"#"):
+            found.append((number, fields))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.sampled_from([b"\n", b" ", b"\t", b"\r", b"\x0b", b"#", b"a", b"b1", b"\x00", b"\xff", b"# c\n"]),
+                     max_size=60).map(b"".join),
+       block=st.sampled_from([1, 2, 3, 5, 8, 1 << 22]))
+def test_content_lines_skip_blank_and_comment_lines_at_any_block_size(data: bytes, block: int) -> None:
+    got = [(number, data[start:end].split()) for number, start, end in readers._content_lines(data, block)]
+    assert got == _naive_content_lines(data)
+
+
+def _blank_gzip(path: Path, megabytes: int, tail: bytes) -> Path:
+    """A gzip file of ``megabytes`` MB of blank lines then ``tail``: gzip members concatenated
+    (each a MB of newlines), so that it is written in milliseconds."""
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    path.write_bytes(member * megabytes + gzip.compress(tail, mtime=0))
+    return path
+
+
+def test_blank_lines_cost_no_python_step(tmp_path: Path) -> None:
+    # the audit's file: a small gzip of nothing but blank lines spun in a Python loop (~25 s for
+    # these 64 MB before, ~45 minutes for its 2 GB); now numpy and pyarrow skip them
+    import time
+
+    run = _blank_gzip(tmp_path / "blank.run.gz", 64, b"q1 Q0 d1 1 2.5 t\n#\n\n  \nq1 Q0 d2 2 1.5 t\n")
+    started = time.perf_counter()
+    assert read_run(run).to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}}
+    qrels = _blank_gzip(tmp_path / "blank.qrels.gz", 64, b"q1 0 d1 1\nq1 0 d2 x\n")  # the line-by-line path
+    with pytest.raises(InputError, match=rf"blank.qrels.gz:{64 * (1 << 20) + 2}: relevance 'x'"):
+        read_qrels(qrels)
+    assert time.perf_counter() - started < 20
+
+
+def test_formats_are_detected_and_runs_named_past_any_number_of_blank_lines(tmp_path: Path) -> None:
+    # issue 17's detection and run names read the first and the last content lines; issue 19's blank
+    # lines cost no Python step there either: BEIR qrels after 2 MB of blank lines are BEIR (the first
+    # MB alone held no row, which read as TREC), JSON after them is JSON, and a run's name is its last
+    # tag even with 128 MB of blank lines and a comment after it (a Python step per line took ~30 s)
+    import time
+
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    beir = tmp_path / "beir.qrels.gz"
+    beir.write_bytes(member * 2 + gzip.compress(b"q1 d1 2\nq1 d2 0\n", mtime=0))
+    assert readers.detect_qrels_format(beir) == "beir"
+    assert read_qrels(beir).to_dict() == {"q1": {"d1": 2, "d2": 0}}
+    ranx = tmp_path / "ranx.json.gz"
+    ranx.write_bytes(member * 2 + gzip.compress(b'  {"q1": {"d1": 3.5}}\n', mtime=0))
+    assert readers.detect_run_format(ranx) == "ranx" and read_run(ranx).to_dict() == {"q1": {"d1": 3.5}}
+    assert not readers._is_json(b"\n  # {not json}\n{}") and readers._is_json(b" \t\n{}")
+    run = tmp_path / "tail.run.gz"
+    run.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.5 first\nq1 Q0 d2 2 1.5 last\n", mtime=0) + member * 64
+                    + gzip.compress(b"# a comment after the run\n  \n", mtime=0) + member * 64)
+    started = time.perf_counter()
+    found = read_run(run)
+    assert found.name == "last" and found.to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}}
+    assert time.perf_counter() - started < 20
+    assert readers._last_fields(b"a b\n# c\n \n") == [b"a", b"b"] and readers._last_fields(b" \n#\n") is None
+
+
+def test_a_file_too_large_for_the_memory_is_a_clear_error(tmp_path: Path) -> None:
+    # under a limit of the address space, a file whose content does not fit: one line, exit 1
+    import resource
+    import subprocess
+    import sys
+
+    limit = 800 * (1 << 20)
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    small = tmp_path / "small.run"
+    small.write_text("q1 Q0 d1 1 2.5 t\n")
+    huge = _blank_gzip(tmp_path / "huge.run.gz", 900, b"q1 Q0 d1 1 2.5 t\n")
+    exe = str(Path(sys.executable).parent / "bm25lab")
+
+    def evaluate_limited(run: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([exe, "evaluate", str(qrels), str(run), "-m", "P@1"], capture_output=True, text=True,
+                              timeout=300, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+
+    assert evaluate_limited(small).returncode == 0  # the limit leaves room for the command itself
+    failed = evaluate_limited(huge)
+    assert failed.returncode == 1 and failed.stderr.strip().splitlines() == [
+        f"bm25lab: error: {huge}: too large to read in the memory available ({huge.stat().st_size:,} bytes on disk); "
+        f"split the file or give the process more memory"]

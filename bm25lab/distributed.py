@@ -1,0 +1,634 @@
+"""bm25lab on a Dask distributed cluster: a sharded index built and searched by the cluster's workers.
+
+    from bm25lab import Tokenizer, distributed
+    with distributed.connect("local:2") as client:            # or "tcp://HOST:8786", a running scheduler
+        distributed.build("docs.jsonl", "idx", shards=3, client=client, tokenizer=Tokenizer("en"))
+        index = distributed.DistributedIndex("idx", client)
+        results = index.search_many(queries, k=1000)          # the Results one index of the documents gives
+
+Needs Dask distributed (``pip install "bm25lab[distributed]"``); the sharded index itself, its format
+and its search in one process are :mod:`bm25lab.engine.shards`, which needs no Dask.
+
+**Storage.** The index folder must be a path that the client and every worker can read and write
+under the same name: a shared file system, or a cluster on one machine. Building checks it (each
+worker reads a file the client wrote and writes one the client reads) and opening an index checks
+that every worker reads the same ``shards.json``; otherwise one clear error says which worker cannot.
+
+**Build** (:func:`build`). The client reads the documents as a stream and sends them to the workers
+in partitions (``partition_docs`` documents, at most two partitions per worker in flight: the client
+never holds the corpus). Each partition is a task that analyses its documents (jieba included) and
+writes, for every shard, one segment into a staging folder; one task per shard then merges its
+segments into an ordinary index folder; the shards' term counts are added up by a tree of tasks into
+the global statistics, written by a last task. The client then commits ``shards.json``, under the
+folder's writer lock, which it holds from the start. A worker that dies mid-build has its tasks run
+again on another worker (Dask's retries: a task's output goes to new files, and what a dead attempt
+wrote is removed with the staging folder); when the cluster gives up (``KilledWorker``), or anything
+else fails, the build ends with one error and the folder holds the old index, or nothing.
+
+**Search** (:class:`DistributedIndex`). The client tokenizes the queries once and sends them to one
+task per shard, twice (:func:`bm25lab.engine.shards.search_shards`: first the terms' global ids and
+largest weights, then each shard's exact top k under the global statistics), and merges the shards'
+lists by the tie rule. Each shard goes to one worker, where it is loaded once and kept in a
+worker-local cache keyed by the index folder, the shard and the digest of its manifest, so later
+queries, commands and clients reuse it, and a changed index is loaded again. A worker that finds a file
+of its shard gone (a writer committed after the index was opened) makes the client read ``shards.json``
+again and search the index as it is now (as :meth:`bm25lab.engine.shards.ShardedIndex.load` does; a
+file gone from an unchanged index is damage). A task whose worker dies runs on another worker, which
+loads the shard; the results are the same.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import uuid
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .engine.errors import BM25LabError, ParameterError
+from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+    from .engine.records import Document, Hits, Results
+    from .engine.retrieval import CollectionStatistics
+    from .engine.scoring import Params
+    from .engine.segments import DocLike
+    from .engine.shards import GlobalTerms, PartitionSegments, Shard, ShardHits, ShardRecord, TermCounts
+    from .engine.tokenization import Tokenizer
+
+__all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "build", "connect", "parse_address",
+           "worker_count"]
+
+DEFAULT_PARTITION_DOCS = 10_000
+# the forms of a cluster address, with what each means
+ADDRESS_FORMS = {
+    "tcp://HOST:PORT": "a running Dask scheduler (`dask scheduler`, with `dask worker` processes)",
+    "local:W": "a local cluster of W worker processes on 127.0.0.1, started here and closed at the end",
+}
+_CONNECT_SECONDS = 10
+_WORKERS_SECONDS = 30  # how long a build or a search waits for a cluster's first worker
+_IN_FLIGHT_PER_WORKER = 2  # partitions sent ahead of the workers
+_TASK_RETRIES = 1  # a task that raised (not one whose worker died: the scheduler reruns those) runs again once
+
+
+# ---------------------------------------------------------------------------------------------
+# The cluster
+
+
+def parse_address(address: str) -> tuple[str, str | int]:
+    """``("tcp", address)`` or ``("local", W)``; anything else is a ParameterError naming the forms."""
+    text = str(address).strip()
+    if text.startswith("tcp://") and ":" in text[len("tcp://"):]:
+        host, _, port = text[len("tcp://"):].rpartition(":")
+        if host and port.isdigit():
+            return "tcp", text
+    if text.startswith("local:") and text[len("local:"):].isdigit() and int(text[len("local:"):]) >= 1:
+        return "local", int(text[len("local:"):])
+    forms = " or ".join(f"{form} ({meaning})" for form, meaning in ADDRESS_FORMS.items())
+    raise ParameterError(f"unknown cluster address {address!r}; use {forms}")
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise BM25LabError('a cluster needs Dask distributed: pip install "bm25lab[distributed]"') from None
+    return distributed
+
+
+@contextmanager
+def connect(address: "str | Client") -> Iterator["Client"]:
+    """A Dask client for ``address`` (see :data:`ADDRESS_FORMS`; a ``Client`` is used as it is), closed
+    (with the local cluster it started) at the end of the ``with`` block."""
+    if not isinstance(address, str):
+        yield address
+        return
+    kind, where = parse_address(address)
+    dask = _dask()
+    cluster = None
+    try:
+        if kind == "local":
+            cluster = dask.LocalCluster(n_workers=int(where), threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+            client = dask.Client(cluster)
+        else:
+            client = dask.Client(str(where), timeout=_CONNECT_SECONDS)
+    except (OSError, dask.TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BM25LabError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _workers(client: "Client") -> list[str]:
+    """The addresses of the cluster's workers, sorted (waiting a while for a first one)."""
+    dask = _dask()
+    try:
+        client.wait_for_workers(1, timeout=_WORKERS_SECONDS)
+    except (dask.TimeoutError, TimeoutError):
+        raise BM25LabError(f"the Dask cluster at {client.scheduler.address} has no workers") from None
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+
+def worker_count(client: "Client") -> int:
+    """How many workers the cluster has (waiting a while for a first one)."""
+    return len(_workers(client))
+
+
+@contextmanager
+def _cluster_errors(what: str) -> Iterator[None]:
+    """Dask's ways of failing as one BM25LabError line (the library's own errors pass through)."""
+    dask = _dask()
+    from distributed.comm.core import CommClosedError
+
+    try:
+        yield
+    except BM25LabError:
+        raise
+    except dask.KilledWorker as exc:
+        raise BM25LabError(f"{what}: the cluster lost the workers running a task too many times ({exc}); "
+                           f"nothing was changed") from None
+    except (dask.CancelledError, dask.TimeoutError) as exc:
+        raise BM25LabError(f"{what}: the cluster cancelled the work ({type(exc).__name__}: {exc}); "
+                           f"nothing was changed") from None
+    except CommClosedError as exc:
+        raise BM25LabError(f"{what}: the connection to the cluster closed ({exc}); nothing was changed") from None
+
+
+def _token() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# Storage that every worker shares
+
+
+def _probe(folder: str, token: str) -> str:
+    """On a worker: read the client's probe in ``folder`` and write one back; returns its name, or
+    why not (``!`` first)."""
+    path = Path(folder)
+    try:
+        if (path / f".probe-client-{token}").read_text(encoding="utf-8") != token:
+            return f"!{path} holds another file of that name (another file system)"
+        name = f".probe-worker-{token}-{_token()}"
+        (path / name).write_text(token, encoding="utf-8")
+        return name
+    except OSError as exc:
+        return f"!{exc.filename or path}: {(exc.strerror or str(exc)).lower()}"
+
+
+def check_shared(client: "Client", folder: Path) -> None:
+    """Every worker reads a file the client wrote in ``folder``, and the client reads the one each writes
+    back: else a BM25LabError naming the first worker that cannot."""
+    token = _token()
+    mine = folder / f".probe-client-{token}"
+    mine.write_text(token, encoding="utf-8")
+    try:
+        answers = client.run(_probe, str(folder), token, workers=_workers(client), on_error="return")
+        for worker, answer in sorted(answers.items()):
+            problem = None
+            if not isinstance(answer, str):
+                problem = f"{type(answer).__name__}: {answer}"
+            elif answer.startswith("!"):
+                problem = answer[1:]
+            elif not (folder / answer).is_file() or (folder / answer).read_text(encoding="utf-8") != token:
+                problem = f"this client does not see the file the worker wrote ({folder / answer})"
+            if problem is not None:
+                raise BM25LabError(f"{folder.parent}: the worker {worker} cannot share this folder ({problem}); "
+                                   f"the index must be on a path that the client and every worker read and "
+                                   f"write: a shared file system, or a cluster on this machine")
+    finally:
+        for path in folder.glob(f".probe-*-{token}*"):
+            path.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)
+
+
+def _digest_of(path: str) -> str:
+    """On a worker: the SHA-256 of a file, or why it cannot be read (``!`` first)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"!{exc.filename or path}: {(exc.strerror or str(exc)).lower()}"
+
+
+def check_readable(client: "Client", path: Path) -> None:
+    """Every worker reads the same ``path`` as the client (by content), else a BM25LabError."""
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    answers = client.run(_digest_of, str(path), workers=_workers(client), on_error="return")
+    for worker, answer in sorted(answers.items()):
+        if answer != expected:
+            problem = answer[1:] if isinstance(answer, str) and answer.startswith("!") else \
+                "it reads another file there" if isinstance(answer, str) else f"{type(answer).__name__}: {answer}"
+            raise BM25LabError(f"{path.parent}: the worker {worker} cannot read this index ({problem}); the index "
+                               f"must be on a path that the client and every worker read: a shared file system, "
+                               f"or a cluster on this machine")
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def _partition_task(docs: list["Document"], tokenizer: "Tokenizer", shards: int, staging: str, first: int,
+                    source: str | None, backend: str | None) -> "PartitionSegments":
+    from .engine.shards import write_partition
+
+    return write_partition(docs, tokenizer, shards, Path(staging), first=first, workers=1, source=source,
+                           backend=backend)
+
+
+def _assemble_task(directory: str, staging: str, position: int, shards: int,
+                   pieces: list[tuple[int, int, dict[str, Any]]], tokenizer_config: dict[str, Any],
+                   source: str | None, name: str) -> "ShardRecord":
+    from .engine.shards import assemble_shard
+
+    return assemble_shard(Path(directory), Path(staging), position, shards, pieces, tokenizer_config, source, name)
+
+
+def _counts_of(record: "ShardRecord") -> "TermCounts":
+    assert record.counts is not None
+    return record.counts
+
+
+def _entry_of(record: "ShardRecord") -> "ShardRecord":
+    from .engine.shards import ShardRecord
+
+    return ShardRecord(record.name, record.manifest, None)
+
+
+def _combine_task(*counts: "TermCounts") -> "TermCounts":
+    from .engine.shards import TermCounts
+
+    return TermCounts.total(counts)
+
+
+def _statistics_task(directory: str, counts: "TermCounts", name: str) -> dict[str, Any]:
+    from .engine.shards import write_statistics
+
+    return write_statistics(Path(directory), counts, name)
+
+
+def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, shards: int, client: "Client",
+          tokenizer: "Tokenizer | None" = None, overwrite: bool = False,
+          partition_docs: int = DEFAULT_PARTITION_DOCS, backend: str | None = None,
+          progress: Callable[[int], None] | None = None, source_name: str | Path | None = None) -> Path:
+    """Build a sharded index of ``shards`` shards in ``directory`` on the cluster of ``client`` (see the
+    module docstring); ``source`` is a file, folder or bundled corpus name, or documents (read from the
+    file ``source_name``, which errors then name). ``progress`` is called with the number of documents
+    indexed so far. Returns the index folder."""
+    from .corpora import documents_of
+    from .engine.shards import building, check_shard_count
+    from .engine.tokenization import Tokenizer
+
+    shards = check_shard_count(shards)
+    if isinstance(partition_docs, bool) or not isinstance(partition_docs, int) or partition_docs < 1:
+        raise ParameterError(f"partition_docs must be a positive integer, got {partition_docs!r}")
+    named = isinstance(source, (str, Path))
+    docs = documents_of(source) if named else source
+    where = str(source) if named else None if source_name is None else str(source_name)
+    tokenizer = tokenizer or Tokenizer()
+    config = tokenizer.config()
+    run = _token()
+    held: list[Future] = []  # the futures of the shards' tasks, let go of when the build fails
+    with building(directory, overwrite) as new, _cluster_errors(f"building {new.directory}"):
+        try:
+            check_shared(client, new.staging)
+            parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
+                                      backend, progress, run)
+            new.commit(config, *_assemble(client, new, parts, shards, config, where, run, held))
+        except BaseException:
+            held.clear()
+            _wait_idle(client, run)  # no task of this build writes into the folder while it is cleaned
+            raise
+    return new.directory
+
+
+def _assemble(client: "Client", new: Any, parts: list["PartitionSegments"], shards: int, config: dict[str, Any],
+              source: str | None, run: str, held: list["Future"]) -> tuple[list["ShardRecord"], dict[str, Any]]:
+    """One task per shard merges its staged segments into its folder; a tree of tasks adds the shards'
+    counts up, and a last one writes the statistics. Returns the shards' entries and the statistics' record.
+    The folders' names are journaled here, by the holder of the lock, before any task makes them."""
+    names = new.names("shard", shards)
+    stats_name = new.names("stats", 1)[0]
+    for position in range(shards):
+        pieces = [(p.first, p.count, p.segments[position]) for p in parts if position in p.segments]
+        held.append(client.submit(_assemble_task, str(new.directory), str(new.staging), position, shards, pieces,
+                                  config, source, names[position], key=f"bm25lab-shard-{position}-{run}", pure=False))
+    records = list(held)
+    counts = [client.submit(_counts_of, r, key=f"bm25lab-counts-{i}-{run}", pure=False) for i, r in enumerate(records)]
+    held.append(client.submit(_statistics_task, str(new.directory), _tree(client, counts, run), stats_name,
+                              key=f"bm25lab-statistics-{run}", pure=False))
+    entries = client.gather([client.submit(_entry_of, r, key=f"bm25lab-entry-{i}-{run}", pure=False)
+                             for i, r in enumerate(records)])
+    return entries, held[-1].result()
+
+
+def _executing(run: str, dask_worker: Any) -> list[str]:
+    """On a worker: the keys of the tasks of build ``run`` that its threads are running."""
+    return [str(task.key) for task in dask_worker.state.executing if run in str(task.key)]
+
+
+def _wait_idle(client: "Client", run: str, seconds: float = 60.0) -> None:
+    """Wait until no worker runs a task of build ``run`` (a task the client let go of still runs to its
+    end), for at most ``seconds``; an unreachable cluster ends the wait."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            answers = client.run(_executing, run, on_error="return")
+        except Exception:
+            return
+        if not any(isinstance(a, list) and a for a in answers.values()):
+            return
+        time.sleep(0.05)
+
+
+def _write_partitions(client: "Client", docs: Iterable["DocLike"], tokenizer: "Tokenizer", shards: int, staging: str,
+                      partition_docs: int, source: str | None, backend: str | None,
+                      progress: Callable[[int], None] | None, run: str) -> list["PartitionSegments"]:
+    """Send the documents to the workers in partitions, a few per worker at a time; each partition's
+    record once it is written, in input order (the client then lets go of the partition's task)."""
+    limit = max(1, _IN_FLIGHT_PER_WORKER * len(_workers(client)))
+    items = iter(docs)
+    pending: deque[Future] = deque()
+    done: list[PartitionSegments] = []
+    first = 0
+
+    def collect() -> None:
+        done.append(pending.popleft().result())
+        if progress is not None:
+            progress(done[-1].first + done[-1].count)
+
+    while chunk := list(islice(items, partition_docs)):
+        pending.append(client.submit(_partition_task, chunk, tokenizer, shards, staging, first, source, backend,
+                                     key=f"bm25lab-partition-{len(done) + len(pending)}-{run}", pure=False))
+        first += len(chunk)
+        while len(pending) >= limit:
+            collect()
+    while pending:
+        collect()
+    if progress is not None and not done:
+        progress(0)
+    return done
+
+
+def _tree(client: "Client", items: list["Future"], run: str, fan_in: int = 8) -> "Future":
+    """The sum of ``items`` (futures of TermCounts) by a tree of tasks, ``fan_in`` at a time."""
+    level = 0
+    while len(items) > 1 or level == 0:
+        items = [client.submit(_combine_task, *items[i:i + fan_in], key=f"bm25lab-combine-{level}-{i}-{run}",
+                               pure=False) for i in range(0, len(items), fan_in)]
+        level += 1
+    return items[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Searching: shards kept loaded on the workers
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """What a worker needs to load shard ``position`` of the index in ``directory``: its manifest entry,
+    the statistics' record and the backend; :attr:`key` names that version of the shard."""
+
+    directory: str
+    position: int
+    entry: dict[str, Any]
+    statistics: dict[str, Any]
+    backend: str | None
+
+    @property
+    def key(self) -> tuple[str, int, str, str, str | None]:
+        digest = hashlib.sha256(json.dumps(self.entry, sort_keys=True).encode("utf-8")).hexdigest()
+        return self.directory, self.position, digest, self.statistics["name"], self.backend
+
+
+class _WorkerCache:
+    """The shards (and statistics) this worker process has loaded, one version of each shard position of
+    an index folder: a newer version replaces the older."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shards: dict[tuple, Shard] = {}
+        self._statistics: dict[tuple[str, str], CollectionStatistics] = {}
+        self.loads = 0  # shards loaded so far
+
+    def shard(self, spec: ShardSpec) -> "Shard":
+        from .engine.shards import load_shard
+
+        key = spec.key
+        with self._lock:
+            found = self._shards.get(key)
+            if found is None:
+                for old in [k for k in self._shards if k[:2] == key[:2]]:
+                    del self._shards[old]
+                found = self._shards[key] = load_shard(Path(spec.directory), spec.entry, self._of(spec), True,
+                                                       spec.backend)
+                self.loads += 1
+            return found
+
+    def _of(self, spec: ShardSpec) -> "CollectionStatistics":
+        from .engine.shards import load_counts
+
+        key = (spec.directory, spec.statistics["name"])
+        if key not in self._statistics:
+            for old in [k for k in self._statistics if k[0] == spec.directory]:
+                del self._statistics[old]
+            self._statistics[key] = load_counts(Path(spec.directory), spec.statistics, arrow=True).statistics()
+        return self._statistics[key]
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return {"loads": self.loads, "shards": list(self._shards)}
+
+
+_CACHE = _WorkerCache()  # the cache of the worker process this module is imported in
+
+
+def _look_up_task(specs: list[ShardSpec], queries: list[list[str]], params: "Params") -> list["GlobalTerms"]:
+    return [_CACHE.shard(spec).look_up(queries, params) for spec in specs]
+
+
+def _top_k_task(specs: list[ShardSpec], terms: "GlobalTerms", k: int, params: "Params") -> list["ShardHits"]:
+    return [_CACHE.shard(spec).top_k(terms, k, params, 1) for spec in specs]  # a worker's threads are Dask's
+
+
+def worker_cache() -> dict[str, Any]:
+    """On a worker (``client.run(worker_cache)``): how many shards it has loaded so far (``loads``) and
+    the keys of those it keeps (``shards``: folder, position, manifest digest, statistics, backend)."""
+    return _CACHE.state()
+
+
+def _load_attempts() -> int:
+    """How many times a reader reads a changing index's manifest again (one home: :mod:`bm25lab.engine.index`)."""
+    from .engine import index
+
+    return index._LOAD_ATTEMPTS
+
+
+def _placed(specs: list[ShardSpec], workers: list[str], client: "Client") -> list[tuple[str, list[ShardSpec]]]:
+    """Shard ``i`` goes to worker ``i`` modulo their number; a worker's shards are searched by as many
+    tasks as it has threads (fewer tasks: less of the scheduler's overhead per search)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    groups = []
+    for w, worker in enumerate(workers):
+        mine = specs[w::len(workers)]
+        threads = max(1, min(len(mine), int(info.get(worker, {}).get("nthreads", 1))))
+        groups += [(worker, mine[t::threads]) for t in range(threads) if mine[t::threads]]
+    return groups
+
+
+class DistributedIndex:
+    """A sharded index searched on a Dask cluster (see the module docstring), with the search interface
+    of :class:`~bm25lab.engine.index.Index`; results equal those of one index of the same documents."""
+
+    def __init__(self, path: str | Path, client: "Client", backend: str | None = None) -> None:
+        from .engine.errors import IndexFormatError
+        from .engine.shards import MANIFEST, is_sharded
+
+        self.path = Path(path).absolute()
+        if not is_sharded(self.path) and (self.path / "index.json").is_file():
+            raise IndexFormatError(f"{self.path}: an ordinary index; a cluster searches a sharded index (build one "
+                                   f"with --shards N)")
+        self.client = client
+        self._backend = backend
+        self._open()
+        with _cluster_errors(f"opening {self.path}"):
+            check_readable(client, self.path / MANIFEST)
+
+    def _open(self) -> None:
+        """Read ``shards.json`` (again) and place its shards on the workers."""
+        from .engine.shards import read_manifest_bytes, parse_manifest
+        from .engine.tokenization import Tokenizer
+
+        self._raw = read_manifest_bytes(self.path)
+        self.manifest = parse_manifest(self.path, self._raw)
+        self.tokenizer = Tokenizer.from_config(self.manifest["tokenizer"])
+        stats = self.manifest["statistics"]
+        with _cluster_errors(f"opening {self.path}"):
+            workers = _workers(self.client)
+        self._specs = [ShardSpec(str(self.path), i, entry, stats, self._backend)
+                       for i, entry in enumerate(self.manifest["shards"])]
+        self._groups = _placed(self._specs, workers, self.client)
+        self._stores: dict[int, Any] = {}
+
+    def _changed(self) -> bool:
+        from .engine.errors import IndexFormatError
+        from .engine.shards import read_manifest_bytes
+
+        try:
+            return read_manifest_bytes(self.path) != self._raw
+        except IndexFormatError:
+            return False
+
+    @property
+    def num_shards(self) -> int:
+        return len(self._specs)
+
+    @property
+    def num_docs(self) -> int:
+        return self.manifest["statistics"]["documents"]
+
+    def document(self, doc_id: str) -> "Document | None":
+        """The stored document (read here, from the shard of its id), or None."""
+        from .engine import segments
+        from .engine.docstore import SegmentedStore
+        from .engine.shards import route
+
+        position = route(doc_id, self.num_shards)
+        if position not in self._stores:
+            entry = self.manifest["shards"][position]
+            parts = segments.load_parts(self.path / entry["name"], entry["manifest"], verify=False)
+            self._stores[position] = SegmentedStore([p.store for p in parts])
+        return self._stores[position].get(doc_id)
+
+    def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
+               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None,
+               field_weights: Any = None, field_b: Any = None) -> "Hits":
+        import numpy as np
+
+        from .engine.records import Hits
+
+        found = self.retrieve_tokens([self.tokenizer.tokenize(query)], k, variant, k1, b, delta, k3=k3,
+                                     field_weights=field_weights, field_b=field_b)
+        return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
+
+    def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
+                    k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
+                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+                    batch: int = 4096, k3: float | None = None, field_weights: Any = None,
+                    field_b: Any = None) -> "Results":
+        """Search every query of ``{qid: text}`` on the cluster, ``batch`` queries at a time (the client
+        tokenizes them once, with ``workers`` processes)."""
+        from .engine.index import _as_query_mapping
+        from .engine.shards import results_of, search_params
+
+        search_params(variant, k1, b, delta, k3, field_weights, field_b)  # before the queries are analysed
+        queries = _as_query_mapping(queries)
+        qids = list(queries)
+        tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
+        found = []
+        for start in range(0, len(tokens), batch):
+            found.append(self.retrieve_tokens(tokens[start:start + batch], k, variant, k1, b, delta, k3=k3))
+            if progress is not None:
+                progress(min(start + batch, len(tokens)), len(tokens))
+        return results_of(qids, found, self.document)
+
+    def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
+                        k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None, *,
+                        k3: float | None = None, field_weights: Any = None, field_b: Any = None) -> "ShardHits":
+        """The two rounds over the shards, as tasks on the cluster, and the merge here (``k3`` weighs
+        the union's multiplicities, as :func:`bm25lab.engine.shards.search_shards` does)."""
+        from .engine.errors import IndexFormatError
+        from .engine.shards import GlobalTerms, ShardHits, _check_k, merge_hits, search_params
+        from .engine.storage import MissingFile
+
+        k = _check_k(k)
+        searched = search_params(variant, k1, b, delta, k3, field_weights, field_b)
+        params = searched.of_documents()
+        if not queries:
+            return ShardHits.empty(0)
+        listed = [list(q) for q in queries]
+        attempts = _load_attempts()
+        for attempt in range(attempts):
+            run = _token()
+            try:
+                with _cluster_errors(f"searching {self.path}"):
+                    terms = GlobalTerms.union(self._on_each_group("look-up", run, _look_up_task, listed,
+                                                                  params)).weighted(searched.k3)
+                    hits = self._on_each_group("top-k", run, _top_k_task, terms, k, params)
+            except MissingFile:  # a worker loading a shard found a file gone: a writer committed meanwhile?
+                if not self._changed():
+                    raise  # gone from an index nobody changed: damage
+                if attempt + 1 < attempts:
+                    self._open()  # the index as it is now, loaded anew by the workers
+                    continue
+                raise IndexFormatError(f"{self.path}: the index changed {attempts} times while it was being read "
+                                       f"(writers are committing); try again") from None
+            return merge_hits(hits, k)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _on_each_group(self, name: str, run: str, task: Callable[..., Any], *args: Any) -> list[Any]:
+        """``task(group, *args)`` for every group of shards, each on its worker (or, if that one is gone,
+        another); the answers of all shards, in the groups' order."""
+        futures = [self.client.submit(task, group, *args, key=f"bm25lab-{name}-{i}-{run}", workers=[worker],
+                                      allow_other_workers=True, retries=_TASK_RETRIES, pure=False)
+                   for i, (worker, group) in enumerate(self._groups)]
+        return [answer for answers in self.client.gather(futures) for answer in answers]
+
+    def __repr__(self) -> str:
+        return f"DistributedIndex(documents={self.num_docs}, shards={self.num_shards}, path={str(self.path)!r})"
+

@@ -1,0 +1,104 @@
+"""Scratch folders: where a build, an add or a merge keeps its temporary files while it works.
+
+A scratch folder is made in a parent folder: the index directory a change is written to (so that a
+full disk is the index's own disk, and the finished segment is renamed into place rather than
+copied), or the system's temporary folder for an index that lives in memory only. It is named
+``bm25lab-scratch-<random>`` (``.bm25lab-scratch-<random>`` inside an index directory) and holds a
+marker file, ``.bm25lab-scratch``, on which its process keeps an exclusive ``flock`` for as long as
+the folder is in use. The kernel releases a ``flock`` when its holder exits, however it exits, so
+the folder of a process killed with ``kill -9`` is recognisable as abandoned: whoever makes a new
+scratch folder in the same parent first removes the abandoned ones. Nothing else is ever removed:
+a folder without the marker (someone else's, whatever its name) or with the marker held stays.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+MARKER = ".bm25lab-scratch"
+_PREFIX = "bm25lab-scratch-"
+
+
+def is_scratch_name(name: str) -> bool:
+    """Whether ``name`` is a scratch folder's name (its marker decides whether it is one)."""
+    return name.startswith((_PREFIX, f".{_PREFIX}"))
+
+
+def held(folder: Path) -> bool | None:
+    """Whether a live process holds ``folder``'s marker: True, False (abandoned), or None when
+    ``folder`` has no marker (not a scratch folder; never to be touched)."""
+    import fcntl
+
+    try:
+        fd = os.open(folder / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def remove_abandoned(parent: Path) -> list[str]:
+    """Remove the scratch folders in ``parent`` that no live process holds; returns their names."""
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not is_scratch_name(entry.name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        if held(Path(entry.path)) is False:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.name)
+    return removed
+
+
+class Scratch:
+    """A scratch folder of this process in ``parent`` (default: the system's temporary folder),
+    removed by :meth:`cleanup` or when the object is collected, and by the next process that makes
+    one in the same parent if this one is killed."""
+
+    def __init__(self, parent: str | Path | None = None) -> None:
+        import fcntl
+
+        where = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+        remove_abandoned(where)
+        prefix = _PREFIX if parent is None else f".{_PREFIX}"  # hidden among an index's own files
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(where)) from None
+        fd = -1
+        try:  # the marker appears under its name already locked: nobody can find it unheld meanwhile
+            fd = os.open(self.path / f"{MARKER}.new", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened: never blocks
+            os.rename(self.path / f"{MARKER}.new", self.path / MARKER)
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise OSError(exc.errno, exc.strerror, str(self.path / MARKER)) from None
+        self._finalizer = weakref.finalize(self, _remove, self.path, fd)
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    def cleanup(self) -> None:
+        """Remove the folder and everything in it (once; later calls do nothing)."""
+        self._finalizer()
+
+
+def _remove(path: Path, fd: int) -> None:
+    try:
+        shutil.rmtree(path, ignore_errors=True)  # while the marker is still held: nobody races us
+    finally:
+        os.close(fd)
