@@ -15,8 +15,9 @@ runs sharded indexes (:class:`ShardedIndex`) on a Dask cluster (the ``distribute
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .engine.lazy import lazy_exports
 
 __version__ = "0.2.0"
 
@@ -78,15 +79,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .experiments import experiment
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f".{name}", __name__)
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bm25lab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), frozenset(_SUBPACKAGES))

@@ -12,8 +12,9 @@ Names are loaded on first use: importing this package imports no numpy.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 # public name -> the module (relative to this package) that defines it
 _EXPORTS = {
@@ -50,13 +51,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .tokenization import Tokenizer
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bm25lab.engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -10,8 +10,9 @@ means), ``report`` (table, trec_eval text, JSON, CSV).
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..engine.lazy import lazy_exports
 
 # name -> module; loaded on first use so that `bm25lab search` never pays for the evaluation code
 _EXPORTS = {
@@ -38,13 +39,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .readers import read_qrels, read_run, write_run
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'bm25lab.evaluation' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
