@@ -79,13 +79,12 @@ def test_collection_errors_name_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_raw_smart_collections_need_no_conversion() -> None:
-    """The raw Cranfield and CISI files of ../shared/corpora, as they come (SMART documents and queries,
-    cranqrel's inverted grades numbering the queries by position, CISI.REL's 'qid docid 0 0'), give the
+    """The raw Cranfield and CISI files (tests/data/raw, ../shared/corpora's byte for byte), as they come
+    (SMART documents and queries, cranqrel's inverted grades numbering the queries by position, CISI.REL's 'qid docid 0 0'), give the
     bundled collections' figures exactly."""
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
-    assert shared.is_dir(), f"{shared} (../shared/corpora, the raw collections every checkout has beside it)"
+    raw_files = Path(__file__).resolve().parent / "data" / "raw"
     for name in ("cranfield", "cisi"):
-        raw = experiment(shared / name, measures=["nDCG@10", "AP", "P@10"], k=100)
+        raw = experiment(raw_files / name, measures=["nDCG@10", "AP", "P@10"], k=100)
         bundled = experiment(name, measures=["nDCG@10", "AP", "P@10"], k=100)
         assert raw.evaluation.per_query == bundled.evaluation.per_query and raw.evaluation.num_queries > 70
 

@@ -68,20 +68,20 @@ def test_the_shell_examples_run_and_print_what_they_say(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    shared = README.parents[1] / "shared"
+    raw = README.parent / "tests" / "data" / "raw"  # the README's paths are relative to the checkout
     (tmp_path / "new.jsonl").write_text('{"id": "1", "text": "replaced"}\n{"id": "new", "text": "added"}\n')
     (tmp_path / "ranks.txt").write_text("Jack born_in Italy 2\nJohn born_in Ireland 1\n")  # link-prediction's
     env = {**os.environ, "COLUMNS": "110", "BM25LAB_DEBUG": ""}
     ran = 0
     for command, printed in shell_examples():
-        args = [str(shared / a[len("../shared/"):]) if a.startswith("../shared/") else a
+        args = [str(raw / a[len("tests/data/raw/"):]) if a.startswith("tests/data/raw/") else a
                 for a in shlex.split(command)[1:]]
         width = max([len(line) for line in printed if line[:1] in "┏│┌"] or [110])  # the width it was printed at
         done = subprocess.run([sys.executable, "-m", "bm25lab", *args], cwd=tmp_path, env={**env, "COLUMNS": str(width)},
                               capture_output=True, text=True, timeout=300)
         shown = printed and printed[-1].startswith("bm25lab: error:")
         assert done.returncode == (1 if shown else 0), (command, done.stderr)
-        output = (done.stdout + done.stderr).replace(str(shared), "../shared").splitlines()
+        output = (done.stdout + done.stderr).replace(str(raw), "tests/data/raw").splitlines()
         prose = " ".join(TIMING.sub("<time>", " ".join(line.split())) for line in output if line[:1] not in "┏┡└┃│")
         missing = {fact for fact in facts(printed) - facts(output) if "|" in fact or fact not in prose}
         assert not missing, (command, missing)
