@@ -18,7 +18,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from bm25lab.evaluation import MEASURES, MeasureError, evaluate as strict_evaluate, parse_measure
+from bm25lab.evaluation import MEASURES, MeasureError, Run, evaluate as strict_evaluate, parse_measure
 from bm25lab.evaluation.measures import known_measures
 
 PRINTED = 5e-6 + 1e-12
@@ -232,3 +232,16 @@ def test_cranfield_bm25_run_equals_ir_measures_per_query(cranfield_qrels, cranfi
     assert compared == len(cranfield_qrels) * len(CUTOFFS)
     mean = evaluate(cranfield_qrels, cranfield_run, ["ERR@10"]).mean["ERR@10"]
     assert 0.05 < mean < 0.5  # a real run: neither nothing found nor everything
+
+
+def test_err_at_k_needs_only_the_top_k(cranfield_qrels, cranfield_run):
+    # tune searches only k deep for ERR@k (evaluation/tuning.py's top-n families): the top k, cut after the
+    # tie rule, give the values of the whole ranking
+    full = evaluate(cranfield_qrels, cranfield_run, [f"ERR@{k}" for k in CUTOFFS])
+    for k in CUTOFFS:
+        cut = evaluate(cranfield_qrels, Run.from_dict(cranfield_run).truncated(k), [f"ERR@{k}"])
+        assert cut.values(f"ERR@{k}") == full.values(f"ERR@{k}")
+    tied = {"1": {"a": 2, "b": 4, "c": 3}}
+    run = {"1": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 2.0}}
+    assert (evaluate(tied, Run.from_dict(run).truncated(2), ["ERR@2"]).values("ERR@2")
+            == evaluate(tied, run, ["ERR@2"]).values("ERR@2") == {"1": (7 / 16) / 2})  # d, then c (label 3)
