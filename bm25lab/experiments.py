@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .engine.errors import IndexFormatError, InputError
+from .engine.errors import IndexFormatError, InputError, ParameterError
 from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
 
 if TYPE_CHECKING:
@@ -50,17 +50,23 @@ class Collection:
     fingerprint: str  # of the documents file: a changed file gets a new cached index
 
 
-def open_collection(spec: str | Path, *, query_ids: str = "auto") -> Collection:
+def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field: str | None = None,
+                    query_text_fields: str | Sequence[str] | None = None) -> Collection:
     """A bundled collection by name, or a folder with a documents, a queries and a qrels file, each
     found by its name (:data:`DOCUMENT_FILES`, :data:`QUERY_FILES`, :data:`QRELS_FILES`) and read in
     the format its content shows (a raw SMART collection such as Cranfield's or CISI's files, a BEIR
     folder, TREC documents and topics...). ``query_ids="position"`` numbers the queries by their
     place in the file (Cranfield's ``cranqrel`` does); ``"auto"`` (the default) does so, with an
     :class:`~bm25lab.engine.errors.InputWarning`, when the qrels number their queries 1, 2, ... up
-    to the file's count and the file's own ids are other numbers, else keeps the file's ids."""
+    to the file's count and the file's own ids are other numbers, else keeps the file's ids.
+    ``query_id_field`` and ``query_text_fields`` name the fields of a folder's queries
+    (:func:`~bm25lab.engine.sources.read_queries`' ``id_field`` and ``text_fields``)."""
     from . import corpora
 
     if str(spec) in corpora.names() and not Path(spec).exists():
+        if query_id_field is not None or query_text_fields is not None:
+            raise ParameterError(f"{spec} is a bundled collection: its queries' fields cannot be chosen "
+                                 f"(query_id_field, query_text_fields are for a folder's queries file)")
         c = corpora.get(str(spec))
         return Collection(c.name, c.language, c.documents, c.judged_queries, c.qrels_path, _fingerprint(c.docs_path))
     folder = Path(spec)
@@ -78,7 +84,8 @@ def open_collection(spec: str | Path, *, query_ids: str = "auto") -> Collection:
         from .evaluation import read_qrels
 
         judged_ids = set(read_qrels(qrels).qids)
-        every = read_queries(queries, ids="given" if query_ids == "auto" else query_ids)
+        fields = {"id_field": query_id_field, "text_fields": query_text_fields}
+        every = read_queries(queries, ids="given" if query_ids == "auto" else query_ids, **fields)
         if query_ids == "auto" and _by_position(every, judged_ids):
             import warnings
 
@@ -87,7 +94,7 @@ def open_collection(spec: str | Path, *, query_ids: str = "auto") -> Collection:
             warnings.warn(InputWarning(f"{qrels.name} numbers its queries 1..{len(every)} and {queries.name} has "
                                        f"other ids: the queries are numbered by their position in the file "
                                        f"(--query-ids given keeps the file's ids)"), stacklevel=2)
-            every = read_queries(queries, ids="position")
+            every = read_queries(queries, ids="position", **fields)
         chosen = {q: t for q, t in every.items() if q in judged_ids}
         if not chosen:
             from .evaluation.evaluator import _numbering_hint
@@ -204,14 +211,15 @@ class ExperimentResult:
 def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
                delta: float | None = None, k3: float | None = None, measures: Sequence[str] | None = None, k: int = 1000,
                tokenizer: Tokenizer | None = None, rebuild: bool = False, backend: str | None = None,
-               query_ids: str = "auto",
+               query_ids: str = "auto", query_id_field: str | None = None,
+               query_text_fields: str | Sequence[str] | None = None,
                index_progress: Callable[[int], None] | None = None,
                search_progress: Callable[[int, int], None] | None = None,
                cluster: str | Client | None = None, shards: int | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
-    ``query_ids`` is :func:`open_collection`'s; ``k3`` saturates repeated query terms
+    ``query_ids``, ``query_id_field`` and ``query_text_fields`` are :func:`open_collection`'s; ``k3`` saturates repeated query terms
     (:func:`bm25lab.engine.scoring.query_term_weight`, None: off).
 
     ``cluster`` (an address of :data:`bm25lab.distributed.ADDRESS_FORMS`, or a Dask client) builds and
@@ -220,7 +228,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     from .engine import Tokenizer
 
     started = time.perf_counter()
-    collection = open_collection(spec, query_ids=query_ids)
+    collection = open_collection(spec, query_ids=query_ids, query_id_field=query_id_field,
+                                 query_text_fields=query_text_fields)
     tokenizer = tokenizer or Tokenizer(collection.language)
     if cluster is None:
         index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress, backend=backend,

@@ -54,12 +54,16 @@ refuses them naming both places; ``"first"`` keeps the first document of each id
 last (read in two passes over the source), the others skipped and counted in
 :attr:`Documents.duplicates`.
 
-Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``), ``jsonl`` (``{"_id" | "id" | "qid" |
-"query_id", "text" | "query"}``), ``trec`` topics (``<top> <num> Number: 401 <title> ... </top>``,
-the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others) and ``smart``
-(``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined). ``ids="position"`` numbers the
-queries 1, 2, ... in file order instead of using their ids: Cranfield's ``cranqrel`` numbers the
-queries of ``cran.qry`` (ids 001..365 with gaps) that way.
+Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``, an optional header ``qid<TAB>text``),
+``jsonl`` (the id the first of ``_id, id, qid, query_id, topic_id, ridx`` present, a string or an
+integer, the text the first of ``text, query, q, question, title``: BEIR's ``{"_id", "text"}``,
+LeCaRD's raw ``{"ridx": 5156, "q": "..."}``), ``trec`` topics (``<top> <num> Number: 401 <title> ...
+</top>``, the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others) and
+``smart`` (``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined). Field mapping, as for
+documents: ``id_field`` names a JSONL query's id field (a TSV's id column, its first line then naming
+the columns), ``text_fields`` the field or fields of its text, joined with spaces. ``ids="position"``
+numbers the queries 1, 2, ... in file order instead of using their ids: Cranfield's ``cranqrel``
+numbers the queries of ``cran.qry`` (ids 001..365 with gaps) that way.
 
 Contract for bad input: every problem raises :class:`bm25lab.engine.errors.InputError` with the file and the
 1-based line (``path:line: message``): malformed lines, text that is not valid UTF-8 (always an
@@ -111,8 +115,13 @@ _SNIFF_BYTES = 65536
 
 DOC_ID_KEYS = ("id", "_id", "docid", "doc_id")
 DOC_TEXT_KEYS = ("text", "contents", "body")
-QUERY_ID_KEYS = ("_id", "id", "qid", "query_id")
-QUERY_TEXT_KEYS = ("text", "query")
+QUERY_ID_KEYS = ("_id", "id", "qid", "query_id", "topic_id", "ridx")
+QUERY_TEXT_KEYS = ("text", "query", "q", "question", "title")
+"""The fields a JSON Lines record (or a TSV header) names its id and its text with, first present
+first: BEIR, Pyserini, ir_datasets and MS MARCO exports, LeCaRD's ``{"ridx", "q"}``. Other names are
+chosen with ``id_field=`` / ``text_fields=``, on the command line the options below."""
+ID_OPTION, TEXT_OPTION = "id_field (--id-field)", "text_fields (--text-fields)"
+QUERY_ID_OPTION, QUERY_TEXT_OPTION = "id_field (--query-id-field)", "text_fields (--query-text-fields)"
 
 QueryLines = Iterator[tuple[int, str, str]]  # (line, qid, text)
 
@@ -304,20 +313,35 @@ def _first_key(obj: Mapping[str, Any], keys: Iterable[str]) -> str | None:
     return next((key for key in keys if key in obj), None)
 
 
-def _json_id(obj: Mapping[str, Any], keys: tuple[str, ...], what: str, path: Path, line: int) -> tuple[str, str]:
+def _fields_present(obj: Mapping[str, Any]) -> str:
+    return ", ".join(map(repr, obj)) or "none"
+
+
+def _missing(what: str, keys: tuple[str, ...], obj: Mapping[str, Any], option: str) -> str:
+    """``missing query id: none of 'id', ... (fields: 'path', 'q'); name it with ...``: one line saying
+    what was looked for, what the record holds and (``option``: the fields were guessed) how to choose."""
+    looked = f"no field {keys[0]!r}" if len(keys) == 1 else f"none of {', '.join(map(repr, keys))}"
+    return f"missing {what}: {looked} (fields: {_fields_present(obj)})" + (f"; name it with {option}" if option else "")
+
+
+def _json_id(obj: Mapping[str, Any], keys: tuple[str, ...], what: str, path: Path, line: int,
+             option: str = "") -> tuple[str, str]:
+    """(field, id) of a record: the first of ``keys`` present, a string or an integer (made a string)."""
     key = _first_key(obj, keys)
     if key is None:
-        raise InputError(f"missing {what} (one of {', '.join(map(repr, keys))})", path, line)
+        raise InputError(_missing(what, keys, obj, option), path, line)
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"{what} {key!r} must be a string or an integer, found {_json_type(value)}", path, line)
     return key, _clean_id(str(value), what, path, line)
 
 
-def _json_text(obj: Mapping[str, Any], keys: tuple[str, ...], path: Path, line: int) -> tuple[str, str]:
+def _json_text(obj: Mapping[str, Any], keys: tuple[str, ...], path: Path, line: int,
+               option: str = "") -> tuple[str, str]:
+    """(field, text) of a record: the first of ``keys`` present, a string."""
     key = _first_key(obj, keys)
     if key is None:
-        raise InputError(f"missing text (one of {', '.join(map(repr, keys))})", path, line)
+        raise InputError(_missing("text", keys, obj, option), path, line)
     value = obj[key]
     if not isinstance(value, str):
         raise InputError(f"field {key!r} must be a string, found {_json_type(value)}", path, line)
@@ -333,11 +357,11 @@ def _read_jsonl_documents(path: Path, fields: FieldMap = FieldMap()) -> Iterator
         if not line.strip():
             continue
         obj = _parse_json_object(line, path, lineno)
-        id_key, doc_id = _json_id(obj, id_keys, "document id", path, lineno)
+        id_key, doc_id = _json_id(obj, id_keys, "document id", path, lineno, "" if fields.id_field else ID_OPTION)
         if fields.text_fields is not None:
             yield fields.document(doc_id, {k: v for k, v in obj.items() if k != id_key}, path, lineno)
             continue
-        text_key, text = _json_text(obj, DOC_TEXT_KEYS, path, lineno)
+        text_key, text = _json_text(obj, DOC_TEXT_KEYS, path, lineno, TEXT_OPTION)
         title = obj.get("title")
         if title is None:
             title = ""
@@ -948,7 +972,10 @@ def read_documents(source: str | Path, *, format: str | None = None, id_field: s
 # --------------------------------------------------------------------------- query readers
 
 
-def _read_tsv_queries(path: Path) -> QueryLines:
+def _read_tsv_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
+    if not mapping.default:
+        yield from _read_named_tsv_queries(path, mapping)
+        return
     first = True
     for lineno, line in _lines(path):
         content = _strip_eol(line)
@@ -964,14 +991,54 @@ def _read_tsv_queries(path: Path) -> QueryLines:
         yield lineno, _clean_id(fields[0], "query id", path, lineno), fields[1].strip()
 
 
-def _read_jsonl_queries(path: Path) -> QueryLines:
+def _read_named_tsv_queries(path: Path, mapping: FieldMap) -> QueryLines:
+    """A TSV of queries whose first line names its columns (any case), mapped by ``id_field`` /
+    ``text_fields``: the text is the chosen columns joined with spaces, else the first of
+    :data:`QUERY_TEXT_KEYS`."""
+    header: list[str] | None = None
+    id_col, text_cols = 0, [1]
+    for lineno, line in _lines(path):
+        content = _strip_eol(line)
+        if not content.strip():
+            continue
+        fields = content.split("\t")
+        if header is None:
+            header = [f.strip() for f in fields]
+            id_col = _named_column(header, mapping.id_field, QUERY_ID_KEYS, "query id", path, lineno)
+            wanted = [None] if mapping.text_fields is None else list(mapping.text_fields)
+            text_cols = [_named_column(header, name, QUERY_TEXT_KEYS, "query text", path, lineno) for name in wanted]
+            continue
+        if len(fields) != len(header):
+            raise InputError(f"expected {len(header)} tab-separated fields like the header, found {len(fields)}",
+                             path, lineno)
+        text = " ".join(t for t in (fields[c].strip() for c in text_cols) if t)
+        yield lineno, _clean_id(fields[id_col], "query id", path, lineno), text
+
+
+def _query_text(values: Mapping[str, Any], mapping: FieldMap, path: Path, line: int) -> str:
+    """A JSON query's text: its ``text_fields`` joined with spaces (a null one empty), else the first
+    of :data:`QUERY_TEXT_KEYS` present."""
+    if mapping.text_fields is None:
+        return _json_text(values, QUERY_TEXT_KEYS, path, line, QUERY_TEXT_OPTION)[1]
+    texts = []
+    for name in mapping.text_fields:
+        if name not in values:
+            raise InputError(_missing("text", (name,), values, ""), path, line)
+        value = values[name]
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"field {name!r} must be a string or null, found {_json_type(value)}", path, line)
+        texts.append(value or "")
+    return " ".join(t for t in texts if t)
+
+
+def _read_jsonl_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
+    id_keys = QUERY_ID_KEYS if mapping.id_field is None else (mapping.id_field,)
     for lineno, line in _lines(path):
         if not line.strip():
             continue
         obj = _parse_json_object(line, path, lineno)
-        _, qid = _json_id(obj, QUERY_ID_KEYS, "query id", path, lineno)
-        _, text = _json_text(obj, QUERY_TEXT_KEYS, path, lineno)
-        yield lineno, qid, text
+        _, qid = _json_id(obj, id_keys, "query id", path, lineno, "" if mapping.id_field else QUERY_ID_OPTION)
+        yield lineno, qid, _query_text(obj, mapping, path, lineno)
 
 
 #: Fields of a TREC topic and the label that may open their text.
@@ -1008,7 +1075,7 @@ def _topic_query(body: str, wanted: list[str], path: Path, line: int) -> tuple[s
     return qid, " ".join(fields[f] for f in wanted if fields[f])
 
 
-def _read_trec_topics(path: Path, topic_field: str = "title") -> QueryLines:
+def _read_trec_topics(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
     wanted = _topic_field_list(topic_field, path)
     for line, body in _tagged_blocks(path, _TOP_TAG, "top"):
         yield (line, *_topic_query(body, wanted, path, line))
@@ -1023,20 +1090,23 @@ def _topic_field_list(topic_field: str, path: Path) -> list[str]:
     return wanted
 
 
-def _read_smart_queries(path: Path) -> QueryLines:
+def _read_smart_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
     """SMART queries: ``.I id`` records; the text is the ``.T`` and ``.W`` values joined."""
     for line, qid, fields in _smart_records(path):
         values = _smart_values(fields)
         yield line, qid, " ".join(t for t in (values.get("title", ""), values.get("text", "")) if t)
 
 
-QUERY_READERS: dict[str, Callable[..., QueryLines]] = {
+QueryReader = Callable[[Path, FieldMap, str], QueryLines]
+"""A query reader: (path, field mapping, TREC topic field) -> (line, qid, text) of each query."""
+QUERY_READERS: dict[str, QueryReader] = {
     "tsv": _read_tsv_queries,
     "jsonl": _read_jsonl_queries,
     "trec": _read_trec_topics,
     "smart": _read_smart_queries,
 }
 
+_QUERY_FIELD_FORMATS = ("jsonl", "tsv")  # where the id and text fields can be chosen
 QUERY_ID_MODES = ("given", "position")
 """``read_queries(ids=)``: the ids the file gives, or the queries' positions 1, 2, ... in the file."""
 
@@ -1074,22 +1144,32 @@ def _query_format(path: Path, format: str | None) -> str:
 
 
 def read_queries(source: str | Path, *, format: str | None = None, topic_field: str = "title",
-                 ids: str = "given") -> dict[str, str]:
+                 ids: str = "given", id_field: str | None = None,
+                 text_fields: str | Iterable[str] | None = None) -> dict[str, str]:
     """All queries of a file as ``{qid: text}`` in file order.
 
     ``format`` is one of :data:`QUERY_READERS` (``tsv``, ``jsonl``, ``trec``, ``smart``), detected
     when omitted (:func:`detect_query_format`). ``topic_field`` picks the TREC topic text: ``title``
     (default), ``desc``, ``narr`` or a join such as ``title+desc``. ``ids="position"`` numbers the
-    queries 1, 2, ... in file order (Cranfield's relevance file does). A duplicate query id, a
-    malformed line and an empty file raise :class:`InputError` naming file and line.
+    queries 1, 2, ... in file order (Cranfield's relevance file does). ``id_field`` names the field
+    holding a JSONL query's id (or the column of a TSV with a header), ``text_fields`` the field or
+    fields (a comma list or a sequence, joined with spaces) holding its text; without them the first of
+    :data:`QUERY_ID_KEYS` and of :data:`QUERY_TEXT_KEYS` present is taken (LeCaRD's ``{"ridx": 5156,
+    "q": "..."}`` reads as it comes; a numeric id becomes a string). A duplicate query id, a malformed
+    line, a record without its id or text (the message lists the record's fields) and an empty file
+    raise :class:`InputError` naming file and line.
     """
     path = Path(source)
     _check_exists(path)
     if ids not in QUERY_ID_MODES:
         raise ParameterError(f"unknown query id mode {ids!r}; known: {', '.join(QUERY_ID_MODES)}")
     fmt = _query_format(path, format)
-    reader = QUERY_READERS[fmt]
-    lines = reader(path, topic_field) if fmt == "trec" else reader(path)
+    mapping = FieldMap.of(id_field, text_fields)
+    if not mapping.default and fmt not in _QUERY_FIELD_FORMATS:
+        raise InputError(f"a query id field and text fields can be chosen for {' and '.join(_QUERY_FIELD_FORMATS)} "
+                         f"queries, not {fmt}" + (" (--topic-field picks a topic's fields)" if fmt == "trec" else ""),
+                         path)
+    lines = QUERY_READERS[fmt](path, mapping, topic_field)
     if ids == "position":
         lines = ((lineno, str(number), text) for number, (lineno, _, text) in enumerate(lines, 1))
     queries: dict[str, str] = {}

@@ -298,6 +298,59 @@ def ndcg_exp(r: JudgedRanking, k: int | None) -> np.ndarray:
     return _ratio(_dcg(r, k, exponential=True), _ideal_dcg(r, k, exponential=True))
 
 
+ERR_MAX_JUDGMENT = 4
+"""gdeval's ``$MAX_JUDGMENT``: the highest label ERR takes (the TREC Web track's 0..4 scale)."""
+
+
+def err_satisfaction(label: np.ndarray) -> np.ndarray:
+    """R(g) = (2^g - 1) / 2^4: the probability that a document of label g satisfies the user (Chapelle,
+    Metzler, Zhang and Grinspan, "Expected reciprocal rank for graded relevance", CIKM 2009, eq. 3 with
+    g_max = 4, as gdeval.pl fixes it); 0 for a label <= 0."""
+    return (np.ldexp(1.0, np.maximum(label, 0).astype(np.int64)) - 1.0) / 2.0 ** ERR_MAX_JUDGMENT
+
+
+def expected_reciprocal_rank(r: JudgedRanking, k: int | None) -> np.ndarray:
+    """ERR(@k) = sum over ranks i (<= k) of R(g_i) / i * prod over ranks j < i of (1 - R(g_j)), with
+    R(g) = (2^g - 1) / 16 (:func:`err_satisfaction`): the expected reciprocal rank at which a user
+    scanning down the ranking stops, satisfied (Chapelle et al., CIKM 2009; the TREC Web track's
+    gdeval.pl, which ir_measures runs for ``ERR@k``). Graded: ``rel`` is ignored; documents with a
+    label <= 0 and documents absent from the qrels have R = 0; 0 for a query without a positive label.
+    The loop is gdeval's, term by term (``$score += $r*$decay/($i+1); $decay *= (1 - $r)``), so values
+    agree with it to the last bits. A label above 4 is refused, as gdeval refuses it (R would exceed 1).
+    """
+    _check_err_labels(r)
+    hits = _rows((r.label > 0) & r.top(k))
+    satisfied = err_satisfaction(r.label[hits])
+    decay = _exclusive_products(r.seg[hits], 1.0 - satisfied)
+    return r.total(hits, satisfied * decay / r.rank[hits])
+
+
+def _check_err_labels(r: JudgedRanking) -> None:
+    above = np.flatnonzero(r.judged_label > ERR_MAX_JUDGMENT)
+    if above.size:
+        at = int(above[0])
+        raise MeasureError(f"ERR takes labels up to {ERR_MAX_JUDGMENT} (gdeval's MAX_JUDGMENT: R(g) = (2^g - 1) "
+                           f"/ 2^{ERR_MAX_JUDGMENT} is a probability only up to there); query "
+                           f"{r.qids[int(r.judged_seg[at])]!r} has a judgment of {int(r.judged_label[at])}")
+
+
+def _exclusive_products(seg: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """Per row, the product of ``factors`` of the earlier rows of its segment (1 for a segment's first
+    row), multiplied one by one in row order as a loop multiplies; ``seg`` is sorted."""
+    out = np.ones(factors.size, dtype=np.float64)
+    if not factors.size:
+        return out
+    index = np.arange(seg.size, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+    position = index - np.repeat(starts, np.diff(np.append(starts, seg.size)))
+    order = np.argsort(position, kind="stable")
+    bounds = np.searchsorted(position[order], np.arange(int(position.max()) + 2))
+    for step in range(1, int(position.max()) + 1):
+        rows = order[bounds[step]:bounds[step + 1]]
+        out[rows] = out[rows - 1] * factors[rows - 1]
+    return out
+
+
 # trec_eval's gain-level loops (gain_init.c, m_ndcg.c, m_G.c, m_ndcg_rel.c, m_Rndcg.c), query by query
 
 
@@ -880,6 +933,8 @@ _DEFS = (
     MeasureDef("DCG_exp", dcg_exp, "optional cutoff", "DCG with gain 2^label - 1", ("dcg_burges",), bounded=False),
     MeasureDef("IDCG_exp", ideal_dcg_exp, "optional cutoff", "ideal DCG with gain 2^label - 1", bounded=False),
     MeasureDef("nDCG_exp", ndcg_exp, "optional cutoff", "nDCG with gain 2^label - 1", ("ndcg_burges",)),
+    MeasureDef("ERR", expected_reciprocal_rank, "optional cutoff", "expected reciprocal rank (Chapelle et al. "
+               "2009), labels 0..4 as gdeval and ir_measures' ERR@k"),
     MeasureDef("AUC", auc, "none", "ROC area over the judged documents, scores' ties counting 1/2",
                undefined_when="no relevant or no judged non-relevant document"),
     MeasureDef("set_P", set_precision, "none", "precision of the whole retrieved list", ("SetP",), "set_P"),
@@ -1000,7 +1055,7 @@ _AMBIGUOUS = {
               "recall of the whole list (write set_R)",
 }
 _WHOLE_LIST = {"precision": "set_P"}  # ranx: a measure named without a cutoff covers the whole ranking
-IGNORES_REL = frozenset({"CG", "DCG", "IDCG", "nDCG", "DCG_exp", "IDCG_exp", "nDCG_exp", "G", "ndcg_rel", "Rndcg",
+IGNORES_REL = frozenset({"CG", "DCG", "IDCG", "nDCG", "DCG_exp", "IDCG_exp", "nDCG_exp", "ERR", "G", "ndcg_rel", "Rndcg",
                          "RBP_graded", "RBP_resid", "relstring", "unj", "Judged", "num_ret", "MAE", "RMSE"})
 """Measures that do not use a relevance threshold (graded, counting every document, or ratings)."""
 

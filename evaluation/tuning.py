@@ -116,7 +116,7 @@ def parse_grid(text: str, name: str = "grid") -> tuple[float, ...]:
 # --------------------------------------------------------------------------- search depth
 
 _TOP_N_FAMILIES = frozenset({"P", "R", "F1", "RR", "AP", "Success", "Hits", "CG", "DCG", "nDCG", "DCG_exp", "nDCG_exp",
-                             "Judged"})
+                             "Judged", "ERR"})
 """Measure families (canonical names of :data:`bm25lab.evaluation.MEASURES`) whose value with cutoff n depends
 only on the top n documents of each query (their denominators, such as R or the ideal DCG, come from
 the qrels)."""

@@ -13,7 +13,7 @@ from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_
                      handles_errors, human_bytes, progress_bars)
 from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
-from .inputs import CollectionQueryIds
+from .inputs import QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT, CollectionQueryIds
 
 
 @handles_errors
@@ -63,6 +63,8 @@ def experiment(
     rebuild: Annotated[bool, typer.Option(help="Rebuild the cached index.")] = False,
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
     query_ids: Annotated[CollectionQueryIds, typer.Option("--query-ids", help="A folder's queries: given ids, position (1, 2, ... in file order, as Cranfield's cranqrel numbers them) or auto (position when the qrels number the queries so).")] = CollectionQueryIds("auto"),
+    query_id_field: Annotated[Optional[str], QUERY_ID_FIELD_OPT] = None,
+    query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
     shards: Annotated[Optional[int], SHARDS_OPT] = None,
@@ -75,12 +77,13 @@ def experiment(
     from ..experiments import experiment as run_experiment, open_collection
     from .evaluate_cmds import render_results
 
-    collection = open_collection(corpus, query_ids=query_ids.value)
+    fields = {"query_id_field": query_id_field, "query_text_fields": query_text_fields}
+    collection = open_collection(corpus, query_ids=query_ids.value, **fields)
     tokenizer = make_tokenizer(language or Language(collection.language), stem, None, None)
     with progress_bars() as bars:
         done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, measures=measure, k=k,
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
-                              query_ids=query_ids.value,
+                              query_ids=query_ids.value, **fields,
                               index_progress=bars.documents(f"indexing {collection.name}"),
                               search_progress=bars.queries(), cluster=cluster, shards=shards)
     if run_out is not None:

@@ -14,8 +14,9 @@ from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
                      backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
-from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TEXT_FIELDS_OPT,
-                     TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat, QueryIds, RunWriter)
+from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
+                     QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
+                     QueryIds, RunWriter)
 
 if TYPE_CHECKING:
     from ..engine import Index, Tokenizer
@@ -210,6 +211,8 @@ def run(
     query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
     topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
     query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
+    query_id_field: Annotated[Optional[str], QUERY_ID_FIELD_OPT] = None,
+    query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
     run_format: Annotated[RunWriter, typer.Option("--run-format", help="Run file to write: trec, msmarco (qid docid rank) or ranx (JSON).")] = RunWriter("trec"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
@@ -222,7 +225,7 @@ def run(
     from .inputs import queries as read_topics
 
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
-    topics = read_topics(queries, query_format, topic_field, query_ids)
+    topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
     with query_progress() as advance:
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
                                   k3=k3, field_weights=field_weights, field_b=field_b)

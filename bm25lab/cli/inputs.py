@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 import typer
 
 from ..engine.errors import InputError, ParameterError
-from ..engine.sources import DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_MODES, QUERY_READERS, TOPIC_FIELDS
+from ..engine.sources import (DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_KEYS, QUERY_ID_MODES, QUERY_READERS,
+                              QUERY_TEXT_KEYS, TOPIC_FIELDS)
 from ..evaluation.readers import QRELS_FORMATS, RUN_FORMATS, RUN_WRITERS
 from .common import _choices
 
@@ -40,6 +41,12 @@ QUERY_FORMAT_OPT = typer.Option("--query-format", help="Queries format (default:
 TOPIC_FIELD_OPT = typer.Option("--topic-field", help="TREC topics: title, desc, narr or a '+' join (title+desc).")
 QUERY_IDS_OPT = typer.Option("--query-ids", help="given: the file's query ids; position: 1, 2, ... in file order "
                                                  "(Cranfield's cranqrel numbers cran.qry's queries so).")
+QUERY_ID_FIELD_OPT = typer.Option("--query-id-field", help="The field holding a query's id (JSONL; the column of a TSV "
+                                  "whose first line names its columns). Default: the first present of "
+                                  f"{', '.join(QUERY_ID_KEYS)}.")
+QUERY_TEXT_FIELDS_OPT = typer.Option("--query-text-fields", help="The field(s) holding a query's text, comma-separated, "
+                                     "joined with spaces (JSONL; TSV with a header). Default: the first present of "
+                                     f"{', '.join(QUERY_TEXT_KEYS)}.")
 QRELS_FORMAT_OPT = typer.Option("--qrels-format", help="Qrels format (default: detected; a guess is noted).")
 RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: detected).")
 
@@ -77,19 +84,30 @@ def documents(source: str, format: Enum, id_field: Optional[str], text_fields: O
     return docs, docs.count
 
 
-def queries(spec: str, format: Enum, topic_field: str, ids: Enum) -> dict[str, str]:
-    """``{qid: text}`` of a queries file, or every query of a bundled collection."""
+def queries(spec: str, format: Enum, topic_field: str, ids: Enum, id_field: Optional[str] = None,
+            text_fields: Optional[str] = None) -> dict[str, str]:
+    """``{qid: text}`` of a queries file (``id_field`` / ``text_fields``: ``--query-id-field`` and
+    ``--query-text-fields``), or every query of a bundled collection."""
     from .. import corpora
     from ..engine.sources import read_queries
 
     name = bundled(spec)
     if name is not None:
+        check_no_query_fields(name, id_field, text_fields)
         return corpora.get(name).queries()
     if not Path(spec).exists():
         raise _neither(spec, "queries file")
     _check_topic_field(topic_field)
     return read_queries(spec, format=None if format.value == "auto" else format.value, topic_field=topic_field,
-                        ids=ids.value)
+                        ids=ids.value, id_field=id_field, text_fields=text_fields)
+
+
+def check_no_query_fields(name: str, id_field: Optional[str], text_fields: Optional[str]) -> None:
+    """A bundled collection's queries have their fields: ``--query-id-field`` and ``--query-text-fields``
+    are for files."""
+    if id_field is not None or text_fields is not None:
+        raise ParameterError(f"{name} is a bundled collection: --query-id-field and --query-text-fields are for "
+                             f"queries files")
 
 
 def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":

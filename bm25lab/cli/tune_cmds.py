@@ -11,8 +11,8 @@ import typer
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
 from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
                      backend_name, console, handles_errors, note)
-from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_IDS_OPT, TOPIC_FIELD_OPT, QrelsFormat, QueryFormat,
-                     QueryIds)
+from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT, QUERY_TEXT_FIELDS_OPT,
+                     TOPIC_FIELD_OPT, QrelsFormat, QueryFormat, QueryIds)
 
 if TYPE_CHECKING:
     from ..evaluation.tuning import TuneResult
@@ -97,6 +97,8 @@ def tune(
     query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
     topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
     query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
+    query_id_field: Annotated[Optional[str], QUERY_ID_FIELD_OPT] = None,
+    query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
 ) -> None:
@@ -114,7 +116,7 @@ def tune(
 
         check_plot_path(plot)
     judgments = read_judgments(qrels, qrels_format)
-    topics = read_topics(queries, query_format, topic_field, query_ids)
+    topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
                                  backend_name(backend), k3)
     if format is TableFormat.json:

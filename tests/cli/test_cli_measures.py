@@ -248,3 +248,18 @@ def test_bm25f_through_the_cli(tmp_path):
         "apple", k=1000, field_weights="title=3,text=1", field_b="title=0.5")}
     refused = runner.invoke(app, ["search", str(tmp_path / "plain"), "apple", *options])
     assert refused.exit_code == 2 and "built without fields" in refused.stderr
+
+
+def test_err_through_the_cli(tmp_path):
+    # issue 17: ERR@k by its ir_measures name; listed by `bm25lab measures`; a label above 4 refused in one line
+    qrels = write(tmp_path, "qrels", ["1 0 a 2", "1 0 c 4", "1 0 z 0"])
+    run = ranking(tmp_path, "run", "1", {"a": 3.0, "c": 2.0, "z": 1.0})
+    assert per_query_json(qrels, run, "-m", "ERR@10", "-m", "ERR@1")["1"] == {"ERR@10": 0.568359375, "ERR@1": 0.1875}
+    listed = json.loads(invoke("measures", "--format", "json"))["measures"]
+    assert {"name": "ERR", "forms": "ERR, ERR@k"}.items() <= next(m for m in listed if m["name"] == "ERR").items()
+    bad = write(tmp_path, "bad", ["1 0 a 5", "1 0 c 1"])
+    result = runner.invoke(app, ["evaluate", str(bad), str(run), "-m", "ERR@10"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "bm25lab: error: ERR takes labels up to 4 (gdeval's MAX_JUDGMENT: R(g) = (2^g - 1) / 2^4 is a probability "
+        "only up to there); query '1' has a judgment of 5"]

@@ -18,7 +18,7 @@ BOUNDED = [
     "iprec@0.0", "iprec@0.3", "iprec@1.0", "11pt-AP", "nDCG", "nDCG@3", "nDCG@10", "nDCG_exp", "nDCG_exp@3", "AUC",
     "set_P", "set_R", "set_F1", "Judged@3", "RBP@0.8",
     "relative_P@3", "set_relative_P", "set_map", "binG", "unj@3", "Rprec_mult@1.5", "AP_relret", "AP_hits@3",
-    "RR_max", "RBP_graded@0.8",
+    "RR_max", "RBP_graded@0.8", "ERR", "ERR@3",
 ]
 
 doc_ids = st.text(alphabet="abcAB01é", min_size=1, max_size=3)

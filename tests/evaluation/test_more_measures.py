@@ -25,7 +25,7 @@ EVERY = ["P@3", "R@5", "AP", "AP@3", "RR", "nDCG", "nDCG@3", "bpref", "infAP", "
          "Rprec_mult@1.5", "utility", "relstring", "G", "binG", "ndcg_rel", "Rndcg", "relative_P@3", "set_P",
          "set_relative_P", "set_map", "num_ret", "num_rel_ret", "num_nonrel_judged_ret", "unj@3", "RBP@0.8",
          "RBP_graded", "RBP_resid", "AUC", "Judged@3", "DCG", "IDCG@3", "AP_relret", "AP_hits@3", "RR_max",
-         "MAE", "RMSE", "TP", "FP", "FN", "TN", "accuracy", "FPR", "specificity", "gm_map"]
+         "MAE", "RMSE", "TP", "FP", "FN", "TN", "accuracy", "FPR", "specificity", "gm_map", "ERR@10"]
 
 
 def test_every_new_measure_runs_on_adversarial_data():

@@ -58,9 +58,9 @@ def test_parse_grid_rejects_bad_strings_in_one_line(text: str) -> None:
 @pytest.mark.parametrize(
     ("measure", "depth"),
     [("nDCG@10", 10), ("ndcg_cut_10", 10), ("P@5", 5), ("R@100", 100), ("MAP@100", 100), ("RR@3", 3),
-     ("Hits@20", 20), ("nDCG_exp@5", 5), ("Judged@10", 10), ("R@5000", 1000),  # never more than k
+     ("Hits@20", 20), ("nDCG_exp@5", 5), ("Judged@10", 10), ("ERR@20", 20), ("R@5000", 1000),  # never more than k
      ("AP", 1000), ("RR", 1000), ("nDCG", 1000), ("bpref", 1000), ("Rprec", 1000), ("iprec@0.5", 1000),
-     ("RBP@0.8", 1000), ("set_P", 1000), ("AUC", 1000), ("num_ret", 1000)],
+     ("RBP@0.8", 1000), ("set_P", 1000), ("AUC", 1000), ("num_ret", 1000), ("ERR", 1000)],
 )
 def test_search_depth_rule(measure: str, depth: int) -> None:
     assert search_depth(measure, 1000) == depth
