@@ -29,17 +29,32 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-WRITER = r"""
-import json, random, sys, time
+# Every participant (the writer, the library reader, the command-line readers together) runs for at
+# least --seconds, then on until each has done its minimum (it says so by a file in the sync folder),
+# at most --max-seconds: the counts that make a run meaningful never depend on the machine's speed.
+GOING_ON = r"""
+import os, time
+def going_on(deadline, hard, sync):
+    now = time.monotonic()
+    return now < hard and (now < deadline or len(os.listdir(sync)) < 3)
+def enough(sync, name):
+    open(os.path.join(sync, name), "w").close()
+"""
+
+WRITER = GOING_ON + r"""
+import json, random, sys
 from bm25lab.engine import Index, segments, shards
 folder, seconds, rate, seed = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+sync, hard, min_commits = sys.argv[5], time.monotonic() + float(sys.argv[6]), int(sys.argv[7])
 sharded = shards.is_sharded(folder)
 rng = random.Random(seed)
 if sharded:
@@ -49,7 +64,9 @@ else:
     live = list(Index.load(folder, verify=False).doc_ids)
 deleted, commits, errors = [], 0, []
 deadline = time.monotonic() + seconds
-while time.monotonic() < deadline:
+while going_on(deadline, hard, sync):
+    if commits >= min_commits:
+        enough(sync, "writer")
     started = time.monotonic()
     try:
         if commits % 40 == 39:
@@ -70,16 +87,20 @@ while time.monotonic() < deadline:
 print(json.dumps({"commits": commits, "errors": errors[:5]}), flush=True)
 """
 
-LIBRARY_READER = r"""
-import json, sys, time, traceback
+LIBRARY_READER = GOING_ON + r"""
+import json, sys, traceback
+from dataclasses import dataclass
 from pathlib import Path
 from bm25lab.engine import Index, shards
 folder, seconds, queries = Path(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+sync, hard, min_searches, min_overlaps = sys.argv[4], time.monotonic() + float(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 load, manifest = (shards.ShardedIndex.load, shards.MANIFEST) if shards.is_sharded(folder) else (Index.load, "index.json")
 searches = failures = overlapped = 0
 shown = []
 deadline = time.monotonic() + seconds
-while time.monotonic() < deadline:
+while going_on(deadline, hard, sync):
+    if searches >= min_searches and overlapped >= min_overlaps:
+        enough(sync, "library")
     query = queries[searches % len(queries)]
     before = (folder / manifest).read_bytes()
     try:
@@ -122,11 +143,32 @@ def entry_point() -> str:
     return str(Path(sys.executable).parent / "bm25lab")
 
 
-def cli_reader(folder: Path, seconds: float, queries: list[str], tally: dict, lock: threading.Lock) -> None:
+@dataclass(frozen=True)
+class Minimum:
+    """What makes a run meaningful: each participant goes on past ``--seconds`` until it has done this
+    much (at most ``max_seconds`` in all)."""
+    commits: int = 0
+    library_searches: int = 0
+    overlapping_loads: int = 0
+    cli_searches: int = 0
+    max_seconds: float = 0.0
+
+
+def going_on(deadline: float, hard: float, sync: Path) -> bool:
+    """The command-line readers' side of the scripts' ``going_on``."""
+    now = time.monotonic()
+    return now < hard and (now < deadline or len(os.listdir(sync)) < 3)
+
+
+def cli_reader(folder: Path, seconds: float, queries: list[str], tally: dict, lock: threading.Lock,
+               sync: Path, hard: float, minimum: int) -> None:
     env = dict(os.environ, COLUMNS="200")
     deadline = time.monotonic() + seconds
     n = 0
-    while time.monotonic() < deadline:
+    while going_on(deadline, hard, sync):
+        with lock:
+            if tally["searches"] >= minimum:
+                (sync / "cli").touch()
         query = queries[n % len(queries)]
         n += 1
         result = subprocess.run([entry_point(), "search", str(folder), query, "--format", "json", "-k", "5"],
@@ -148,30 +190,41 @@ def cli_reader(folder: Path, seconds: float, queries: list[str], tally: dict, lo
                     tally["errors"].append(error)
 
 
-def soak(folder: Path, seconds: float, cli_readers: int, rate: float, seed: int) -> dict:
-    """Run the writer and the readers for ``seconds``; their counts."""
+def soak(folder: Path, seconds: float, cli_readers: int, rate: float, seed: int,
+         minimum: Minimum = Minimum()) -> dict:
+    """Run the writer and the readers for ``seconds``, then on until each has done its ``minimum``
+    (at most ``minimum.max_seconds``, when that is longer); their counts."""
     rng = random.Random(seed + 1)
     queries = [words(rng, rng.randint(1, 4)) for _ in range(50)]
     env = dict(os.environ)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(seconds), str(rate), str(seed)],
-                              stdout=subprocess.PIPE, text=True, env=env)
-    library = subprocess.Popen([sys.executable, "-c", LIBRARY_READER, str(folder), str(seconds), json.dumps(queries)],
+    sync = Path(tempfile.mkdtemp(prefix="bm25lab-soak-sync-"))
+    if not cli_readers:
+        (sync / "cli").touch()
+    cap = max(seconds, minimum.max_seconds)
+    started = time.monotonic()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(seconds), str(rate), str(seed),
+                               str(sync), str(cap), str(minimum.commits)], stdout=subprocess.PIPE, text=True, env=env)
+    library = subprocess.Popen([sys.executable, "-c", LIBRARY_READER, str(folder), str(seconds), json.dumps(queries),
+                                str(sync), str(cap), str(minimum.library_searches), str(minimum.overlapping_loads)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     tally = {"searches": 0, "failures": 0, "errors": []}
     lock = threading.Lock()
-    threads = [threading.Thread(target=cli_reader, args=(folder, seconds, queries, tally, lock))
+    threads = [threading.Thread(target=cli_reader, args=(folder, seconds, queries, tally, lock, sync,
+                                                         time.monotonic() + cap, minimum.cli_searches))
                for _ in range(cli_readers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    written = json.loads(writer.communicate(timeout=seconds + 600)[0])
-    out, err = library.communicate(timeout=seconds + 600)
+    written = json.loads(writer.communicate(timeout=cap + 600)[0])
+    out, err = library.communicate(timeout=cap + 600)
+    ran = time.monotonic() - started
+    shutil.rmtree(sync, ignore_errors=True)
     read = json.loads(out) if library.returncode == 0 else {"searches": 0, "failures": 1, "overlapped": 0,
                                                            "errors": [err.strip()[-300:]]}
     searches = tally["searches"] + read["searches"]
     failures = tally["failures"] + read["failures"]
-    return {"seconds": seconds, "commits": written["commits"], "writer_errors": written["errors"],
+    return {"seconds": round(ran, 1), "commits": written["commits"], "writer_errors": written["errors"],
             "cli_searches": tally["searches"], "cli_failures": tally["failures"],
             "library_searches": read["searches"], "library_failures": read["failures"],
             "overlapping_loads": read["overlapped"], "searches": searches, "failures": failures,
@@ -188,20 +241,29 @@ def main() -> int:
     parser.add_argument("--shards", type=int, help="build a sharded index of this many shards")
     parser.add_argument("--folder", type=Path, help="where to build the index (default: a temporary folder)")
     parser.add_argument("--json", action="store_true", help="print the counts as one JSON object")
+    parser.add_argument("--min-commits", type=int, default=0, help="go on past --seconds until this many commits")
+    parser.add_argument("--min-library-searches", type=int, default=0)
+    parser.add_argument("--min-overlapping-loads", type=int, default=0,
+                        help="go on until the library reader saw this many loads overlap a commit")
+    parser.add_argument("--min-cli-searches", type=int, default=0)
+    parser.add_argument("--max-seconds", type=float, default=0.0,
+                        help="stop going on for the minimums after this many seconds in all")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bm25lab-soak-") as tmp:
         folder = args.folder or Path(tmp) / "index"
         started = time.perf_counter()
         size = build(folder, args.docs, args.seed, args.shards)
         built = time.perf_counter() - started
-        result = soak(folder, args.seconds, args.cli_readers, args.rate, args.seed)
+        minimum = Minimum(args.min_commits, args.min_library_searches, args.min_overlapping_loads,
+                          args.min_cli_searches, args.max_seconds)
+        result = soak(folder, args.seconds, args.cli_readers, args.rate, args.seed, minimum)
         result.update(documents=args.docs, index_bytes=size, build_seconds=round(built, 1))
     if args.json:
         print(json.dumps(result))
     else:
         kind = f" in {args.shards} shards" if args.shards else ""
         print(f"index: {args.docs:,} documents{kind}, {size / 1e6:.1f} MB (built in {built:.1f} s)")
-        print(f"writer: {result['commits']:,} commits in {args.seconds:g} s"
+        print(f"writer: {result['commits']:,} commits in {result['seconds']:g} s"
               + (f", {len(result['writer_errors'])} errors: {result['writer_errors']}" if result["writer_errors"] else ""))
         print(f"readers: {result['cli_searches']:,} `bm25lab search` processes, {result['library_searches']:,} "
               f"library loads ({result['overlapping_loads']:,} overlapped a commit)")
