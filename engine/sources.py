@@ -37,10 +37,17 @@ Document formats (``read_documents``; the format is detected from the name and t
     records repeat ``.A``/``.B``/``.W`` in their abstract): its text stays in ``.W``. Lines are joined
     and runs of whitespace collapsed. A numeric id loses its leading zeros (``.I 001`` is ``1``), as
     the collections' relevance files write them.
+``time``, ``npl``, ``lisa``
+    The other Glasgow layouts: TIME (``*TEXT 017 01/04/63 PAGE 020`` opens a document, ``*STOP`` ends
+    the file; ids are positions 1, 2, ..., as ``TIME.REL`` numbers documents, the text number and
+    header are metadata), NPL ``doc-text`` (the number on a line, the text, a line ``/``) and LISA
+    (``Document N``, the title up to a blank line, the abstract, a line of asterisks; a folder of
+    ``LISA0.001`` .. ``LISA5.850`` is one corpus in sorted name order).
 
-Detection: a folder reads as ``folder``; a file by its extension (``.jsonl .json .ndjson .tsv .csv
+Detection: a folder reads as ``folder`` when it holds a ``.txt`` file, else as the one format its
+files show (``lisa``, ``trec``); a file by its extension (``.jsonl .json .ndjson .tsv .csv
 .trec .sgml``, a trailing ``.gz`` ignored), else by its first bytes: ``{`` JSON Lines, ``<DOC`` TREC,
-``.I`` SMART, lines that all hold the same number (1 or 2) of tabs TSV, a first line naming an id and
+``.I`` SMART, ``*TEXT`` TIME, ``Document N`` LISA, a number line then a ``/`` line NPL, lines that all hold the same number (1 or 2) of tabs TSV, a first line naming an id and
 a text column between commas CSV. Any file may be gzip-compressed (recognised by its magic bytes).
 
 Field mapping (``id_field=``, ``text_fields=``): ``id_field`` names the id field of a JSONL, CSV or
@@ -57,7 +64,8 @@ last (read in two passes over the source), the others skipped and counted in
 Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``), ``jsonl`` (``{"_id" | "id" | "qid" |
 "query_id", "text" | "query"}``), ``trec`` topics (``<top> <num> Number: 401 <title> ... </top>``,
 the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others) and ``smart``
-(``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined). ``ids="position"`` numbers the
+(``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined), ``time`` (``*FIND 46``
+records), ``npl`` (ended by ``/``) and ``lisa`` (ended by ``#``). ``ids="position"`` numbers the
 queries 1, 2, ... in file order instead of using their ids: Cranfield's ``cranqrel`` numbers the
 queries of ``cran.qry`` (ids 001..365 with gaps) that way.
 

@@ -17,6 +17,11 @@ accepted by their content):
 - ``cranfield``: Cranfield's ``cranqrel``, ``qid docid grade`` on Cleverdon's inverted scale: grade
   1 (a complete answer) .. 4 (minimum interest) become labels 4 .. 1 (label = 5 - grade), and -1
   ("of no interest") becomes 0, judged non-relevant: the labels of the bundled Cranfield collection.
+- ``time``, ``npl``, ``lisa``, ``lisarj``: the Glasgow collections' relevance files, records over
+  lines: TIME's ``TIME.REL`` (``qid doc doc ...`` per line, ``*STOP`` optional), NPL's ``rlv-ass``
+  (the query number, its documents, a line ``/``), LISA's ``LISA.REL`` (``Query N``, ``K Relevant
+  Refs:``, the documents ended by ``-1``, K checked) and ``lisarj.num`` (``qid count doc ...``, the
+  documents running over lines). Every listed pair is relevant (label 1); ids lose leading zeros.
 - ``ranx``: ranx's (and ir_measures' dict) JSON ``{"qid": {"docid": relevance, ...}, ...}``; a
   relevance is a number (a rating such as 4.5 kept, as in TREC qrels, the integer label its truncation).
 
@@ -35,6 +40,9 @@ Detection (``format="auto"``): a file starting with ``{`` is JSON (``ranx``); ot
 fields of the first line decides, and where two formats have that many the content does, with an
 :class:`~bm25lab.engine.errors.InputWarning` saying which was chosen and how to choose the other:
 
+- qrels, first: ``lisa`` (a first line ``Query N``), ``npl`` (numbers and lines ``/``), and, for
+  lines of numbers only that do not all have 3 or 4 fields, ``lisarj`` when they read as ``qid count
+  doc ...`` records each starting a line, else ``time`` (MED.REL's ``5 0 1 1`` stays TREC);
 - qrels, 4 fields: ``smart`` when the third column holds one value throughout and the second more
   than one (SMART's ``qid docid 0 0``; read as TREC, every judgment would name document ``0``),
   else ``trec``; 3 fields: ``beir`` (header or not), or ``cranfield`` when the labels are grades of
