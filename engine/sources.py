@@ -37,10 +37,17 @@ Document formats (``read_documents``; the format is detected from the name and t
     records repeat ``.A``/``.B``/``.W`` in their abstract): its text stays in ``.W``. Lines are joined
     and runs of whitespace collapsed. A numeric id loses its leading zeros (``.I 001`` is ``1``), as
     the collections' relevance files write them.
+``time``, ``npl``, ``lisa``
+    The other Glasgow layouts: TIME (``*TEXT 017 01/04/63 PAGE 020`` opens a document, ``*STOP`` ends
+    the file; ids are positions 1, 2, ..., as ``TIME.REL`` numbers documents, the text number and
+    header are metadata), NPL ``doc-text`` (the number on a line, the text, a line ``/``) and LISA
+    (``Document N``, the title up to a blank line, the abstract, a line of asterisks; a folder of
+    ``LISA0.001`` .. ``LISA5.850`` is one corpus in sorted name order).
 
-Detection: a folder reads as ``folder``; a file by its extension (``.jsonl .json .ndjson .tsv .csv
+Detection: a folder reads as ``folder`` when it holds a ``.txt`` file, else as the one format its
+files show (``lisa``, ``trec``); a file by its extension (``.jsonl .json .ndjson .tsv .csv
 .trec .sgml``, a trailing ``.gz`` ignored), else by its first bytes: ``{`` JSON Lines, ``<DOC`` TREC,
-``.I`` SMART, lines that all hold the same number (1 or 2) of tabs TSV, a first line naming an id and
+``.I`` SMART, ``*TEXT`` TIME, ``Document N`` LISA, a number line then a ``/`` line NPL, lines that all hold the same number (1 or 2) of tabs TSV, a first line naming an id and
 a text column between commas CSV. Any file may be gzip-compressed (recognised by its magic bytes).
 
 Field mapping (``id_field=``, ``text_fields=``): ``id_field`` names the id field of a JSONL, CSV or
@@ -59,7 +66,8 @@ Query formats (``read_queries``): ``tsv`` (``qid<TAB>text``, an optional header 
 integer, the text the first of ``text, query, q, question, title``: BEIR's ``{"_id", "text"}``,
 LeCaRD's raw ``{"ridx": 5156, "q": "..."}``), ``trec`` topics (``<top> <num> Number: 401 <title> ...
 </top>``, the ``<title>`` by default; ``topic_field="desc"`` or ``"title+desc"`` pick others) and
-``smart`` (``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined). Field mapping, as for
+``smart`` (``.I``/``.W`` records as above; the text is ``.T`` and ``.W`` joined), ``time`` (``*FIND 46``
+records), ``npl`` (ended by ``/``) and ``lisa`` (ended by ``#``). Field mapping, as for
 documents: ``id_field`` names a JSONL query's id field (a TSV's id column, its first line then naming
 the columns), ``text_fields`` the field or fields of its text, joined with spaces. ``ids="position"``
 numbers the queries 1, 2, ... in file order instead of using their ids: Cranfield's ``cranqrel``
@@ -746,6 +754,217 @@ def _read_smart_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterato
         yield Document(id=doc_id, text=text, title=title, metadata=values)
 
 
+# --------------------------------------------------------------------------- Glasgow collections
+# The classic test collections that do not use SMART's .I layout (University of Glasgow IR group's
+# test_collections): TIME (*TEXT / *FIND records, *STOP at the end), NPL (an id line, text lines, a
+# line "/") and LISA (a "Document N" line, the title, a blank line, the abstract, a line of asterisks;
+# its queries end with "#").
+
+_TIME_TEXT = re.compile(r"^\*TEXT[ \t]+(\S+)[ \t]*(.*?)[ \t]*$")
+_TIME_FIND = re.compile(r"^\*FIND[ \t]+(\S+)[ \t]*$")
+_TIME_STOP = re.compile(r"^\*STOP[ \t]*$")
+_NUMERIC_ID = re.compile(r"^[ \t]*(\d+)[ \t]*$")
+_NPL_END = re.compile(r"^[ \t]*/[ \t]*$")
+_LISA_DOCUMENT = re.compile(r"^Document[ \t]+(\d+)[ \t]*$")
+_LISA_END = re.compile(r"^[ \t]*\*{10,}[ \t]*$")
+
+GlasgowRecord = tuple[int, str, list[str]]  # (line of the record's first line, id or header, its lines)
+
+
+def _starred_records(path: Path, start: re.Pattern[str], what: str) -> Iterator[GlasgowRecord]:
+    """TIME's records: a line matching ``start`` (``*TEXT ...`` or ``*FIND n``) opens one, the next
+    such line or ``*STOP`` ends it; text before the first record or after ``*STOP`` is an error."""
+    line, key, body = 0, "", []  # type: tuple[int, str, list[str]]
+    stopped = 0
+    for lineno, raw in _lines(path):
+        content = _strip_eol(raw)
+        if stopped:
+            if content.strip():
+                raise InputError(f"text after *STOP (line {stopped}), which ends the file", path, lineno)
+            continue
+        opened = start.match(content)
+        if opened or _TIME_STOP.match(content):
+            if line:
+                yield line, key, body
+            line, key, body = 0, "", []
+            if opened:
+                line, key = lineno, opened.group(0)
+            else:
+                stopped = lineno
+        elif line:
+            body.append(content)
+        elif content.strip():
+            raise InputError(f"text before the first {what} record (expected TIME: {what} lines opening each "
+                             f"record, *STOP at the end)", path, lineno)
+    if line:
+        yield line, key, body
+
+
+def _joined(lines: Iterable[str]) -> str:
+    """Lines joined with single spaces, runs of whitespace collapsed."""
+    return " ".join(" ".join(lines).split())
+
+
+def _read_time_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    """TIME.ALL: ``*TEXT 017 01/04/63 PAGE 020`` opens a document. Its id is its position in the file
+    (1, 2, ...), the numbering TIME.REL uses; the text number and the rest of the header line are
+    metadata (``text_number``, ``header``)."""
+    if mapping.id_field is not None:
+        raise InputError("TIME documents are numbered by position: an id field cannot be chosen", path)
+    for position, (line, header, body) in enumerate(_starred_records(path, _TIME_TEXT, "*TEXT"), 1):
+        parts = _TIME_TEXT.match(header)
+        assert parts is not None
+        values = {"text": _joined(body), "text_number": parts.group(1), "header": parts.group(2)}
+        if mapping.text_fields is not None:
+            yield mapping.document(str(position), values, path, line)
+        else:
+            yield Document(id=str(position), text=values.pop("text"), metadata=values)
+
+
+def _read_time_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
+    """TIME.QUE: ``*FIND 46`` opens a query, whose text runs to the next ``*FIND`` or ``*STOP``."""
+    for line, header, body in _starred_records(path, _TIME_FIND, "*FIND"):
+        found = _TIME_FIND.match(header)
+        assert found is not None
+        yield line, _smart_id(found.group(1)), _joined(body)
+
+
+def _slash_records(path: Path) -> Iterator[GlasgowRecord]:
+    """NPL's records: a line holding a number (the id), the record's lines, a line ``/``."""
+    line, key, body = 0, "", []  # type: tuple[int, str, list[str]]
+    for lineno, raw in _lines(path):
+        content = _strip_eol(raw)
+        if line == 0:
+            if not content.strip():
+                continue
+            number = _NUMERIC_ID.match(content)
+            if number is None:
+                raise InputError("expected a record's number on a line by itself (NPL: the number, the record's "
+                                 "lines, a line '/')", path, lineno)
+            line, key, body = lineno, _smart_id(number.group(1)), []
+        elif _NPL_END.match(content):
+            yield line, key, body
+            line = 0
+        else:
+            body.append(content)
+    if line:
+        raise InputError(f"record {key} is not ended by a line '/'", path, line)
+
+
+def _read_npl_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    """NPL's doc-text: the document's number, its text lines, a line ``/``."""
+    if mapping.id_field is not None:
+        raise InputError("NPL documents take their id from the number line: an id field cannot be chosen", path)
+    for line, doc_id, body in _slash_records(path):
+        if mapping.text_fields is not None:
+            yield mapping.document(doc_id, {"text": _joined(body)}, path, line)
+        else:
+            yield Document(id=doc_id, text=_joined(body))
+
+
+def _read_npl_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
+    """NPL's query-text: the query's number, its text, a line ``/``."""
+    for line, qid, body in _slash_records(path):
+        yield line, qid, _joined(body)
+
+
+def _lisa_records(path: Path) -> Iterator[GlasgowRecord]:
+    """LISA's documents: ``Document 1``, the lines up to a line of asterisks."""
+    line, key, body = 0, "", []  # type: tuple[int, str, list[str]]
+    for lineno, raw in _lines(path):
+        content = _strip_eol(raw)
+        if line == 0:
+            if not content.strip():
+                continue
+            opened = _LISA_DOCUMENT.match(content)
+            if opened is None:
+                raise InputError("expected 'Document <number>' opening a record (LISA: the number, the title, a "
+                                 "blank line, the abstract, a line of asterisks)", path, lineno)
+            line, key, body = lineno, _smart_id(opened.group(1)), []
+        elif _LISA_END.match(content):
+            yield line, key, body
+            line = 0
+        elif _LISA_DOCUMENT.match(content):
+            raise InputError(f"'Document' line inside document {key} (opened at line {line}): a line of "
+                             f"asterisks ends each document", path, lineno)
+        else:
+            body.append(content)
+    if line:
+        raise InputError(f"document {key} is not ended by a line of asterisks", path, line)
+
+
+def _read_lisa_file(path: Path, mapping: FieldMap) -> Iterator[Document]:
+    for line, doc_id, body in _lisa_records(path):
+        blank = next((i for i, text in enumerate(body) if not text.strip()), None)
+        title, text = ([], body) if blank is None else (body[:blank], body[blank + 1 :])
+        if mapping.text_fields is not None:
+            yield mapping.document(doc_id, {"title": _joined(title), "text": _joined(text)}, path, line)
+        else:
+            yield Document(id=doc_id, text=_joined(text), title=_joined(title))
+
+
+def _read_lisa_documents(source: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+    """LISA documents: one file (``LISA0.001``) or a folder of them (the distribution's
+    ``LISA0.001`` .. ``LISA5.850``, read in sorted name order, which is the collection's order)."""
+    if mapping.id_field is not None:
+        raise InputError("LISA documents take their id from 'Document N': an id field cannot be chosen", source)
+    files = _walk(source, lambda name: True) if source.is_dir() else iter([source])
+    for file in files:
+        yield from _read_lisa_file(file, mapping)
+
+
+def _read_lisa_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
+    """LISA.QUE: the query's number on a line by itself, its text, ended by ``#``."""
+    line, qid, body = 0, "", []  # type: tuple[int, str, list[str]]
+    for lineno, raw in _lines(path):
+        content = _strip_eol(raw)
+        if line == 0:
+            if not content.strip():
+                continue
+            number = _NUMERIC_ID.match(content)
+            if number is None:
+                raise InputError("expected a query's number on a line by itself (LISA.QUE: the number, the text "
+                                 "ended by '#')", path, lineno)
+            line, qid, body = lineno, _smart_id(number.group(1)), []
+            continue
+        text = content.rstrip()
+        if text.endswith("#"):
+            body.append(text[:-1])
+            yield line, qid, _joined(body)
+            line = 0
+        else:
+            body.append(content)
+    if line:
+        raise InputError(f"query {qid} is not ended by '#'", path, line)
+
+
+_TIME_HEAD = re.compile(rb"^\*TEXT[ \t]+\S")
+_TIME_QUERY_HEAD = re.compile(rb"^\*FIND[ \t]+\S")
+_LISA_HEAD = re.compile(rb"^Document[ \t]+\d+[ \t]*\r?\n")
+
+#: Record-opening lines, counted for a progress bar's total (:func:`count_documents`).
+_RECORD_STARTS: dict[str, re.Pattern[bytes]] = {
+    "time": re.compile(rb"(?m)^\*TEXT[ \t]+\S"),
+    "npl": re.compile(rb"(?m)^[ \t]*/[ \t]*\r?$"),
+    "lisa": re.compile(rb"(?m)^Document[ \t]+\d+[ \t]*\r?$"),
+}
+
+
+def _numbered_kind(head: bytes) -> str | None:
+    """``npl`` or ``lisa`` for a file whose first line is a number alone and whose first record ends
+    with a line ``/`` (NPL) or a line ending in ``#`` (LISA's queries); None otherwise."""
+    lines = head.split(b"\n")
+    if len(lines) < 2 or not _NUMERIC_ID.match(lines[0].rstrip(b"\r").decode("latin-1")):
+        return None
+    for line in lines[1:200]:
+        text = line.rstrip(b"\r").strip()
+        if text == b"/":
+            return "npl"
+        if text.endswith(b"#"):
+            return "lisa"
+    return None
+
+
 DOCUMENT_READERS: dict[str, DocumentReader] = {
     "jsonl": _read_jsonl_documents,
     "tsv": _read_tsv_documents,
@@ -753,6 +972,9 @@ DOCUMENT_READERS: dict[str, DocumentReader] = {
     "folder": _read_folder_documents,
     "trec": _read_trec_documents,
     "smart": _read_smart_documents,
+    "time": _read_time_documents,
+    "npl": _read_npl_documents,
+    "lisa": _read_lisa_documents,
 }
 
 _DOCUMENT_EXTENSIONS = {
@@ -764,7 +986,7 @@ _DOCUMENT_EXTENSIONS = {
     ".trec": "trec",
     ".sgml": "trec",
 }
-_FOLDER_FORMATS = ("folder", "trec")
+_FOLDER_FORMATS = ("folder", "trec", "lisa")
 _FIELD_FORMATS = ("jsonl", "tsv", "csv")  # where an id field can be chosen
 DUPLICATE_POLICIES = ("error", "first", "last")
 """What ``read_documents(duplicates=)`` and ``--duplicates`` do with a repeated document id."""
@@ -810,6 +1032,9 @@ _DOCUMENT_SNIFFERS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
     ("jsonl", lambda head: head.startswith(b"{")),
     ("trec", lambda head: head[:4].upper() == b"<DOC"),
     ("smart", lambda head: _SMART_START.match(head) is not None),
+    ("time", lambda head: _TIME_HEAD.match(head) is not None),
+    ("lisa", lambda head: _LISA_HEAD.match(head) is not None),
+    ("npl", lambda head: _numbered_kind(head) == "npl"),
     ("tsv", lambda head: _looks_tsv(_sniff_lines(head))),
     ("csv", lambda head: _looks_csv(_sniff_lines(head))),
 )
@@ -821,7 +1046,7 @@ def detect_document_format(source: str | Path) -> str:
     path = Path(source)
     _check_exists(path)
     if path.is_dir():
-        return "folder"
+        return _folder_format(path)
     sniffed = _DOCUMENT_EXTENSIONS.get(_extension(path))
     if sniffed:
         return sniffed
@@ -833,6 +1058,32 @@ def detect_document_format(source: str | Path) -> str:
         f"cannot tell the format from the name or the content; choose one with format= (--format): "
         f"{', '.join(DOCUMENT_READERS)}", path
     )
+
+
+_FOLDER_SNIFF_FILES = 50
+
+
+def _folder_format(folder: Path) -> str:
+    """A folder's format: ``folder`` when it holds a ``.txt`` file (or nothing readable); else the
+    format its files' content shows (:data:`_DOCUMENT_SNIFFERS`, the first 50 files looked at) when
+    they agree on one that a folder can hold (LISA's ``LISA0.001`` .. ``LISA5.850``, TREC files);
+    files that disagree are an error naming two of them."""
+    if next(_walk(folder, _is_txt), None) is not None:
+        return "folder"
+    seen: dict[str, Path] = {}
+    for count, file in enumerate(_walk(folder, lambda name: True)):
+        if count == _FOLDER_SNIFF_FILES:
+            break
+        head = _head(file)
+        name = next((name for name, test in _DOCUMENT_SNIFFERS if test(head)), "unknown")
+        seen.setdefault(name, file)
+    if len(seen) == 1 and next(iter(seen)) in _FOLDER_FORMATS:
+        return next(iter(seen))
+    if len(seen) > 1:
+        found = ", ".join(f"{file.name}: {name}" for name, file in seen.items())
+        raise InputError(f"a folder without .txt files whose files are not all of one format ({found}); choose "
+                         f"one with format= (--format): {', '.join(_FOLDER_FORMATS)}", folder)
+    return "folder"
 
 
 def _document_format(path: Path, format: str | None) -> str:
@@ -935,6 +1186,9 @@ def count_documents(source: str | Path, format: str | None = None, *, named_colu
             return sum(_count_matching(file, _TREC_OPEN) for file in files)
         if fmt == "smart":
             return _count_matching(path, re.compile(rb"(?m)^\.I[ \t]+\S"))
+        if fmt in _RECORD_STARTS:
+            files = list(_walk(path, lambda name: True)) if path.is_dir() else [path]
+            return sum(_count_matching(file, _RECORD_STARTS[fmt]) for file in files)
         if fmt == "jsonl":
             return _count_matching(path, _CONTENT_LINE)
         if fmt == "tsv":
@@ -1104,6 +1358,9 @@ QUERY_READERS: dict[str, QueryReader] = {
     "jsonl": _read_jsonl_queries,
     "trec": _read_trec_topics,
     "smart": _read_smart_queries,
+    "time": _read_time_queries,
+    "npl": _read_npl_queries,
+    "lisa": _read_lisa_queries,
 }
 
 _QUERY_FIELD_FORMATS = ("jsonl", "tsv")  # where the id and text fields can be chosen
@@ -1129,6 +1386,11 @@ def detect_query_format(source: str | Path) -> str:
         return "jsonl"
     if _SMART_START.match(head):
         return "smart"
+    if _TIME_QUERY_HEAD.match(head):
+        return "time"
+    numbered = _numbered_kind(head)
+    if numbered:
+        return numbered
     if head.startswith(b"<"):
         return "trec"
     return "tsv"

@@ -17,6 +17,11 @@ accepted by their content):
 - ``cranfield``: Cranfield's ``cranqrel``, ``qid docid grade`` on Cleverdon's inverted scale: grade
   1 (a complete answer) .. 4 (minimum interest) become labels 4 .. 1 (label = 5 - grade), and -1
   ("of no interest") becomes 0, judged non-relevant: the labels of the bundled Cranfield collection.
+- ``time``, ``npl``, ``lisa``, ``lisarj``: the Glasgow collections' relevance files, records over
+  lines: TIME's ``TIME.REL`` (``qid doc doc ...`` per line, ``*STOP`` optional), NPL's ``rlv-ass``
+  (the query number, its documents, a line ``/``), LISA's ``LISA.REL`` (``Query N``, ``K Relevant
+  Refs:``, the documents ended by ``-1``, K checked) and ``lisarj.num`` (``qid count doc ...``, the
+  documents running over lines). Every listed pair is relevant (label 1); ids lose leading zeros.
 - ``ranx``: ranx's (and ir_measures' dict) JSON ``{"qid": {"docid": relevance, ...}, ...}``; a
   relevance is a number (a rating such as 4.5 kept, as in TREC qrels, the integer label its truncation).
 
@@ -35,6 +40,9 @@ Detection (``format="auto"``): a file starting with ``{`` is JSON (``ranx``); ot
 fields of the first line decides, and where two formats have that many the content does, with an
 :class:`~bm25lab.engine.errors.InputWarning` saying which was chosen and how to choose the other:
 
+- qrels, first: ``lisa`` (a first line ``Query N``), ``npl`` (numbers and lines ``/``), and, for
+  lines of numbers only that do not all have 3 or 4 fields, ``lisarj`` when they read as ``qid count
+  doc ...`` records each starting a line, else ``time`` (MED.REL's ``5 0 1 1`` stays TREC);
 - qrels, 4 fields: ``smart`` when the third column holds one value throughout and the second more
   than one (SMART's ``qid docid 0 0``; read as TREC, every judgment would name document ``0``),
   else ``trec``; 3 fields: ``beir`` (header or not), or ``cranfield`` when the labels are grades of
@@ -105,8 +113,8 @@ SMART_QRELS = _Layout("SMART qrels", ("qid", "docid", "0", "0"), 0, 1, 3, "score
 CRANFIELD_QRELS = _Layout("Cranfield qrels", ("qid", "docid", "grade"), 0, 1, 2, "label")
 _JSON = "JSON"  # the layout-less formats: one JSON object of objects
 
-QRELS_FORMATS: dict[str, _Layout | str] = {"trec": TREC_QRELS, "beir": BEIR_QRELS, "smart": SMART_QRELS,
-                                           "cranfield": CRANFIELD_QRELS, "ranx": _JSON}
+QRELS_FORMATS: dict[str, Any] = {"trec": TREC_QRELS, "beir": BEIR_QRELS, "smart": SMART_QRELS,
+                                 "cranfield": CRANFIELD_QRELS, "ranx": _JSON}
 """Qrels formats ``read_qrels(format=)`` and ``--qrels-format`` take (and ``auto``)."""
 RUN_FORMATS: dict[str, _Layout | str] = {"trec": TREC_RUN, "msmarco": MSMARCO_RUN, "ranx": _JSON}
 """Run formats ``read_run(format=)`` and ``--run-format`` take (and ``auto``)."""
@@ -191,6 +199,10 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
     if chosen == "ranx":
         return _from_json(Qrels.from_dict, data, path, "qrels")
     layout = QRELS_FORMATS[chosen]
+    if isinstance(layout, _Records):
+        qids, docs, lines = layout.parse(_text_lines(data, path), path)
+        return Qrels.from_columns(qids, docs, np.ones(len(qids)), integer_labels=np.ones(len(qids), dtype=np.int64),
+                                  source=path, lines=np.array(lines, dtype=np.int64))
     assert isinstance(layout, _Layout)
     first = _first_fields(data)
     header = layout is BEIR_QRELS and first is not None and len(first[1]) == 3 and not _is_number(first[1][2])
@@ -254,6 +266,9 @@ def detect_qrels_format(path: str | Path, data: bytes | None = None) -> str:
     rows = _sample_rows(data)
     if not rows:
         return "trec"
+    records = _detect_records(rows, path)
+    if records:
+        return records
     width = len(rows[0])
     if width == 4:
         third = {row[2] for row in rows if len(row) == 4}
@@ -333,6 +348,208 @@ def _cranfield_columns(columns: _Columns, path: str | Path) -> _Columns:
 
 _QRELS_ADJUSTERS: dict[str, Any] = {"smart": _smart_columns, "cranfield": _cranfield_columns}
 
+
+# ---------------------------------------------------------------------------------------------
+# The Glasgow collections' relevance files: records spanning lines, every listed document relevant
+
+
+@dataclass(frozen=True)
+class _Records:
+    """A qrels format of multi-line records (not one judgment per line): ``parse`` gives the query
+    ids, document ids and 1-based lines of the judgments, every one relevant (label 1)."""
+
+    name: str
+    parse: Callable[[list[str], str | Path], tuple[list[str], list[str], list[int]]]
+
+
+def _text_lines(data: bytes, path: str | Path) -> list[str]:
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError("invalid UTF-8", path, data.count(b"\n", 0, exc.start) + 1) from None
+
+
+def _number(field: str, what: str, path: str | Path, line: int) -> str:
+    if not field.isdigit():
+        raise InputError(f"{what} {field!r} is not a number", path, line)
+    return _smart_id(field)
+
+
+Judgments = tuple[list[str], list[str], list[int]]
+
+
+def _parse_time_rel(lines: list[str], path: str | Path) -> Judgments:
+    """TIME.REL: ``qid doc doc ...`` on one line per query (blank lines between), ``*STOP`` optional
+    at the end."""
+    qids: list[str] = []
+    docs: list[str] = []
+    numbers: list[int] = []
+    stopped = 0
+    for number, text in enumerate(lines, 1):
+        fields = text.split()
+        if not fields:
+            continue
+        if stopped:
+            raise InputError(f"text after *STOP (line {stopped})", path, number)
+        if fields == ["*STOP"]:
+            stopped = number
+            continue
+        qid = _number(fields[0], "query id", path, number)
+        for field in fields[1:]:
+            qids.append(qid)
+            docs.append(_number(field, "document id", path, number))
+            numbers.append(number)
+    return qids, docs, numbers
+
+
+def _parse_npl_rel(lines: list[str], path: str | Path) -> Judgments:
+    """NPL's rlv-ass: the query's number on a line by itself, lines of document numbers, a line ``/``."""
+    qids: list[str] = []
+    docs: list[str] = []
+    numbers: list[int] = []
+    qid = None
+    opened = 0
+    for number, text in enumerate(lines, 1):
+        fields = text.split()
+        if not fields:
+            continue
+        if qid is None:
+            if len(fields) != 1:
+                raise InputError(f"expected a query number on a line by itself (NPL rlv-ass), found {len(fields)} "
+                                 f"fields", path, number)
+            qid, opened = _number(fields[0], "query id", path, number), number
+        elif fields == ["/"]:
+            qid = None
+        else:
+            for field in fields:
+                qids.append(qid)
+                docs.append(_number(field, "document id", path, number))
+                numbers.append(number)
+    if qid is not None:
+        raise InputError(f"query {qid} is not ended by a line '/'", path, opened)
+    return qids, docs, numbers
+
+
+def _parse_lisa_rel(lines: list[str], path: str | Path) -> Judgments:
+    """LISA.REL: ``Query 1``, ``2 Relevant Refs:``, the documents ended by ``-1``; the count must
+    match the documents listed (a damaged record is an error, not a short list)."""
+    qids: list[str] = []
+    docs: list[str] = []
+    numbers: list[int] = []
+    state, qid, announced, listed, opened = "query", "", 0, 0, 0
+    for number, text in enumerate(lines, 1):
+        fields = text.split()
+        if not fields:
+            continue
+        if state == "query":
+            if len(fields) != 2 or fields[0] != "Query":
+                raise InputError("expected 'Query <number>' (LISA.REL)", path, number)
+            qid, opened, state = _number(fields[1], "query id", path, number), number, "count"
+        elif state == "count":
+            if len(fields) != 3 or fields[1:] != ["Relevant", "Refs:"]:
+                raise InputError(f"expected '<count> Relevant Refs:' after query {qid}", path, number)
+            announced, listed, state = int(_number(fields[0], "count", path, number)), 0, "refs"
+        else:
+            if fields[-2:] == ["Relevant", "Refs:"] or fields[0] == "Query":
+                raise InputError(f"query {qid} (line {opened}) announces {announced} relevant refs but its list "
+                                 f"is cut after {listed} by this line, without the closing -1: the file is damaged "
+                                 f"here", path, number)
+            for field in fields:
+                if field == "-1":
+                    if listed != announced:
+                        raise InputError(f"query {qid} (line {opened}) announces {announced} relevant refs, lists "
+                                         f"{listed}", path, number)
+                    state = "query"
+                    break
+                if state != "refs":
+                    raise InputError(f"text after the closing -1 of query {qid}", path, number)
+                qids.append(qid)
+                docs.append(_number(field, "document id", path, number))
+                numbers.append(number)
+                listed += 1
+    if state != "query":
+        raise InputError(f"query {qid} is not ended by -1", path, opened)
+    return qids, docs, numbers
+
+
+def _parse_lisarj(lines: list[str], path: str | Path) -> Judgments:
+    """LISA's lisarj.num: ``qid count doc doc ...`` in fixed-width columns, the documents running on
+    over as many lines as they need; a record starts on a new line."""
+    qids: list[str] = []
+    docs: list[str] = []
+    numbers: list[int] = []
+    qid, remaining, opened = "", 0, 0
+    for number, text in enumerate(lines, 1):
+        fields = text.split()
+        if not fields:
+            continue
+        if remaining == 0:
+            if len(fields) < 2:
+                raise InputError("expected 'query count document ...' (lisarj.num)", path, number)
+            qid, opened = _number(fields[0], "query id", path, number), number
+            remaining = int(_number(fields[1], "count", path, number))
+            fields = fields[2:]
+        if len(fields) > remaining:
+            raise InputError(f"query {qid} (line {opened}) lists more documents than its count", path, number)
+        for field in fields:
+            qids.append(qid)
+            docs.append(_number(field, "document id", path, number))
+            numbers.append(number)
+        remaining -= len(fields)
+    if remaining:
+        raise InputError(f"query {qid} lists fewer documents than its count", path, opened)
+    return qids, docs, numbers
+
+
+TIME_QRELS = _Records("TIME.REL", _parse_time_rel)
+NPL_QRELS = _Records("NPL rlv-ass", _parse_npl_rel)
+LISA_QRELS = _Records("LISA.REL", _parse_lisa_rel)
+LISARJ_QRELS = _Records("LISA lisarj.num", _parse_lisarj)
+
+
+def _aligned_records(rows: list[list[bytes]]) -> bool:
+    """Whether the rows read as lisarj.num's records (``qid count`` then that many documents, each
+    record starting a row); a row of TIME.REL (``qid doc doc``) almost never does."""
+    remaining = 0
+    for row in rows:
+        if remaining == 0:
+            if len(row) < 2:
+                return False
+            remaining = int(row[1])
+            row = row[2:]
+        if len(row) > remaining:
+            return False
+        remaining -= len(row)
+    return remaining == 0
+
+
+def _detect_records(rows: list[list[bytes]], path: str | Path) -> str | None:
+    """The Glasgow layouts, recognised before the one-judgment-per-line ones (see the module's notes)."""
+    if rows[0] and rows[0][0] == b"Query":
+        _warn(f"{path}: read as LISA.REL qrels ('Query N', 'K Relevant Refs:', documents ended by -1; every listed "
+              f"document relevant)")
+        return "lisa"
+    body = [row for row in rows if row != [b"*STOP"]]
+    if any(row == [b"/"] for row in body) and all(f.isdigit() for row in body if row != [b"/"] for f in row):
+        _warn(f"{path}: read as NPL rlv-ass qrels (a query number, its documents, a line '/'; every listed "
+              f"document relevant)")
+        return "npl"
+    if not body or not all(f.isdigit() for row in body for f in row):
+        return None
+    widths = {len(row) for row in body}
+    if len(widths) == 1 and widths <= {3, 4}:
+        return None  # one judgment per line (TREC, SMART, BEIR, Cranfield): decided by the usual rules
+    if _aligned_records(body):
+        _warn(f"{path}: read as LISA lisarj.num qrels ('query count document ...', the documents running over "
+              f"lines; every listed document relevant); --qrels-format time reads each line as 'query document ...'")
+        return "lisarj"
+    _warn(f"{path}: read as TIME.REL qrels ('query document document ...' on each line; every listed document "
+          f"relevant); --qrels-format names another layout")
+    return "time"
+
+
+
+QRELS_FORMATS.update({"time": TIME_QRELS, "npl": NPL_QRELS, "lisa": LISA_QRELS, "lisarj": LISARJ_QRELS})
 
 def _as_list(values: Any) -> list[str]:
     return values.to_pylist() if hasattr(values, "to_pylist") else list(values)

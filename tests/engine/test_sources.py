@@ -409,5 +409,5 @@ def test_fuzz_folder(tmp_path_factory, files):
 
 
 def test_registries_cover_the_documented_formats():
-    assert list(DOCUMENT_READERS) == ["jsonl", "tsv", "csv", "folder", "trec", "smart"]
-    assert list(QUERY_READERS) == ["tsv", "jsonl", "trec", "smart"]
+    assert list(DOCUMENT_READERS) == ["jsonl", "tsv", "csv", "folder", "trec", "smart", "time", "npl", "lisa"]
+    assert list(QUERY_READERS) == ["tsv", "jsonl", "trec", "smart", "time", "npl", "lisa"]
