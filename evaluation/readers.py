@@ -64,14 +64,18 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Literal, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
 from ..engine.errors import InputWarning
+from ..engine.columns import numpy_values
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["QRELS_FORMATS", "RUN_FORMATS", "RUN_WRITERS", "detect_qrels_format", "detect_run_format", "read_qrels",
            "read_run", "write_run"]
@@ -506,7 +510,12 @@ def _fast_delimiter(data: bytes) -> str | None:
 
 def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bool = False) -> _Columns | None:
     """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path (with
-    ``atol_labels``, whenever a label is not plainly written as an integer)."""
+    ``atol_labels``, whenever a label is not plainly written as an integer).
+
+    Every column is dictionary-encoded but the document id and the value: the query ids thus come as
+    integer codes (no string hashed per row), and a field the measures do not read (``Q0``, a rank, a
+    tag: a handful of distinct values) costs a hash lookup and is checked to be non-empty on its
+    dictionary alone."""
     delimiter = _fast_delimiter(data)
     first = next(_content_lines(data), None) if delimiter is not None else None
     if first is None:
@@ -517,9 +526,10 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
     import pyarrow.csv as pcsv
 
     names = [f"f{i}" for i in range(len(layout.fields))]
-    types = {name: pa.binary() for name in names}  # unused fields: only checked to be non-empty
+    types = {name: pa.dictionary(pa.int32(), pa.binary()) for name in names}  # unused: only checked non-empty
     value_type = pa.string() if atol_labels else pa.float64()
-    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: value_type})
+    types.update({names[layout.query]: pa.dictionary(pa.int32(), pa.string()), names[layout.doc]: pa.string(),
+                  names[layout.value]: value_type})
     try:
         table = pcsv.read_csv(
             pa.BufferReader(pa.py_buffer(data)),
@@ -530,30 +540,40 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
             convert_options=pcsv.ConvertOptions(
                 column_types=types, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False
             ),
-        )
+        ).unify_dictionaries()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
-    if table.num_rows and any(  # an empty field: two delimiters in a row, or one at a line's end
-        pc.min(pc.binary_length(table.column(name))).as_py() == 0
-        for i, name in enumerate(names)
-        if i != layout.value
-    ):
-        return None
+    if table.num_rows and any(_has_empty(table.column(name)) for i, name in enumerate(names) if i != layout.value):
+        return None  # an empty field: two delimiters in a row, or one at a line's start or end
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
+    if qid.null_count or doc.null_count:
+        return None
     if atol_labels:  # only plain integers here; anything else is read by atol on the Python path
         text = table.column(names[layout.value])
-        if qid.null_count or doc.null_count or (
-                table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py()):
+        if table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py():
             return None
-        integer = np.asarray(pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+        integer = numpy_values(pc.cast(text, pa.int64()))
         return _Columns(qid, doc, integer.astype(np.float64), None, integer)
-    value = table.column(names[layout.value]).to_numpy()
-    if qid.null_count or doc.null_count or np.isnan(value).any():
+    value = numpy_values(table.column(names[layout.value]))
+    if np.isnan(value).any():
         return None
     if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
         return None
     return _Columns(qid, doc, value, None)
+
+
+def _has_empty(column: pa.ChunkedArray) -> bool:
+    """Whether a parsed column holds an empty string (on a dictionary-encoded one, looked up in its
+    dictionary, whose values all occur: the reader's dictionaries hold only values it met)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        values = [chunk.dictionary for chunk in column.chunks[:1]]
+    else:
+        values = column.chunks
+    return any(len(v) and pc.min(pc.binary_length(v)).as_py() == 0 for v in values)
 
 
 # ---------------------------------------------------------------------------------------------
