@@ -6,6 +6,7 @@ function, so that a run made from search results needs no hashing of its own.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -141,4 +142,13 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
     if not chunks:
         return np.zeros(0, dtype=np.uint64)
-    return np.concatenate([_chunk_hashes(chunk) for chunk in chunks])
+    workers = min(len(chunks), os.cpu_count() or 1, len(values) // _ROWS_PER_THREAD)
+    if workers < 2:
+        return np.concatenate([_chunk_hashes(chunk) for chunk in chunks])
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:  # numpy releases the GIL on these column-sized steps
+        return np.concatenate(list(pool.map(_chunk_hashes, chunks)))
+
+
+_ROWS_PER_THREAD = 1 << 20  # below this many strings a thread costs more than it saves

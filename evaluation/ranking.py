@@ -156,12 +156,12 @@ def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: 
     """
     if query.size < 2:
         return []
-    keys = _pair_keys(query, hashes, count)
-    ordered = np.sort(keys)
+    ordered = _pair_keys(query, hashes, count)
+    ordered.sort()  # in place: no second key-sized array (most runs have no repeat, and need no other)
     repeated_keys = ordered[1:][ordered[1:] == ordered[:-1]]
     if repeated_keys.size == 0:
         return []
-    rows = np.flatnonzero(np.isin(keys, repeated_keys))
+    rows = np.flatnonzero(np.isin(_pair_keys(query, hashes, count), repeated_keys))
     seen: dict[tuple[int, str], int] = {}
     pairs: list[tuple[int, int]] = []
     for row, q, doc in zip(rows.tolist(), query[rows].tolist(), _take(doc_ids, rows).to_pylist()):

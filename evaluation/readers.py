@@ -451,15 +451,24 @@ def _last_content_end(data: bytes, end: int, block_size: int = 1 << 22) -> int:
 _SCAN_BLOCK = 1 << 22  # bytes looked at a time by _content_lines
 
 
+def _blocks(size: int, largest: int, first: int = 1 << 16) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` bounds covering ``range(size)``: blocks doubling from ``first`` bytes up to ``largest``."""
+    lo, step = 0, min(first, largest)
+    while lo < size:
+        yield lo, min(lo + step, size)
+        lo += step
+        step = min(2 * step, largest)
+
+
 def _content_lines(data: bytes, block_size: int = _SCAN_BLOCK) -> Iterator[tuple[int, int, int]]:
     """``(line number, start, end)`` of every line with a field that is not a comment (its first
     field does not start with ``#``), ``start`` at that field. Blank and comment lines cost no
     Python step: numpy skips them a block of bytes at a time (two billion blank lines take seconds
-    instead of the best part of an hour)."""
+    instead of the best part of an hour). The blocks grow from 64 KiB to ``block_size``: a caller after
+    the first lines (detection, the fast path's start) does not pay for scanning megabytes."""
     number, counted = 1, 0  # the line number at byte ``counted``
     in_line = False  # whether the line running into the next block has had its first field already
-    for lo in range(0, len(data), block_size):
-        hi = min(lo + block_size, len(data))
+    for lo, hi in _blocks(len(data), block_size):
         block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
         if block.max() <= 13 and block.min() >= 9:  # only \t \n \v \f \r: a quick look at most blank blocks
             fields = block[:0]
