@@ -177,7 +177,9 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
             score = -np.asarray(score, dtype=np.float64)
         return Run.from_columns(columns.qid, columns.doc, score, name=name, source=path, lines=columns.lines)
 
-    return _parse_and_build(data, layout, path, build, skip_header=False)
+    box = [data]
+    del data  # the parser lets the bytes go before the build
+    return _parse_and_build(box, layout, path, build, skip_header=False)
 
 
 @_within_memory
@@ -387,16 +389,25 @@ def _json_object(data: bytes, path: str | Path, what: str) -> dict[str, dict[str
     return value
 
 
-def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
+def _parse_and_build(data: bytes | list[bytes], layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
                      atol_labels: bool = False) -> Any:
-    """Parse fast and build; on any failure or error parse slowly, so errors name their line."""
-    columns = _parse_fast(data, layout, skip_header, atol_labels)
+    """Parse fast and build; on any failure or error parse slowly, so errors name their line.
+
+    ``data`` may come in a list the caller keeps no other reference to: the bytes are then let go once
+    parsed, before the build, whose arrays reuse their memory (a 333 MB run would otherwise stay in
+    memory while 10 million rows are sorted and hashed, and the kernel zero hundreds of MB of fresh
+    pages); the Python path, reached on an error only, reads the file again."""
+    box = data if isinstance(data, list) else [data]
+    columns = _parse_fast(box[0], layout, skip_header, atol_labels)
     if columns is not None:
+        if isinstance(data, list):
+            box.clear()
         try:
             return build(columns)
         except InputError:
             pass
-    return build(_parse_slow(data, layout, path, skip_header, atol_labels))
+        del columns
+    return build(_parse_slow(box[0] if box else _load(path), layout, path, skip_header, atol_labels))
 
 
 # ---------------------------------------------------------------------------------------------
