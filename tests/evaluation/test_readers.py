@@ -234,12 +234,35 @@ def test_fast_and_python_paths_give_the_same_run(rows, separator):
     "q Q0 d 1 2.0 t\nq Q0 e  2.0 t\n",  # an empty rank
     "q Q0 d 1 2.0 t\nq Q0 e 1 2.0 \n",  # an empty tag
     "q Q0 d 1 2.0 t\n Q0 e 1 2.0 t\n",  # an empty query id
+    "q Q0 d 1 2.0 t\nq Q0 e 1 2.0 \r\n",  # an empty tag before CRLF
 ])
 def test_an_empty_field_in_a_column_the_measures_do_not_read_sends_the_file_to_the_python_path(tmp_path, text):
     # the fast path converts Q0, rank and tag dictionary-encoded and checks their dictionaries for ""
     assert readers._parse_fast(text.encode(), readers.TREC_RUN, False) is None
     with pytest.raises(InputError, match="run:2: expected 6 fields"):
         read_run(write(tmp_path, "run", text))
+
+
+def _naive_has_empty_field(text: str, delimiter: str) -> bool:
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return any(line and "" in line.split(delimiter) for line in lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(["a", "b\x01", " ", "\t", "\n", "\r\n", "\n\n"]), min_size=1, max_size=40),
+       delimiter=st.sampled_from([" ", "\t"]), block=st.sampled_from([1, 2, 3, 1 << 16]))
+def test_the_empty_field_check_on_bytes_is_the_split_on_the_delimiter(pieces, delimiter, block):
+    text = "a" + "".join(pieces)  # the fast path starts at a line's first field
+    expected = _naive_has_empty_field(text, delimiter)
+    assert readers._has_empty_field(text.encode(), 0, delimiter, block_size=block) == expected
+    assert readers._has_empty_field(("\n\n" + text).encode(), 2, delimiter, block_size=block) == expected
+
+
+@pytest.mark.parametrize("text", ["q Q0 d 1 2.0 t\r\nq Q0 e 1 1.0 t\r\n", "q Q0 d 1 2.0 t\n\n\nq Q0 e 1 1.0 t\n\n"])
+def test_crlf_and_blank_lines_stay_on_the_fast_path(text):
+    fast = readers._parse_fast(text.encode(), readers.TREC_RUN, False)
+    slow = _slow_columns(text, readers.TREC_RUN)
+    assert fast is not None and fast.doc.to_pylist() == slow.doc == ["d", "e"]
 
 
 def test_a_run_in_rank_order_with_ties_equals_the_same_run_shuffled():
