@@ -143,10 +143,18 @@ def _pair_keys(query: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
     rows by query, and equal (query, document) pairs always get equal keys."""
     bits = _key_bits(count)
     keys = hashes >> np.uint64(bits)
-    high = query.astype(np.uint64)
-    np.left_shift(high, np.uint64(64 - bits), out=high)
-    np.bitwise_or(keys, high, out=keys)
+    step = max(1, min(keys.size, _KEY_CHUNK))
+    high = np.empty(step, dtype=np.uint64)  # one cache-sized buffer: no second key-sized array
+    for lo in range(0, keys.size, step):
+        hi = min(lo + step, keys.size)
+        part = high[: hi - lo]
+        part[:] = query[lo:hi]
+        np.left_shift(part, np.uint64(64 - bits), out=part)
+        np.bitwise_or(keys[lo:hi], part, out=keys[lo:hi])
     return keys
+
+
+_KEY_CHUNK = 1 << 16
 
 
 def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: int) -> list[tuple[int, int]]:
@@ -829,8 +837,8 @@ def _lookup(
     run_hash = run.doc_hash if run_rows is None else run.doc_hash[run_rows]
     size = 1 << max(16, (8 * hashes.size).bit_length())  # bitmap of judged hashes, about 1/8 full
     bitmap = np.zeros(size, dtype=bool)
-    bitmap[(hashes & np.uint64(size - 1)).astype(np.int64)] = True
-    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).astype(np.int64)])
+    bitmap[(hashes & np.uint64(size - 1)).view(np.int64)] = True  # masked: below 2**63, the view is exact
+    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).view(np.int64)])
     wanted = _pair_keys(np.searchsorted(ends, candidates, side="right"), run_hash[candidates], n)
     at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
     hit = keys[at] == wanted
