@@ -64,18 +64,15 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
+from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from ..engine.errors import InputWarning
 from ..engine.columns import numpy_values
+from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 __all__ = ["QRELS_FORMATS", "RUN_FORMATS", "RUN_WRITERS", "detect_qrels_format", "detect_run_format", "read_qrels",
            "read_run", "write_run"]
