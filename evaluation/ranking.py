@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from ..engine.columns import arrow_array, numpy_values, string_hashes
 from ..engine.columns import string_array as _string_array
-from ..engine.columns import string_hashes
 from ..engine.postings import concat_ranges
 from ..engine.records import Results
 from .conventions import DEFAULT_TREC_EVAL, TrecEvalRules, get_rules
@@ -59,36 +59,74 @@ def natural_key(qid: str) -> tuple[tuple[Any, ...], str]:
 
 
 def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Query codes in first-appearance order; rows grouped by query need no hashing, only a linear scan."""
+    """Query codes in first-appearance order; rows grouped by query need no hashing, only a linear scan
+    (dictionary-encoded ids, as the readers give, none at all)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if _is_dictionary(values):
+        return _dictionary_codes(values)
     n = len(values)
     if n > 1:
-        change = pc.not_equal(values.slice(1), values.slice(0, n - 1))
-        starts = np.flatnonzero(np.concatenate(([True], np.asarray(change.to_numpy(zero_copy_only=False), dtype=bool))))
-        heads = values.take(pa.array(starts)).to_pylist()
+        change = numpy_values(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
+        starts = np.flatnonzero(np.concatenate(([True], change)))
+        heads = values.take(arrow_array(starts)).to_pylist()
         if len(set(heads)) == len(heads):
             return np.repeat(np.arange(len(heads), dtype=np.int64), np.diff(np.append(starts, n))), tuple(heads)
     encoded = pc.dictionary_encode(values)
-    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
-    if not chunks:
+    if isinstance(encoded, pa.ChunkedArray) and not encoded.num_chunks:
         return np.zeros(0, dtype=np.int64), ()
-    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
-    return codes, tuple(chunks[-1].dictionary.to_pylist())  # one memo table: the last dictionary has all
+    return _dictionary_codes(encoded)
+
+
+def _is_dictionary(values: Any) -> bool:
+    import pyarrow as pa
+
+    return isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_dictionary(values.type)
+
+
+def _dictionary_parts(values: pa.DictionaryArray | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """(int64 indices, dictionary values) of a dictionary-encoded array, its chunks' dictionaries unified."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        if values.num_chunks > 1:
+            values = pa.table({"v": values}).unify_dictionaries().column("v")
+        if values.num_chunks == 0:
+            return np.zeros(0, dtype=np.int64), []
+        dictionary = values.chunk(0).dictionary
+        indices = numpy_values(pa.chunked_array([chunk.indices for chunk in values.chunks]))
+    else:
+        dictionary, indices = values.dictionary, numpy_values(values.indices)
+    return indices.astype(np.int64), _string_array(dictionary).to_pylist()
+
+
+def _dictionary_codes(values: pa.DictionaryArray | pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Query codes in first-appearance order from dictionary-encoded ids: the indices themselves when the
+    dictionary lists the ids in that order (a reader's does), else the indices renumbered."""
+    codes, dictionary = _dictionary_parts(values)
+    if not codes.size:
+        return codes, ()
+    heads = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))  # each id first appears at one
+    seen = np.maximum.accumulate(codes[heads])
+    if codes[0] == 0 and (np.diff(seen) <= 1).all() and int(seen[-1]) + 1 == len(dictionary):
+        return codes, tuple(dictionary)
+    used, first = np.unique(codes[heads], return_index=True)
+    used = used[np.argsort(first, kind="stable")]
+    renumber = np.zeros(len(dictionary), dtype=np.int64)
+    renumber[used] = np.arange(used.size, dtype=np.int64)
+    return renumber[codes], tuple(dictionary[i] for i in used.tolist())
 
 
 def _strings_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
     import pyarrow.compute as pc
 
-    return np.array(pc.equal(a, b).to_numpy(zero_copy_only=False), dtype=bool)
+    return numpy_values(pc.equal(a, b))
 
 
 def pa_indices(rows: np.ndarray) -> pa.Array:
     """``rows`` as a pyarrow int64 array, for ``take``."""
-    import pyarrow as pa
-
-    return pa.array(rows, type=pa.int64())
+    return arrow_array(np.asarray(rows, dtype=np.int64))
 
 
 def _take(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
@@ -104,7 +142,19 @@ def _pair_keys(query: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
     """uint64 keys ``query << (64 - b) | hash >> b`` (b = bits for ``count`` queries): sorting them groups
     rows by query, and equal (query, document) pairs always get equal keys."""
     bits = _key_bits(count)
-    return (query.astype(np.uint64) << np.uint64(64 - bits)) | (hashes >> np.uint64(bits))
+    keys = hashes >> np.uint64(bits)
+    step = max(1, min(keys.size, _KEY_CHUNK))
+    high = np.empty(step, dtype=np.uint64)  # one cache-sized buffer: no second key-sized array
+    for lo in range(0, keys.size, step):
+        hi = min(lo + step, keys.size)
+        part = high[: hi - lo]
+        part[:] = query[lo:hi]
+        np.left_shift(part, np.uint64(64 - bits), out=part)
+        np.bitwise_or(keys[lo:hi], part, out=keys[lo:hi])
+    return keys
+
+
+_KEY_CHUNK = 1 << 16
 
 
 def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: int) -> list[tuple[int, int]]:
@@ -114,12 +164,12 @@ def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: 
     """
     if query.size < 2:
         return []
-    keys = _pair_keys(query, hashes, count)
-    ordered = np.sort(keys)
+    ordered = _pair_keys(query, hashes, count)
+    ordered.sort()  # in place: no second key-sized array (most runs have no repeat, and need no other)
     repeated_keys = ordered[1:][ordered[1:] == ordered[:-1]]
     if repeated_keys.size == 0:
         return []
-    rows = np.flatnonzero(np.isin(keys, repeated_keys))
+    rows = np.flatnonzero(np.isin(_pair_keys(query, hashes, count), repeated_keys))
     seen: dict[tuple[int, str], int] = {}
     pairs: list[tuple[int, int]] = []
     for row, q, doc in zip(rows.tolist(), query[rows].tolist(), _take(doc_ids, rows).to_pylist()):
@@ -185,7 +235,7 @@ class Qrels:
         dropped when its judgment is the same and an :class:`InputError` naming ``source`` and the line
         (from ``lines``) when it differs.
         """
-        qid, doc = _string_array(qid), _string_array(doc)
+        qid, doc = (qid if _is_dictionary(qid) else _string_array(qid)), _string_array(doc)
         grades = np.asarray(label, dtype=np.float64) + 0.0
         if not np.isfinite(grades).all():
             path, line = _where(source, lines, int(np.flatnonzero(~np.isfinite(grades))[0]))
@@ -301,7 +351,7 @@ class Run:
         A NaN score or a repeated (query, document) pair is an :class:`InputError` naming
         ``source`` and the line (from ``lines``), as trec_eval refuses duplicate documents.
         """
-        qid, doc = _string_array(qid), _string_array(doc)
+        qid, doc = (qid if _is_dictionary(qid) else _string_array(qid)), _string_array(doc)
         scores = np.asarray(score, dtype=np.float64) + 0.0  # -0.0 -> 0.0, as C compares them equal
         nan = np.isnan(scores)
         if nan.any():
@@ -322,9 +372,16 @@ class Run:
                 path,
                 line,
             )
-        order = tie_rule_order(q, scores, doc)
-        if order is not None:
+        order, rows, source = _tie_rule_steps(q, scores, doc)
+        if order is not None:  # not in rank order: every column permuted
+            if rows is not None:
+                order[rows] = order[source]
             q, doc, hashes, scores = q[order], _take(doc, order), hashes[order], scores[order]
+        elif rows is not None:  # in rank order but for ties: only the tied rows' documents move
+            hashes[rows] = hashes[source]  # (their query and score are the same)
+            order = np.arange(len(scores), dtype=np.int32 if len(scores) < 2**31 else np.int64)
+            order[rows] = source
+            doc = doc.take(arrow_array(order))
         return cls(all_qids, _offsets(q, len(all_qids)), doc, hashes, scores, name)
 
     @classmethod
@@ -402,10 +459,17 @@ def _codes_in(qid: pa.Array, qids: Sequence[str]) -> tuple[np.ndarray, tuple[str
     import pyarrow.compute as pc
 
     ordered = tuple(dict.fromkeys(qids))
-    codes = pc.index_in(qid, value_set=pa.array(ordered, type=pa.string()))
+    value_set = pa.array(ordered, type=pa.string())
+    if _is_dictionary(qid):
+        indices, dictionary = _dictionary_parts(qid)
+        positions = pc.index_in(pa.array(dictionary, type=pa.string()), value_set=value_set)
+        if positions.null_count and indices.size and np.isin(np.flatnonzero(numpy_values(positions.is_null())), indices).any():
+            raise InputError("a run row names a query missing from its list of queries")
+        return numpy_values(positions.fill_null(-1)).astype(np.int64)[indices], ordered
+    codes = pc.index_in(qid, value_set=value_set)
     if codes.null_count:
         raise InputError("a run row names a query missing from its list of queries")
-    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64), ordered
+    return numpy_values(codes).astype(np.int64), ordered
 
 
 def _flatten(nested: Mapping[Any, Any]) -> tuple[list[str], list[str], list[Any]]:
@@ -459,28 +523,40 @@ def tie_rule_order(q: np.ndarray, score: np.ndarray, doc: Any) -> np.ndarray | N
     (query, score). Then only tied rows (same query and score) are compared as strings, and sorted
     by pyarrow when they are out of order. ``doc`` holds the document ids (pyarrow strings).
     """
+    order, rows, source = _tie_rule_steps(q, score, doc)
+    if rows is None:
+        return order
+    order = np.arange(q.size, dtype=np.int64) if order is None else order
+    order[rows] = order[source]
+    return order
+
+
+def _tie_rule_steps(q: np.ndarray, score: np.ndarray,
+                    doc: Any) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """:func:`tie_rule_order` in two steps: ``order`` (None: as they are) ranks the rows by query and score;
+    then, among the rows so ordered, rows ``rows`` (None: none) take the place of rows ``source``: tied
+    rows only (same query, same score), which documents alone tell apart. So a run written in rank order
+    needs no permutation of its own columns, only of its tied rows' documents."""
     n = q.size
     if n < 2:
-        return None
+        return None, None, None
     grouped = bool((q[1:] >= q[:-1]).all()) and bool(((q[1:] != q[:-1]) | (score[1:] <= score[:-1])).all())
     order = None if grouped else _query_score_order(q, score)
     q_sorted, s_sorted = (q, score) if order is None else (q[order], score[order])
     tied = (q_sorted[1:] == q_sorted[:-1]) & (s_sorted[1:] == s_sorted[:-1])
     if not tied.any():
-        return order
+        return order, None, None
     member = np.zeros(n, dtype=bool)
     member[:-1] |= tied
     member[1:] |= tied
     starts = member.copy()
     starts[1:] &= ~tied
     rows = np.flatnonzero(member)
-    group = np.cumsum(starts)[rows]
+    group = np.cumsum(starts[rows])
     within = _descending_within_groups(group, _take(doc, rows if order is None else order[rows]))
     if within is None:
-        return order
-    order = np.arange(n, dtype=np.int64) if order is None else order
-    order[rows] = order[rows][within]
-    return order
+        return order, None, None
+    return order, rows, rows[within]
 
 
 def _descending_within_groups(group: np.ndarray, docs: Any) -> np.ndarray | None:
@@ -491,11 +567,11 @@ def _descending_within_groups(group: np.ndarray, docs: Any) -> np.ndarray | None
     if isinstance(docs, pa.ChunkedArray):
         docs = docs.combine_chunks()
     same = group[1:] == group[:-1]
-    ascending = np.asarray(pc.less(docs.slice(0, len(docs) - 1), docs.slice(1)).to_numpy(zero_copy_only=False), dtype=bool)
+    ascending = numpy_values(pc.less(docs.slice(0, len(docs) - 1), docs.slice(1)))
     if not (same & ascending).any():
         return None
-    table = pa.table({"group": pa.array(group), "doc": docs})
-    return pc.sort_indices(table, sort_keys=[("group", "ascending"), ("doc", "descending")]).to_numpy()
+    table = pa.table({"group": arrow_array(group), "doc": docs})
+    return numpy_values(pc.sort_indices(table, sort_keys=[("group", "ascending"), ("doc", "descending")]))
 
 
 def _query_score_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -761,8 +837,8 @@ def _lookup(
     run_hash = run.doc_hash if run_rows is None else run.doc_hash[run_rows]
     size = 1 << max(16, (8 * hashes.size).bit_length())  # bitmap of judged hashes, about 1/8 full
     bitmap = np.zeros(size, dtype=bool)
-    bitmap[(hashes & np.uint64(size - 1)).astype(np.int64)] = True
-    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).astype(np.int64)])
+    bitmap[(hashes & np.uint64(size - 1)).view(np.int64)] = True  # masked: below 2**63, the view is exact
+    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).view(np.int64)])
     wanted = _pair_keys(np.searchsorted(ends, candidates, side="right"), run_hash[candidates], n)
     at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
     hit = keys[at] == wanted

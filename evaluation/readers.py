@@ -76,6 +76,7 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
+from ..engine.columns import numpy_values
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
@@ -181,7 +182,9 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
             score = -np.asarray(score, dtype=np.float64)
         return Run.from_columns(columns.qid, columns.doc, score, name=name, source=path, lines=columns.lines)
 
-    return _parse_and_build(data, layout, path, build, skip_header=False)
+    box = [data]
+    del data  # the parser lets the bytes go before the build
+    return _parse_and_build(box, layout, path, build, skip_header=False)
 
 
 @_within_memory
@@ -600,16 +603,25 @@ def _json_object(data: bytes, path: str | Path, what: str) -> dict[str, dict[str
     return value
 
 
-def _parse_and_build(data: bytes, layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
+def _parse_and_build(data: bytes | list[bytes], layout: _Layout, path: str | Path, build: Any, *, skip_header: bool,
                      atol_labels: bool = False) -> Any:
-    """Parse fast and build; on any failure or error parse slowly, so errors name their line."""
-    columns = _parse_fast(data, layout, skip_header, atol_labels)
+    """Parse fast and build; on any failure or error parse slowly, so errors name their line.
+
+    ``data`` may come in a list the caller keeps no other reference to: the bytes are then let go once
+    parsed, before the build, whose arrays reuse their memory (a 333 MB run would otherwise stay in
+    memory while 10 million rows are sorted and hashed, and the kernel zero hundreds of MB of fresh
+    pages); the Python path, reached on an error only, reads the file again."""
+    box = data if isinstance(data, list) else [data]
+    columns = _parse_fast(box[0], layout, skip_header, atol_labels)
     if columns is not None:
+        if isinstance(data, list):
+            box.clear()
         try:
             return build(columns)
         except InputError:
             pass
-    return build(_parse_slow(data, layout, path, skip_header, atol_labels))
+        del columns
+    return build(_parse_slow(box[0] if box else _load(path), layout, path, skip_header, atol_labels))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -664,15 +676,24 @@ def _last_content_end(data: bytes, end: int, block_size: int = 1 << 22) -> int:
 _SCAN_BLOCK = 1 << 22  # bytes looked at a time by _content_lines
 
 
+def _blocks(size: int, largest: int, first: int = 1 << 16) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)`` bounds covering ``range(size)``: blocks doubling from ``first`` bytes up to ``largest``."""
+    lo, step = 0, min(first, largest)
+    while lo < size:
+        yield lo, min(lo + step, size)
+        lo += step
+        step = min(2 * step, largest)
+
+
 def _content_lines(data: bytes, block_size: int = _SCAN_BLOCK) -> Iterator[tuple[int, int, int]]:
     """``(line number, start, end)`` of every line with a field that is not a comment (its first
     field does not start with ``#``), ``start`` at that field. Blank and comment lines cost no
     Python step: numpy skips them a block of bytes at a time (two billion blank lines take seconds
-    instead of the best part of an hour)."""
+    instead of the best part of an hour). The blocks grow from 64 KiB to ``block_size``: a caller after
+    the first lines (detection, the fast path's start) does not pay for scanning megabytes."""
     number, counted = 1, 0  # the line number at byte ``counted``
     in_line = False  # whether the line running into the next block has had its first field already
-    for lo in range(0, len(data), block_size):
-        hi = min(lo + block_size, len(data))
+    for lo, hi in _blocks(len(data), block_size):
         block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
         if block.max() <= 13 and block.min() >= 9:  # only \t \n \v \f \r: a quick look at most blank blocks
             fields = block[:0]
@@ -723,10 +744,15 @@ def _fast_delimiter(data: bytes) -> str | None:
 
 def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bool = False) -> _Columns | None:
     """Columns parsed by pyarrow, or None when the file needs (or may need) the Python path (with
-    ``atol_labels``, whenever a label is not plainly written as an integer)."""
+    ``atol_labels``, whenever a label is not plainly written as an integer).
+
+    Only the query, document and value columns are converted, the query ids dictionary-encoded (integer
+    codes: no string hashed per row). pyarrow checks every line's number of fields; that none is empty
+    (a field the measures do not read included: ``Q0``, a rank, a tag) :func:`_has_empty_field` checks
+    on the bytes."""
     delimiter = _fast_delimiter(data)
     first = next(_content_lines(data), None) if delimiter is not None else None
-    if first is None:
+    if first is None or _has_empty_field(data, first[1], delimiter):
         return None
     data = memoryview(data)[first[1]:]  # without the blank lines before the first line (no copy)
     import pyarrow as pa
@@ -734,9 +760,9 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
     import pyarrow.csv as pcsv
 
     names = [f"f{i}" for i in range(len(layout.fields))]
-    types = {name: pa.binary() for name in names}  # unused fields: only checked to be non-empty
     value_type = pa.string() if atol_labels else pa.float64()
-    types.update({names[layout.query]: pa.string(), names[layout.doc]: pa.string(), names[layout.value]: value_type})
+    types = {names[layout.query]: pa.dictionary(pa.int32(), pa.string()), names[layout.doc]: pa.string(),
+             names[layout.value]: value_type}
     try:
         table = pcsv.read_csv(
             pa.BufferReader(pa.py_buffer(data)),
@@ -745,32 +771,55 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=pcsv.ConvertOptions(
-                column_types=types, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False
+                column_types=types, include_columns=list(types), null_values=[], strings_can_be_null=False,
+                quoted_strings_can_be_null=False
             ),
-        )
+        ).unify_dictionaries()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
-        return None
-    if table.num_rows and any(  # an empty field: two delimiters in a row, or one at a line's end
-        pc.min(pc.binary_length(table.column(name))).as_py() == 0
-        for i, name in enumerate(names)
-        if i != layout.value
-    ):
         return None
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
+    if qid.null_count or doc.null_count:
+        return None
     if atol_labels:  # only plain integers here; anything else is read by atol on the Python path
         text = table.column(names[layout.value])
-        if qid.null_count or doc.null_count or (
-                table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py()):
+        if table.num_rows and not pc.all(pc.match_substring_regex(text, r"^-?[0-9]{1,15}$")).as_py():
             return None
-        integer = np.asarray(pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+        integer = numpy_values(pc.cast(text, pa.int64()))
         return _Columns(qid, doc, integer.astype(np.float64), None, integer)
-    value = table.column(names[layout.value]).to_numpy()
-    if qid.null_count or doc.null_count or np.isnan(value).any():
+    value = numpy_values(table.column(names[layout.value]))
+    if np.isnan(value).any():
         return None
     if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
         return None
     return _Columns(qid, doc, value, None)
+
+
+_EMPTY_FIELD_BLOCK = 1 << 23
+
+
+def _has_empty_field(data: bytes, start: int, delimiter: str, block_size: int = _EMPTY_FIELD_BLOCK) -> bool:
+    """Whether a line of ``data[start:]`` (``start`` at a field) has an empty field, as pyarrow would split
+    it on ``delimiter``: two delimiters in a row, or one at a line's start or end (a line of delimiters
+    only included). The fast path's other checks leave no whitespace in ``data`` but ``delimiter``,
+    ``\n`` and the ``\r`` of ``\r\n``. numpy looks a block at a time for two adjacent bytes <= 32 (three
+    passes over the bytes: cheaper than converting the fields the measures do not read); only where
+    it finds some (blank lines, CRLF) does it look at which bytes they are."""
+    sep = ord(delimiter)
+    if data.endswith(delimiter.encode()):
+        return True
+    for lo, hi in _blocks(len(data) - start, block_size):
+        lo, hi = lo + start, min(hi + start + 1, len(data))  # one byte more: pairs across the boundary
+        block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
+        low = block <= 32
+        pair = low[:-1] & low[1:]
+        if not pair.any():
+            continue
+        at = np.flatnonzero(pair)
+        left, right = block[at], block[at + 1]
+        if (((left == sep) & ((right == sep) | (right == 10) | (right == 13))) | ((left == 10) & (right == sep))).any():
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,24 +1,35 @@
-"""Speed of evaluation, files to results: bm25lab vs parsing + pytrec_eval (and trec_eval, if installed).
+"""Speed of evaluation, files to results: bm25lab vs pytrec_eval, ir_measures, ranx and trec_eval.
 
-Not collected by pytest. Run ``python tests/benchmarks/bench_evaluate.py [--queries 10000] [--depth 1000]``:
-it writes a run of ``queries x depth`` lines (scores with 3 decimals, so ties occur, in rank order as
-retrieval systems write them) and graded qrels (about 50 judgments per query, half of them on
-retrieved documents) into a temporary folder, then times, three times each, in one process:
+Not collected by pytest. Run ``python tests/benchmarks/bench_evaluate.py [--queries 10000] [--depth 1000]``
+from an empty folder: it writes a run of ``queries x depth`` lines (scores with 3 decimals, so ties occur,
+in rank order as retrieval systems write them) and graded qrels (about 50 judgments per query, half
+of them on retrieved documents) into a temporary folder, then times, ``--repeats`` times each (medians
+printed), every tool from the files to the results:
 
-- bm25lab: ``read_qrels`` + ``read_run`` + ``evaluate`` of the measures below;
-- pytrec_eval: its ``parse_qrel`` / ``parse_run`` + ``RelevanceEvaluator.evaluate`` of the same measures;
+- bm25lab: ``read_qrels`` + ``read_run`` + ``evaluate`` of the measures below, in this process;
+- pytrec_eval: its ``parse_qrel`` / ``parse_run`` + ``RelevanceEvaluator.evaluate``, in this process;
+- ir_measures (``bench`` extra): ``read_trec_qrels`` / ``read_trec_run`` + ``iter_calc`` of its pytrec_eval
+  provider, in this process;
+- ranx (``bench`` extra): ``Qrels.from_file`` / ``Run.from_file`` + ``evaluate``, in this process (its
+  numba functions compile on its first use: the first repetition pays for it, the median does not);
 - ``bm25lab evaluate QRELS RUN`` as a fresh process (the command a user runs: start-up, reading,
-  measuring, printing the means);
+  measuring, printing the means), wall and CPU time (the CPU time of the child: pyarrow's reader uses
+  every core, trec_eval one);
 - trec_eval (the C program) as a fresh process with the same measures, when a binary is given with
   ``--trec-eval PATH`` or a ``trec_eval`` is on PATH (none can be installed from the package
   registries; build it from its source).
 
-It prints the medians, the ratios, and checks that bm25lab and pytrec_eval agree on every
-per-query value.
+It prints the medians, the ratios (``bm25lab evaluate`` (command) / trec_eval is issue 20's figure),
+the 1-minute load average before and after, and checks agreement: every per-query value of bm25lab
+against pytrec_eval (largest difference; 0 expected), the means of ir_measures against bm25lab's
+(tolerance 1e-12: the same pytrec_eval underneath), and the means of ranx, reported as they are
+(ranx follows its own conventions on some measures: ties, queries without relevant documents).
 """
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -95,11 +106,53 @@ def time_pytrec_eval(run_path: Path, qrels_path: Path) -> tuple[float, float, di
     return time.perf_counter() - start, time.process_time() - cpu, values
 
 
-def time_command(command: list[str], cwd: Path) -> float:
-    """Wall seconds of ``command`` run in ``cwd`` (an empty folder: no checkout shadows bm25lab)."""
+IR_MEASURES = {"P@10": "P@10", "R@100": "R@100", "nDCG@10": "nDCG@10", "nDCG": "nDCG", "AP": "AP", "RR": "RR",
+               "bpref": "Bpref", "Rprec": "Rprec"}
+RANX = {"P@10": "precision@10", "R@100": "recall@100", "nDCG@10": "ndcg@10", "nDCG": "ndcg", "AP": "map",
+        "RR": "mrr", "bpref": "bpref", "Rprec": "r-precision"}
+
+
+def time_ir_measures(run_path: Path, qrels_path: Path) -> tuple[float, float, dict]:
+    """ir_measures from files to per-query values, with its pytrec_eval provider; returns the means."""
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(IR_MEASURES[m]) for m in MEASURES]
+    start, cpu = time.perf_counter(), time.process_time()
+    qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
+    run = list(ir_measures.read_trec_run(str(run_path)))
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for metric in ir_measures.pytrec_eval.iter_calc(measures, qrels, run):
+        name = str(metric.measure)
+        sums[name] = sums.get(name, 0.0) + metric.value
+        counts[name] = counts.get(name, 0) + 1
+    seconds = time.perf_counter() - start, time.process_time() - cpu
+    means = {m: sums[str(ir_measures.parse_measure(IR_MEASURES[m]))] / counts[str(ir_measures.parse_measure(IR_MEASURES[m]))]
+             for m in MEASURES}
+    return *seconds, means
+
+
+def time_ranx(run_path: Path, qrels_path: Path) -> tuple[float, float, dict]:
+    """ranx from files to its means (``evaluate`` averages over the queries itself)."""
+    from ranx import Qrels, Run, evaluate
+
+    start, cpu = time.perf_counter(), time.process_time()
+    qrels = Qrels.from_file(str(qrels_path), kind="trec")
+    run = Run.from_file(str(run_path), kind="trec")
+    means = evaluate(qrels, run, [RANX[m] for m in MEASURES])
+    seconds = time.perf_counter() - start, time.process_time() - cpu
+    return *seconds, {m: float(means[RANX[m]]) for m in MEASURES}
+
+
+def time_command(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``command`` run in ``cwd`` (an empty folder: no checkout shadows bm25lab);
+    CPU is the child's user + system time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def trec_eval_command(binary: str, run_path: Path, qrels_path: Path) -> list[str]:
@@ -111,6 +164,15 @@ def bm25lab_command(run_path: Path, qrels_path: Path) -> list[str]:
     measures = [arg for m in MEASURES for arg in ("-m", m)]
     return [sys.executable, "-c", "from bm25lab.cli import main; main()", "evaluate", str(qrels_path),
             str(run_path), *measures, "--format", "trec"]
+
+
+def mean_differences(ours: dict, theirs: dict) -> dict[str, float]:
+    """|their mean - bm25lab's mean| per measure (bm25lab's over the queries it averaged)."""
+    return {m: abs(theirs[m] - sum(v[m] for v in ours.values()) / len(ours)) for m in MEASURES}
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
 
 
 def agree(ours: dict, theirs: dict) -> float:
@@ -129,40 +191,68 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--trec-eval", help="path of a trec_eval binary (default: trec_eval on PATH, if any)")
+    parser.add_argument("--skip", action="append", default=[], choices=["ir_measures", "ranx"],
+                        help="leave a tool out (repeatable)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_path, qrels_path = generate(Path(tmp), args.queries, args.depth)
         cwd = Path(tmp) / "cwd"
         cwd.mkdir()
         print(f"run: {args.queries} queries x {args.depth} documents, {run_path.stat().st_size / 1e6:.0f} MB; "
-              f"qrels {qrels_path.stat().st_size / 1e6:.1f} MB; measures {', '.join(MEASURES)}")
-        ours, theirs, c_times, cli_times = [], [], [], []
+              f"qrels {qrels_path.stat().st_size / 1e6:.1f} MB; measures {', '.join(MEASURES)}; "
+              f"{os.cpu_count()} cores; 1-min load average at start {load()}")
         binary = args.trec_eval or shutil.which("trec_eval")
+        in_process = {"bm25lab read + evaluate": time_bm25lab, "pytrec_eval parse + evaluate": time_pytrec_eval}
+        if "ir_measures" not in args.skip:
+            in_process["ir_measures (pytrec_eval provider)"] = time_ir_measures
+        if "ranx" not in args.skip:
+            in_process["ranx from_file + evaluate"] = time_ranx
+        times: dict[str, list[tuple[float, float]]] = {label: [] for label in in_process}
+        results: dict[str, dict] = {}
+        commands = {"bm25lab evaluate (command)": bm25lab_command(run_path, qrels_path)}
+        if binary:
+            commands["trec_eval (C)"] = trec_eval_command(binary, run_path, qrels_path)
+        times.update({label: [] for label in commands})
+        loads = []
         for _ in range(args.repeats):
-            *seconds, ours_values = time_bm25lab(run_path, qrels_path)
-            ours.append(seconds)
-            *seconds, their_values = time_pytrec_eval(run_path, qrels_path)
-            theirs.append(seconds)
-            cli_times.append(time_command(bm25lab_command(run_path, qrels_path), cwd))
-            if binary:
-                c_times.append(time_command(trec_eval_command(binary, run_path, qrels_path), cwd))
-        for label, times in (("bm25lab read + evaluate", ours), ("pytrec_eval parse + evaluate", theirs)):
-            walls = ", ".join(f"{w:.2f}" for w, _ in times)
-            print(f"{label:30s} wall median {statistics.median(w for w, _ in times):6.2f} s (runs {walls}); "
-                  f"CPU median {statistics.median(c for _, c in times):6.2f} s")
-        a, b = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in theirs)
-        ca, cb = statistics.median(c for _, c in ours), statistics.median(c for _, c in theirs)
-        print(f"ratio bm25lab / pytrec_eval:   wall {a / b:.3f}, CPU {ca / cb:.3f}")
-        cli = statistics.median(cli_times)
-        print(f"bm25lab evaluate (command):    median {cli:6.2f} s; ratio to pytrec_eval parse + evaluate {cli / b:.3f}")
-        if c_times:
-            c = statistics.median(c_times)
+            for label, timer in in_process.items():
+                *seconds, results[label] = timer(run_path, qrels_path)
+                times[label].append(tuple(seconds))
+            for label, command in commands.items():
+                loads.append(load())
+                times[label].append(time_command(command, cwd))
+        wall = {label: statistics.median(w for w, _ in runs) for label, runs in times.items()}
+        cpu = {label: statistics.median(c for _, c in runs) for label, runs in times.items()}
+        for label, runs in times.items():
+            walls = ", ".join(f"{w:.2f}" for w, _ in runs)
+            print(f"{label:36s} wall median {wall[label]:6.2f} s (runs {walls}); CPU median {cpu[label]:6.2f} s")
+        ours, theirs = "bm25lab read + evaluate", "pytrec_eval parse + evaluate"
+        print(f"ratio bm25lab / pytrec_eval (in process): wall {wall[ours] / wall[theirs]:.3f}, "
+              f"CPU {cpu[ours] / cpu[theirs]:.3f}")
+        cli = "bm25lab evaluate (command)"
+        print(f"ratio bm25lab evaluate (command) / pytrec_eval parse + evaluate: wall {wall[cli] / wall[theirs]:.3f}")
+        for label in in_process:
+            if label not in (ours, theirs):
+                print(f"ratio bm25lab evaluate (command) / {label}: wall {wall[cli] / wall[label]:.3f}")
+        if binary:
+            c = "trec_eval (C)"
             version = subprocess.run([binary, "-v"], capture_output=True, text=True)
             name = (version.stdout + version.stderr).strip() or binary
-            print(f"trec_eval (C, {name}):  median {c:6.2f} s; ratio bm25lab evaluate (command) / trec_eval {cli / c:.3f}")
+            print(f"trec_eval: {name}")
+            print(f"ratio bm25lab evaluate (command) / trec_eval: wall {wall[cli] / wall[c]:.3f}, "
+                  f"CPU {cpu[cli] / cpu[c]:.3f}  (issue 20's target: wall <= 0.333)")
         else:
             print("trec_eval (C): no trec_eval binary given or on PATH, not timed")
-        print(f"largest per-query difference from pytrec_eval: {agree(ours_values, their_values):.2e}")
+        print(f"1-min load average before each command run: {', '.join(loads)}; at the end {load()}")
+        print(f"largest per-query difference from pytrec_eval: {agree(results[ours], results[theirs]):.2e}")
+        if "ir_measures (pytrec_eval provider)" in results:
+            worst = max(mean_differences(results[ours], results["ir_measures (pytrec_eval provider)"]).values())
+            print(f"ir_measures means vs bm25lab: largest difference {worst:.2e} "
+                  f"({'agree' if worst <= 1e-12 else 'DISAGREE'} within 1e-12)")
+        if "ranx from_file + evaluate" in results:
+            differences = mean_differences(results[ours], results["ranx from_file + evaluate"])
+            print("ranx means vs bm25lab (ranx's own conventions, reported as they are): "
+                  + ", ".join(f"{m} {d:.1e}" for m, d in differences.items()))
 
 
 if __name__ == "__main__":

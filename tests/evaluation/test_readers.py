@@ -229,6 +229,101 @@ def test_fast_and_python_paths_give_the_same_run(rows, separator):
     assert run_rows(from_fast) == run_rows(from_slow)
 
 
+@pytest.mark.parametrize("text", [
+    "q Q0 d 1 2.0 t\nq  e 1 2.0 t\n",  # an empty Q0 (5 fields for the Python path: an error)
+    "q Q0 d 1 2.0 t\nq Q0 e  2.0 t\n",  # an empty rank
+    "q Q0 d 1 2.0 t\nq Q0 e 1 2.0 \n",  # an empty tag
+    "q Q0 d 1 2.0 t\n Q0 e 1 2.0 t\n",  # an empty query id
+    "q Q0 d 1 2.0 t\nq Q0 e 1 2.0 \r\n",  # an empty tag before CRLF
+])
+def test_an_empty_field_in_a_column_the_measures_do_not_read_sends_the_file_to_the_python_path(tmp_path, text):
+    # the fast path converts Q0, rank and tag dictionary-encoded and checks their dictionaries for ""
+    assert readers._parse_fast(text.encode(), readers.TREC_RUN, False) is None
+    with pytest.raises(InputError, match="run:2: expected 6 fields"):
+        read_run(write(tmp_path, "run", text))
+
+
+def _naive_has_empty_field(text: str, delimiter: str) -> bool:
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return any(line and "" in line.split(delimiter) for line in lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(["a", "b\x01", " ", "\t", "\n", "\r\n", "\n\n"]), min_size=1, max_size=40),
+       delimiter=st.sampled_from([" ", "\t"]), block=st.sampled_from([1, 2, 3, 1 << 16]))
+def test_the_empty_field_check_on_bytes_is_the_split_on_the_delimiter(pieces, delimiter, block):
+    text = "a" + "".join(pieces)  # the fast path starts at a line's first field
+    expected = _naive_has_empty_field(text, delimiter)
+    assert readers._has_empty_field(text.encode(), 0, delimiter, block_size=block) == expected
+    assert readers._has_empty_field(("\n\n" + text).encode(), 2, delimiter, block_size=block) == expected
+
+
+@pytest.mark.parametrize("text", ["q Q0 d 1 2.0 t\r\nq Q0 e 1 1.0 t\r\n", "q Q0 d 1 2.0 t\n\n\nq Q0 e 1 1.0 t\n\n"])
+def test_crlf_and_blank_lines_stay_on_the_fast_path(text):
+    fast = readers._parse_fast(text.encode(), readers.TREC_RUN, False)
+    slow = _slow_columns(text, readers.TREC_RUN)
+    assert fast is not None and fast.doc.to_pylist() == slow.doc == ["d", "e"]
+
+
+def test_a_run_in_rank_order_with_ties_equals_the_same_run_shuffled():
+    # in rank order, only the tied rows' documents move (in place); shuffled, every column is permuted
+    rng = np.random.default_rng(3)
+    qids, docs, scores = [], [], []
+    for q in range(30):
+        values = -np.sort(-rng.integers(0, 8, 40)).astype(np.float64)  # many ties, in rank order
+        names = rng.permutation([f"d{i}" for i in range(200)])[:40]
+        qids += [f"q{q}"] * 40
+        docs += list(names)
+        scores += list(values)
+    ordered = Run.from_columns(qids, docs, scores)
+    shuffle = rng.permutation(len(qids))
+    shuffled = Run.from_columns([qids[i] for i in shuffle], [docs[i] for i in shuffle], np.array(scores)[shuffle],
+                                qids=list(ordered.qids))
+    assert ordered.qids == shuffled.qids
+    assert ordered.doc_ids.to_pylist() == shuffled.doc_ids.to_pylist()
+    for name in ("offsets", "doc_hash", "score"):
+        assert np.array_equal(getattr(ordered, name), getattr(shuffled, name)), name
+    for qid in ordered.qids[:3]:  # the tie rule itself: score descending, then document id descending
+        ranked = ordered.ranked(qid)
+        assert ranked == sorted(ranked, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def test_dictionary_encoded_query_ids_give_the_run_and_qrels_of_plain_strings():
+    # the readers give the query ids dictionary-encoded; any dictionary (out of order, unused or
+    # repeated values across chunks) gives the codes of the plain strings
+    import pyarrow as pa
+
+    qids = ["b", "a", "b", "c", "a", "c"]
+    docs = ["1", "2", "3", "4", "5", "6"]
+    scores = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    plain = Run.from_columns(qids, docs, scores)
+    out_of_order = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1, 3, 0, 3], pa.int32()), pa.array(["a", "b", "x", "c"]))
+    chunked = pa.chunked_array([pa.array(qids[:3]).dictionary_encode(), pa.array(qids[3:]).dictionary_encode()])
+    for encoded in (out_of_order, chunked, pa.array(qids).dictionary_encode()):
+        run = Run.from_columns(encoded, docs, scores)
+        assert run.qids == plain.qids == ("b", "a", "c")
+        assert run_rows(run) == run_rows(plain)
+        assert np.array_equal(run.offsets, plain.offsets)
+        qrels = Qrels.from_columns(encoded, docs, [1, 0, 2, 1, 0, 3])
+        assert qrels.to_dict() == Qrels.from_columns(qids, docs, [1, 0, 2, 1, 0, 3]).to_dict()
+    listed = Run.from_columns(out_of_order, docs, scores, qids=["c", "z", "a", "b"])
+    assert listed.qids == ("c", "z", "a", "b") and run_rows(listed) == run_rows(Run.from_dict(listed.to_dict()))
+
+
+def test_reading_a_run_does_not_import_pandas(tmp_path):
+    # pyarrow's own conversions import pandas (0.15-0.3 s of a command's start); the readers avoid them
+    import subprocess
+    import sys
+
+    path = write(tmp_path, "run", "".join(f"q{i % 3} Q0 d{i} {i} {i % 5}.5 t\n" for i in range(50)))
+    qrels = write(tmp_path, "qrels", "q0 0 d3 1\nq1 0 d4 2\n")
+    code = (f"import sys; from bm25lab.evaluation import evaluate, read_qrels, read_run; "
+            f"evaluate(read_qrels({str(qrels)!r}), read_run({str(path)!r}), ['AP', 'nDCG@10', 'P@10']); "
+            f"print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.strip() == "False"
+
+
 @pytest.mark.parametrize("field", ["1e2", "+1", "007", "-0", "1.0", "-3", "4.5", "-0.5", "12"])
 def test_label_forms_read_the_same_on_both_paths(tmp_path, field):
     text = f"q 0 d {field}\n"
