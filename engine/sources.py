@@ -829,26 +829,42 @@ def _read_time_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: 
         yield line, _smart_id(found.group(1)), _joined(body)
 
 
-def _slash_records(path: Path) -> Iterator[GlasgowRecord]:
-    """NPL's records: a line holding a number (the id), the record's lines, a line ``/``."""
+def _numbered_records(path: Path, opener: re.Pattern[str], ending: Callable[[str], str | None], expected: str,
+                      unended: str, nested: str | None = None) -> Iterator[GlasgowRecord]:
+    """Records that open with a line ``opener`` matches (its group 1 the id; blank lines between
+    records skipped) and end with a line for which ``ending`` gives the text it adds (``None``: not an
+    end). ``expected`` is the error for any other line between records, ``unended`` (with ``{key}``) for
+    a record the file leaves open, ``nested`` (with ``{key}`` and ``{line}``), if given, for an opening
+    line inside a record."""
     line, key, body = 0, "", []  # type: tuple[int, str, list[str]]
     for lineno, raw in _lines(path):
         content = _strip_eol(raw)
         if line == 0:
             if not content.strip():
                 continue
-            number = _NUMERIC_ID.match(content)
-            if number is None:
-                raise InputError("expected a record's number on a line by itself (NPL: the number, the record's "
-                                 "lines, a line '/')", path, lineno)
-            line, key, body = lineno, _smart_id(number.group(1)), []
-        elif _NPL_END.match(content):
+            opened = opener.match(content)
+            if opened is None:
+                raise InputError(expected, path, lineno)
+            line, key, body = lineno, _smart_id(opened.group(1)), []
+            continue
+        last = ending(content)
+        if last is not None:
+            body.append(last)
             yield line, key, body
             line = 0
+        elif nested is not None and opener.match(content):
+            raise InputError(nested.format(key=key, line=line), path, lineno)
         else:
             body.append(content)
     if line:
-        raise InputError(f"record {key} is not ended by a line '/'", path, line)
+        raise InputError(unended.format(key=key), path, line)
+
+
+def _slash_records(path: Path) -> Iterator[GlasgowRecord]:
+    """NPL's records: a line holding a number (the id), the record's lines, a line ``/``."""
+    return _numbered_records(path, _NUMERIC_ID, lambda content: "" if _NPL_END.match(content) else None,
+                             "expected a record's number on a line by itself (NPL: the number, the record's "
+                             "lines, a line '/')", "record {key} is not ended by a line '/'")
 
 
 def _read_npl_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
@@ -870,27 +886,12 @@ def _read_npl_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: s
 
 def _lisa_records(path: Path) -> Iterator[GlasgowRecord]:
     """LISA's documents: ``Document 1``, the lines up to a line of asterisks."""
-    line, key, body = 0, "", []  # type: tuple[int, str, list[str]]
-    for lineno, raw in _lines(path):
-        content = _strip_eol(raw)
-        if line == 0:
-            if not content.strip():
-                continue
-            opened = _LISA_DOCUMENT.match(content)
-            if opened is None:
-                raise InputError("expected 'Document <number>' opening a record (LISA: the number, the title, a "
-                                 "blank line, the abstract, a line of asterisks)", path, lineno)
-            line, key, body = lineno, _smart_id(opened.group(1)), []
-        elif _LISA_END.match(content):
-            yield line, key, body
-            line = 0
-        elif _LISA_DOCUMENT.match(content):
-            raise InputError(f"'Document' line inside document {key} (opened at line {line}): a line of "
-                             f"asterisks ends each document", path, lineno)
-        else:
-            body.append(content)
-    if line:
-        raise InputError(f"document {key} is not ended by a line of asterisks", path, line)
+    return _numbered_records(path, _LISA_DOCUMENT, lambda content: "" if _LISA_END.match(content) else None,
+                             "expected 'Document <number>' opening a record (LISA: the number, the title, a "
+                             "blank line, the abstract, a line of asterisks)",
+                             "document {key} is not ended by a line of asterisks",
+                             nested="'Document' line inside document {key} (opened at line {line}): a line of "
+                                    "asterisks ends each document")
 
 
 def _read_lisa_file(path: Path, mapping: FieldMap) -> Iterator[Document]:
@@ -915,27 +916,14 @@ def _read_lisa_documents(source: Path, mapping: FieldMap = FieldMap()) -> Iterat
 
 def _read_lisa_queries(path: Path, mapping: FieldMap = FieldMap(), topic_field: str = "title") -> QueryLines:
     """LISA.QUE: the query's number on a line by itself, its text, ended by ``#``."""
-    line, qid, body = 0, "", []  # type: tuple[int, str, list[str]]
-    for lineno, raw in _lines(path):
-        content = _strip_eol(raw)
-        if line == 0:
-            if not content.strip():
-                continue
-            number = _NUMERIC_ID.match(content)
-            if number is None:
-                raise InputError("expected a query's number on a line by itself (LISA.QUE: the number, the text "
-                                 "ended by '#')", path, lineno)
-            line, qid, body = lineno, _smart_id(number.group(1)), []
-            continue
+    def ending(content: str) -> str | None:
         text = content.rstrip()
-        if text.endswith("#"):
-            body.append(text[:-1])
-            yield line, qid, _joined(body)
-            line = 0
-        else:
-            body.append(content)
-    if line:
-        raise InputError(f"query {qid} is not ended by '#'", path, line)
+        return text[:-1] if text.endswith("#") else None
+
+    for line, qid, body in _numbered_records(path, _NUMERIC_ID, ending, "expected a query's number on a line by "
+                                             "itself (LISA.QUE: the number, the text ended by '#')",
+                                             "query {key} is not ended by '#'"):
+        yield line, qid, _joined(body)
 
 
 _TIME_HEAD = re.compile(rb"^\*TEXT[ \t]+\S")
