@@ -67,6 +67,9 @@ def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field
         if query_id_field is not None or query_text_fields is not None:
             raise ParameterError(f"{spec} is a bundled collection: its queries' fields cannot be chosen "
                                  f"(query_id_field, query_text_fields are for a folder's queries file)")
+        if query_ids != "auto":
+            raise ParameterError(f"{spec} is a bundled collection, whose queries keep their ids: query_ids "
+                                 f"(--query-ids) is for a folder's queries file")
         c = corpora.get(str(spec))
         return Collection(c.name, c.language, c.documents, c.judged_queries, c.qrels_path, _fingerprint(c.docs_path))
     folder = Path(spec)

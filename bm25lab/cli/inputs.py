@@ -94,6 +94,12 @@ def queries(spec: str, format: Enum, topic_field: str, ids: Enum, id_field: Opti
     name = bundled(spec)
     if name is not None:
         check_no_query_fields(name, id_field, text_fields)
+        given = {"--query-format": format.value != "auto", "--topic-field": topic_field != "title",
+                 "--query-ids": ids.value != "given"}
+        if any(given.values()):
+            raise ParameterError(f"{name} is a bundled collection, whose queries are read as they are: "
+                                 f"{', '.join(option for option, chosen in given.items() if chosen)} "
+                                 f"{'is' if sum(given.values()) == 1 else 'are'} for queries files")
         return corpora.get(name).queries()
     if not Path(spec).exists():
         raise _neither(spec, "queries file")
@@ -119,6 +125,9 @@ def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
     rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
+        if format.value not in ("auto", "trec"):
+            raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
+                                 f"{format.value} is for qrels files")
         return read_qrels(corpora.get(name).qrels_path, format="trec", **rules)
     if not Path(spec).exists():
         raise _neither(spec, "qrels file")

@@ -92,6 +92,15 @@ def test_run_with_other_field_names_and_the_error_without_them(lecard, tmp_path)
     assert error_line(2, "run", lecard / "idx", "lecard-10q", "--out", tmp_path / "b.run", "--query-id-field",
                       "ridx") == ("lecard-10q is a bundled collection: --query-id-field and --query-text-fields are "
                                   "for queries files")
+    # nor do the other query options apply to it: refused, never silently ignored
+    assert error_line(2, "run", lecard / "idx", "lecard-10q", "--out", tmp_path / "b.run", "--query-ids",
+                      "position") == ("lecard-10q is a bundled collection, whose queries are read as they are: "
+                                      "--query-ids is for queries files")
+    assert error_line(2, "run", lecard / "idx", "lecard-10q", "--out", tmp_path / "b.run", "--query-format", "tsv",
+                      "--topic-field", "desc").endswith("--query-format, --topic-field are for queries files")
+    assert error_line(2, "evaluate", "lecard-10q", LECARD_RAW, "--qrels-format", "beir") == (
+        "lecard-10q is a bundled collection, whose qrels are TREC qrels: --qrels-format beir is for qrels files")
+    assert not (tmp_path / "b.run").exists()
     # TREC topics pick their fields with --topic-field
     topics = tmp_path / "t.trec"
     topics.write_text("<top>\n<num> 1\n<title> 盗窃\n</top>\n", encoding="utf-8")
@@ -126,3 +135,6 @@ def test_experiment_on_a_folder_takes_the_query_fields(lecard, tmp_path):
     assert named == converted and named["queries"] == 3 and named["mean"]["nDCG@10"] > 0
     assert error_line(2, "experiment", "cranfield", "--query-text-fields", "text").startswith(
         "cranfield is a bundled collection")
+    assert error_line(2, "experiment", "cranfield", "--query-ids", "position") == (
+        "cranfield is a bundled collection, whose queries keep their ids: query_ids (--query-ids) is for a folder's "
+        "queries file")
