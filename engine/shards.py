@@ -270,16 +270,8 @@ def load_counts(directory: Path, record: Mapping[str, Any], pins: storage.Pins |
 
 
 def read_manifest_bytes(directory: Path) -> bytes:
-    path = directory / MANIFEST
-    if not directory.is_dir():
-        raise IndexFormatError(f"{directory}: no such index directory")
-    if not path.is_file():
-        raise IndexFormatError(f"{directory}: not a sharded bm25lab index (no {MANIFEST}); build one with "
-                               f"`bm25lab index --shards N`")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise IndexFormatError(f"{path}: unreadable manifest ({exc.strerror or exc})") from None
+    return storage.manifest_bytes(directory, MANIFEST, lambda: f"not a sharded bm25lab index (no {MANIFEST}); "
+                                                               f"build one with `bm25lab index --shards N`")
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:

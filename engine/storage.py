@@ -56,7 +56,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -210,27 +210,25 @@ class Journal:
         if not names:
             return
         assert all(_JOURNALED.fullmatch(name) for name in names), names
-        created = not self.path.exists()
-        with writing(self.path):
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                fsync_path(self.directory)
+        self._write(os.O_APPEND, names, new=not self.path.exists())
         checkpoint("journaled")
 
     def keep_only(self, names: list[str]) -> None:
         """Rewrite the journal to hold ``names`` (empty: truncate it)."""
+        self._write(os.O_TRUNC, names)
+
+    def _write(self, mode: int, names: Iterable[str], new: bool = False) -> None:
+        """Write ``names`` a line each to the journal opened with ``mode`` (append or truncate), synced,
+        and its folder too when the journal is ``new``."""
         with writing(self.path):
-            fd = os.open(self.path, os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | mode | os.O_CREAT, 0o644)
             try:
                 os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if new:
+                fsync_path(self.directory)
 
 
 def settle(directory: Path) -> None:
@@ -493,20 +491,31 @@ def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: se
 # Reading
 
 
-def read_manifest_bytes(directory: Path) -> bytes:
-    """The raw bytes of ``directory``'s manifest (IndexFormatError when there is none)."""
-    path = directory / MANIFEST
+def manifest_bytes(directory: Path, name: str, missing: Callable[[], str]) -> bytes:
+    """The raw bytes of the manifest ``name`` in ``directory``: an IndexFormatError when the folder does
+    not exist, ``missing()`` (what the folder is instead) when it holds no such file, or the file
+    cannot be read."""
+    path = directory / name
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
     if not path.is_file():
-        if (directory / SHARDED_MANIFEST).is_file():
-            raise IndexFormatError(f"{directory}: a sharded index, which this takes only as a whole "
-                                   f"(bm25lab.engine.shards.ShardedIndex), not as one index")
-        raise IndexFormatError(f"{directory}: not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`")
+        raise IndexFormatError(f"{directory}: {missing()}")
     try:
         return path.read_bytes()
     except OSError as exc:
         raise IndexFormatError(f"{path}: unreadable manifest ({exc.strerror or exc})") from None
+
+
+def read_manifest_bytes(directory: Path) -> bytes:
+    """The raw bytes of ``directory``'s manifest (IndexFormatError when there is none)."""
+
+    def missing() -> str:
+        if (directory / SHARDED_MANIFEST).is_file():
+            return ("a sharded index, which this takes only as a whole (bm25lab.engine.shards.ShardedIndex), "
+                    "not as one index")
+        return f"not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`"
+
+    return manifest_bytes(directory, MANIFEST, missing)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
