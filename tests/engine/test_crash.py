@@ -160,6 +160,34 @@ def restore(saved: Path, index_dir: Path) -> None:
     shutil.copytree(saved, index_dir)
 
 
+def growth_ops(rng: random.Random, state: Docs, index_dir: Path, tmp_path: Path, sizes: tuple[int, int, int, int],
+               index_args: list[str]) -> dict[str, Callable[[], tuple[list[str], Docs]]]:
+    """The four changes the kill tests interrupt, each as (its command, the documents after it): an
+    add replacing ``sizes[0]`` documents and adding ``sizes[1]``, a delete of ``sizes[2]``, an optimize,
+    and an ``index --overwrite`` of ``sizes[3]`` new documents (with ``index_args``)."""
+    keep, new, gone, reset = sizes
+
+    def op_add() -> tuple[list[str], Docs]:
+        existing = rng.sample(sorted(state), k=keep)
+        added = synthetic(rng, existing + [f"n{i}" for i in range(new)], salt="salt")
+        return ["add", str(index_dir), str(write_jsonl(tmp_path / "add.jsonl", added)), "--workers", "1"], \
+            {**state, **added}
+
+    def op_delete() -> tuple[list[str], Docs]:
+        victims = rng.sample(sorted(state), k=gone)
+        return ["delete", str(index_dir), *victims], {k: v for k, v in state.items() if k not in victims}
+
+    def op_optimize() -> tuple[list[str], Docs]:
+        return ["optimize", str(index_dir)], dict(state)
+
+    def op_overwrite() -> tuple[list[str], Docs]:
+        fresh = synthetic(rng, [f"r{i}" for i in range(reset)], salt="salt")
+        return ["index", str(write_jsonl(tmp_path / "reset.jsonl", fresh)), "--out", str(index_dir), *index_args,
+                "--overwrite"], fresh
+
+    return {"add": op_add, "delete": op_delete, "optimize": op_optimize, "index --overwrite": op_overwrite}
+
+
 def test_kill_at_every_step_leaves_before_or_after(tmp_path: Path, forker: Forker) -> None:
     rng = random.Random(20240607)
     index_dir = tmp_path / "idx"
@@ -172,26 +200,8 @@ def test_kill_at_every_step_leaves_before_or_after(tmp_path: Path, forker: Forke
     state = observed(index_dir)
     assert len(state) == 396 and Index.load(index_dir).num_segments == 2
 
-    def op_add() -> tuple[list[str], Docs]:
-        existing = rng.sample(sorted(state), k=40)
-        new = synthetic(rng, existing + [f"n{i}" for i in range(150)], salt="salt")
-        return ["add", str(index_dir), str(write_jsonl(tmp_path / "add.jsonl", new)), "--workers", "1"], \
-            {**state, **new}
-
-    def op_delete() -> tuple[list[str], Docs]:
-        gone = rng.sample(sorted(state), k=60)
-        return ["delete", str(index_dir), *gone], {k: v for k, v in state.items() if k not in gone}
-
-    def op_optimize() -> tuple[list[str], Docs]:
-        return ["optimize", str(index_dir)], dict(state)
-
-    def op_overwrite() -> tuple[list[str], Docs]:
-        reset = synthetic(rng, [f"r{i}" for i in range(200)], salt="salt")
-        return ["index", str(write_jsonl(tmp_path / "reset.jsonl", reset)), "--out", str(index_dir),
-                "--language", "whitespace", "--overwrite", "--workers", "1"], reset
-
-    ops: dict[str, Callable[[], tuple[list[str], Docs]]] = {
-        "add": op_add, "delete": op_delete, "optimize": op_optimize, "index --overwrite": op_overwrite}
+    ops = growth_ops(rng, state, index_dir, tmp_path, (40, 150, 60, 200),
+                     ["--language", "whitespace", "--workers", "1"])
     saved = tmp_path / "saved"
     shutil.copytree(index_dir, saved)
     kills: dict[str, list[str]] = {}
@@ -287,26 +297,7 @@ def test_kill_at_every_step_of_a_sharded_change_leaves_before_or_after(tmp_path:
     state = observed_sharded(index_dir)
     assert len(state) == 156 and shards.ShardedIndex.load(index_dir).num_segments == 4
 
-    def op_add() -> tuple[list[str], Docs]:
-        existing = rng.sample(sorted(state), k=10)
-        new = synthetic(rng, existing + [f"n{i}" for i in range(30)], salt="salt")
-        return ["add", str(index_dir), str(write_jsonl(tmp_path / "add.jsonl", new)), "--workers", "1"], \
-            {**state, **new}
-
-    def op_delete() -> tuple[list[str], Docs]:
-        gone = rng.sample(sorted(state), k=20)
-        return ["delete", str(index_dir), *gone], {k: v for k, v in state.items() if k not in gone}
-
-    def op_optimize() -> tuple[list[str], Docs]:
-        return ["optimize", str(index_dir)], dict(state)
-
-    def op_overwrite() -> tuple[list[str], Docs]:
-        reset = synthetic(rng, [f"r{i}" for i in range(60)], salt="salt")
-        return ["index", str(write_jsonl(tmp_path / "reset.jsonl", reset)), "--out", str(index_dir), *sharded,
-                "--overwrite"], reset
-
-    ops: dict[str, Callable[[], tuple[list[str], Docs]]] = {
-        "add": op_add, "delete": op_delete, "optimize": op_optimize, "index --overwrite": op_overwrite}
+    ops = growth_ops(rng, state, index_dir, tmp_path, (10, 30, 20, 60), sharded)
     saved = tmp_path / "saved"
     shutil.copytree(index_dir, saved)
     kills: dict[str, list[str]] = {}
