@@ -15,9 +15,18 @@ runs sharded indexes (:class:`ShardedIndex`) on a Dask cluster (the ``distribute
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from .engine.lazy import lazy_exports
+# Installed, the sub-packages engine, evaluation and corpora sit in this folder. In a checkout they are
+# the top-level folders beside it (pyproject.toml maps them): when the checkout's own bm25lab/ is the
+# one imported (``python -m pytest`` or ``python -c`` at the checkout's root put it first on sys.path),
+# they are found there, as the installation would find them.
+if not os.path.isdir(os.path.join(__path__[0], "engine")) and os.path.isfile(
+        os.path.join(__path__[0], os.pardir, "pyproject.toml")):
+    __path__.append(os.path.dirname(os.path.abspath(__path__[0])))
+
+from .engine.lazy import lazy_exports  # noqa: E402 (the sub-packages are found once __path__ is set)
 
 __version__ = "0.2.0"
 

@@ -62,3 +62,16 @@ def test_compare_and_tune_are_exported() -> None:
     from bm25lab.evaluation.tuning import tune
 
     assert bm25lab.compare is compare and bm25lab.tune is tune and {"compare", "tune"} <= set(bm25lab.__all__)
+
+
+def test_the_checkout_itself_imports_as_the_installation_does() -> None:
+    # at the checkout's root, `python -m pytest` and `python -c` import its bm25lab/ folder ahead of the
+    # installed package; its sub-packages are the top-level folders (a non-editable install failed here)
+    root = Path(__file__).resolve().parents[1]
+    code = ("import bm25lab, bm25lab.engine, bm25lab.evaluation, bm25lab.corpora; "
+            "print(bm25lab.__file__); print(bm25lab.engine.__file__); print(bm25lab.Index.__module__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    front, engine, index = done.stdout.split()
+    assert Path(front) == root / "bm25lab" / "__init__.py" and Path(engine) == root / "engine" / "__init__.py"
+    assert index == "bm25lab.engine.index"
