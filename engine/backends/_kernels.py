@@ -13,11 +13,14 @@ those terms only update the documents that still can (galloping through their po
 documents are dropped as their bound falls below it. The documents kept receive every term, so the
 results are exactly the unpruned ones. Look-ups pay only while the candidates are few enough to
 list; past that the per-document arrays are walked in order and every remaining term is added in
-full. The top k: for a small k a heap (started at the k-th best of the first-listed documents); for
-k >= 64 a histogram of the scores (first of a sample of the documents) gives a floor of the k-th,
-and the few documents above it are sorted (an LSD radix sort on the float bits, runs of equal scores
-by document id). The per-document scores start at -0.0, which no sum of weights gives, so they also
-tell which documents were scored: adding a posting writes nothing else.
+full (then a histogram of the scores' float bits, one bucket per 1/128 of a binade, of every 16th
+document gives a floor of the k-th best, and one pass lists the documents at or above it while it
+clears the scores: if the sample promised too much, the terms are added again and every document
+counted). The top k: for a small k a heap (started at the k-th best of the first-listed documents);
+for k >= 64 the candidates at or above a floor of the k-th are cut to the k-th by quickselect and
+sorted (an LSD radix sort on the float bits, runs of equal scores by document id). The
+per-document scores start at -0.0, which no sum of weights gives, so they also tell which documents
+were scored: adding a posting writes nothing else.
 
 Building (:func:`encode_tokens`, :func:`group_by_term`, :func:`sort_terms`, :func:`joined_terms`):
 the vocabulary is a hash table in arrays; a chunk's tokens, joined by spaces, are hashed from their
@@ -130,54 +133,6 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
 # A dense selection takes its first floor from a histogram of every _SAMPLE-th document's score
 # (when the documents are many next to k), checked by counting: a sample can only cost a second pass
 _SAMPLE = 16
-
-
-@njit(cache=True, nogil=True)
-def _dense_select(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray,
-                  keep: np.ndarray, buf: np.ndarray, hs: np.ndarray, hr: np.ndarray, hd: np.ndarray,
-                  out_docs: np.ndarray, out_scores: np.ndarray) -> int:
-    """:func:`_select` of the scored documents (all weights >= 0, ``top`` above every score) without
-    listing them all: a histogram of their scores over ``[const, top)`` gives a floor of the k-th
-    best (the lower edge of the bucket where the count from the top reaches k, less a margin for
-    rounding), one pass lists the documents at or above it, and a crowded bucket is histogrammed
-    again (:func:`_refine_floor`).
-
-    The histogram is first made of every :data:`_SAMPLE`-th document only, its floor set where the
-    sample holds about twice its share of k; exactness needs only that at least k documents are
-    listed (then the k-th best score is at or above the floor, and so is every document of the top
-    k, ties included), which the listing counts: when the sample promised too much, the histogram
-    of every document is made and the documents listed again."""
-    bits = acc.view(np.int64)
-    n = acc.shape[0]
-    scale = _BUCKETS / (top - const)
-    stride = _SAMPLE if n >= 64 * k else 1
-    while True:
-        # four interleaved histograms: the unscored documents all add 0 to one bucket, and a single
-        # histogram would chain those adds through memory
-        counts4 = np.zeros((4, _BUCKETS), np.int64)
-        for i in range(np.uint64(n // stride + (n % stride > 0))):
-            d = i * np.uint64(stride)
-            counts4[i & np.uint64(3), min(max(int(acc[d] * scale), 0), _BUCKETS - 1)] += bits[d] != _NO_POSTING
-        wanted = k if stride == 1 else 2 * (k // stride) + 16
-        b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, wanted)
-        floor = -np.inf  # k or fewer documents: all of them
-        edge = const
-        if b >= 0:
-            edge = const + b / scale
-            floor = edge - _MARGIN * (abs(edge) + abs(top) + abs(const))
-        m = 0
-        for d in range(np.uint64(n)):
-            if acc[d] + const >= floor and bits[d] != _NO_POSTING:
-                keep[m] = d
-                m += 1
-        if m >= k or b < 0 or stride == 1:
-            break
-        stride = 1  # the sample promised more documents than there are: count every one
-    if b >= 0 and m > _SORT_MAX * k:
-        floor = _refine_floor(keep, m, acc, const, k, edge, top if stride > 1 else const + (b + 1) / scale, floor, 2)
-    return _select(keep, m, acc, const, id_rank, k, floor, keep, buf, hs, hr, hd, out_docs, out_scores)
-
-
 # From this k on, the top k is found by sorting the candidates at or above a histogram floor of the
 # k-th score, while they are at most _SORT_MAX times k (a heap beats both for a small k: its root
 # is high from the start); with more candidates than that, the floor is taken first.
@@ -413,6 +368,179 @@ def _select_in_place(a: np.ndarray, n: int, kth: int) -> float:
     return a[kth]
 
 
+# A dense selection's histograms are of the scores' float64 bits (non-negative values order as their
+# bits): a bucket is 1/128 of a binade (the exponent and the top 7 bits of the mantissa), so the
+# 4096 buckets follow the scores 32 binades down from the best, where a common term's small weights
+# crowd (a histogram of equal widths puts them all in its lowest bucket: a query with a few rare
+# terms and one in almost every document, k above the rare terms' documents, listed them all)
+_LOG_SHIFT = np.uint64(45)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _as_bits(x: float) -> int:
+    return np.array([x]).view(np.int64)[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _as_float(b: int) -> float:
+    return np.array([b], np.int64).view(np.float64)[0]
+
+
+@njit(cache=True, nogil=True)
+def _dense_floor(acc: np.ndarray, const: float, k: int, top: float, stride: int) -> float:
+    """A floor of the k-th best final score (``acc[d] + const``; ``acc`` >= 0 where scored, ``top``
+    above every ``acc``): the lower edge of the highest bucket of a histogram of the scores' bits
+    that, with the buckets above it, holds k documents (of every ``stride``-th document: about twice
+    its share of k, a floor that is then usually, not always, low enough); -inf if none."""
+    bits = acc.view(np.int64)
+    n = acc.shape[0]
+    base = (_as_bits(top) >> _LOG_SHIFT) - (_BUCKETS - 1)
+    counts4 = np.zeros((4, _BUCKETS), np.int64)
+    for i in range(np.uint64(n // stride + (n % stride > 0))):
+        d = i * np.uint64(stride)
+        x = bits[d]
+        counts4[i & np.uint64(3), min(max((x >> _LOG_SHIFT) - base, 0), _BUCKETS - 1)] += x != _NO_POSTING
+    wanted = k if stride == 1 else 2 * (k // stride) + 16
+    b = _bucket_reaching(counts4[0] + counts4[1] + counts4[2] + counts4[3], 0, wanted)
+    if b <= 0:
+        return -np.inf
+    edge = _as_float((b + base) << _LOG_SHIFT)
+    return (edge + const) - _MARGIN * (edge + top + abs(const))
+
+
+@njit(cache=True, nogil=True)
+def _list_and_clear(acc: np.ndarray, const: float, floor: float, keep: np.ndarray, buf: np.ndarray) -> int:
+    """List the scored documents with ``acc[d] + const >= floor`` in ``keep`` and their scores in
+    ``buf`` (returns how many), setting every ``acc[d]`` back to -0.0 in the same pass."""
+    bits = acc.view(np.int64)
+    n = acc.shape[0]
+    m = 0
+    low = (floor - const) - _MARGIN * (abs(floor) + abs(const))
+    if low > 0.0:
+        # an integer comparison passes over most documents: below ``low`` (which is below every
+        # acc[d] that reaches the floor) no score can, and -0.0 has the lowest bits of all
+        low_bits = _as_bits(low)
+        for d in range(np.uint64(n)):
+            if bits[d] >= low_bits:
+                s = acc[d] + const
+                if s >= floor:
+                    keep[m] = d
+                    buf[m] = s
+                    m += 1
+            acc[d] = -0.0
+    else:
+        for d in range(np.uint64(n)):
+            s = acc[d] + const
+            if s >= floor and bits[d] != _NO_POSTING:
+                keep[m] = d
+                buf[m] = s
+                m += 1
+            acc[d] = -0.0
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _narrow_pairs(docs: np.ndarray, scores: np.ndarray, m: int, k: int) -> int:
+    """Keep of ``docs[:m]``/``scores[:m]`` (``m > k``) those at or above a floor of the k-th best
+    score (histograms of the scores, a crowded bucket histogrammed again, twice at most); returns
+    how many are kept: at least ``k``, every document of the top k, ties included."""
+    lo = np.inf
+    hi = -np.inf
+    for i in range(m):
+        lo = min(lo, scores[i])
+        hi = max(hi, scores[i])
+    floor = lo
+    hi = np.nextafter(hi, np.inf)
+    counts = np.zeros(_BUCKETS, np.int64)
+    for _ in range(2):
+        if not hi > lo:
+            break
+        counts[:] = 0
+        scale = _BUCKETS / (hi - lo)
+        above = 0
+        for i in range(m):
+            s = scores[i]
+            if s >= hi:
+                above += 1
+            elif s >= lo:
+                counts[min(int((s - lo) * scale), _BUCKETS - 1)] += 1
+        b = _bucket_reaching(counts, above, k)
+        if b < 0:
+            break
+        edge = lo + b / scale
+        floor = max(floor, edge - _MARGIN * (abs(edge) + abs(lo) + abs(hi)))
+        if counts[b] <= max(k // 4, 64):
+            break
+        lo, hi = edge, lo + (b + 1) / scale
+    c = 0
+    for i in range(m):
+        if scores[i] >= floor:
+            docs[c] = docs[i]
+            scores[c] = scores[i]
+            c += 1
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _best_pairs(docs: np.ndarray, scores: np.ndarray, m: int, id_rank: np.ndarray, k: int, scratch: np.ndarray,
+                out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """The best ``k`` of the documents ``docs[:m]`` with final scores ``scores[:m]`` into the output
+    rows, best first (score descending, then id rank descending): the k-th best score by quickselect
+    (after :func:`_narrow_pairs` when they are many), the documents at or above it sorted."""
+    if m > _SORT_MAX * k:
+        m = _narrow_pairs(docs, scores, m, k)
+    if m > k:
+        for i in range(m):
+            scratch[i] = scores[i]
+        kth = _select_in_place(scratch, m, m - k)
+        c = 0
+        for i in range(m):
+            if scores[i] >= kth:
+                docs[c] = docs[i]
+                scores[c] = scores[i]
+                c += 1
+        m = c
+    for i in range(m):
+        scratch[i] = -scores[i]
+    order = _radix_order(scratch, m)
+    n = min(k, m)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < m and scores[order[j]] == scores[order[i]]:
+            j += 1
+        if j - i > 1:
+            _by_rank_desc(order, i, j, docs, id_rank)
+        i = j
+    for i in range(n):
+        out_docs[i] = docs[order[i]]
+        out_scores[i] = scores[order[i]]
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _dense_top_k(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray, keep: np.ndarray,
+                 buf: np.ndarray, scratch: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """The top k once every term is added in full (weights >= 0, every ``acc`` below ``top``),
+    leaving ``acc`` all -0.0; -1 (and ``acc`` cleared) when the floor a sample gave proved too high:
+    the caller then adds the terms again and calls :func:`_dense_top_k_exact`."""
+    stride = _SAMPLE if acc.shape[0] >= 64 * k else 1
+    floor = _dense_floor(acc, const, k, top, stride)
+    m = _list_and_clear(acc, const, floor, keep, buf)
+    if m < k and stride > 1 and floor > -np.inf:
+        return -1
+    return _best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores)
+
+
+@njit(cache=True, nogil=True)
+def _dense_top_k_exact(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray, keep: np.ndarray,
+                       buf: np.ndarray, scratch: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+    """:func:`_dense_top_k` with the histogram of every document: its floor never leaves out one of the top k."""
+    floor = _dense_floor(acc, const, k, top, 1)
+    m = _list_and_clear(acc, const, floor, keep, buf)
+    return _best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _subset(k: int) -> int:
     """How many of the first candidates a threshold is taken from (its cost, and its strength)."""
@@ -441,6 +569,10 @@ def _gallop(doc_nums: np.ndarray, pos: int, hi: int, d: int) -> int:
 _KEPT = 1
 # a search stops listing its candidates once they could exceed n_docs / _DENSE
 _DENSE = 16
+# a term reaches the kept documents by galloping when its postings are more than _GALLOP times them
+# (measured on the Zipf benchmark: with 8, galloping to a few thousand kept documents through lists
+# of 10^5 postings cost more than adding the whole lists)
+_GALLOP = 64
 
 
 @njit(cache=True, nogil=True)
@@ -448,8 +580,9 @@ def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarr
                       weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
     """Add a term's weights (postings ``lo:hi``) to the kept documents ``docs[:n]`` (ascending, marked
     ``_KEPT`` in ``marks``) that have it: galloping from one kept document to the next when they are
-    few next to the postings, else one pass over the postings checking the marks."""
-    if n * 8 < hi - lo:
+    few next to the postings (a gallop costs some dozens of postings' checks), else one pass over
+    the postings checking the marks."""
+    if n * _GALLOP < hi - lo:
         pos = lo
         for i in range(n):
             d = docs[i]
@@ -565,7 +698,15 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     else:
         if prune and k >= _SORT_K:
             top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
-            count = _dense_select(acc, const, k, top, id_rank, keep, buf, hs, hr, hd, out_docs, out_scores)
+            scratch = cand.view(np.float64)  # the listed documents are no longer needed: acc is cleared whole
+            count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores)
+            if count < 0:
+                for i in range(m):
+                    j = order[i]
+                    for p in range(np.uint64(starts[j]), np.uint64(ends[j])):
+                        acc[np.uint32(doc_nums[p])] += weights[p] if mult[j] == 1.0 else weights[p] * mult[j]
+                count = _dense_top_k_exact(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores)
+            return count
         else:
             # the k-th best final score of the documents listed before the switch (those of the
             # heaviest terms, often the best) is a floor of the k-th best of all: the heap then

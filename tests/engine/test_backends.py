@@ -351,3 +351,51 @@ def test_a_dense_selection_whose_sample_promises_too_much_counts_every_document(
     terms = [scorer.query_terms(["alpha"]), scorer.query_terms(["alpha", "beta"])]
     for k in (64, 100, 300):
         _assert_compiled_equals_numpy(scorer, terms, k, Params("lucene", 1.2, 0.75).resolved(), threads=1, single=True)
+
+
+@pytest.mark.parametrize("variant", ["lucene", "bm25+"])
+def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
+    # a few rare terms and one that almost every document holds with a tiny weight: for k above the
+    # rare terms' documents the k-th best score is a common-term-only score, thousands of times below
+    # the best; the dense selection's histogram must still find a floor near it (and when it cannot,
+    # list and narrow the crowd) without losing one document of the top k or its order
+    from bm25lab.engine import Index, Tokenizer
+
+    rng = np.random.default_rng(11)
+    n_docs = 40_000
+    docs = []
+    for i in range(n_docs):
+        words = ["common"] * int(rng.integers(1, 4)) if i % 97 else []
+        words += [f"filler{rng.integers(0, 5_000)}" for _ in range(int(rng.integers(3, 40)))]
+        if i % 211 == 0:
+            words.append("rare")
+        if i % 53 == 0:
+            words.append("scarce")
+        docs.append((f"d{i}", " ".join(words)))
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in (["rare", "common"], ["rare", "scarce", "common"], ["common"],
+                                              ["scarce", "common", "common"])]
+    params = Params(variant, 1.2, 0.75).resolved()
+    for k in (64, 200, 1_000, 5_000):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
+
+
+def test_the_dense_floor_never_rises_above_the_kth_best_score() -> None:
+    # the histogram of the scores' bits over every document: at least k documents at or above the
+    # floor, whatever the spread of the scores (here over 60 binades, with crowds and exact ties)
+    from bm25lab.engine.backends import _kernels
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n = int(rng.integers(100, 5_000))
+        acc = np.exp2(rng.uniform(-60, 4, n)) if trial % 2 else rng.choice(rng.random(7) * 3, n)
+        acc[rng.random(n) < 0.3] = -0.0  # documents without a posting
+        const = float(rng.choice([0.0, 0.5, 3.0]))
+        scored = acc[np.signbit(acc) == 0]
+        top = float(scored.max()) * (1 + 1e-9) + 1e-9 if scored.size else 1.0
+        for k in (1, 10, 64, 500):
+            floor = _kernels._dense_floor(acc, const, k, top, 1)
+            if scored.size >= k:
+                kth = np.sort(scored + const)[-k]
+                assert floor <= kth and int(np.sum(scored + const >= floor)) >= k
