@@ -130,8 +130,8 @@ def _refine_floor(cand: np.ndarray, nc: int, acc: np.ndarray, const: float, k: i
     return floor
 
 
-# A dense selection takes its first floor from a histogram of every _SAMPLE-th document's score
-# (when the documents are many next to k), checked by counting: a sample can only cost a second pass
+# A dense selection takes its floor from a histogram of every _SAMPLE-th document's score (when the
+# documents are many next to k), checked by counting: a sample can only cost a second pass
 _SAMPLE = 16
 # From this k on, the top k is found by sorting the candidates at or above a histogram floor of the
 # k-th score, while they are at most _SORT_MAX times k (a heap beats both for a small k: its root
@@ -405,7 +405,7 @@ def _dense_floor(acc: np.ndarray, const: float, k: int, top: float, stride: int)
     if b <= 0:
         return -np.inf
     edge = _as_float((b + base) << _LOG_SHIFT)
-    return (edge + const) - _MARGIN * (edge + top + abs(const))
+    return (edge + const) - _MARGIN * (edge + abs(top) + abs(const))
 
 
 @njit(cache=True, nogil=True)
@@ -520,24 +520,17 @@ def _best_pairs(docs: np.ndarray, scores: np.ndarray, m: int, id_rank: np.ndarra
 
 @njit(cache=True, nogil=True)
 def _dense_top_k(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray, keep: np.ndarray,
-                 buf: np.ndarray, scratch: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
+                 buf: np.ndarray, scratch: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray,
+                 sample: bool) -> int:
     """The top k once every term is added in full (weights >= 0, every ``acc`` below ``top``),
-    leaving ``acc`` all -0.0; -1 (and ``acc`` cleared) when the floor a sample gave proved too high:
-    the caller then adds the terms again and calls :func:`_dense_top_k_exact`."""
-    stride = _SAMPLE if acc.shape[0] >= 64 * k else 1
+    leaving ``acc`` all -0.0. With ``sample`` (and documents many next to k) the floor comes from
+    every :data:`_SAMPLE`-th document; when it proves too high, -1 (``acc`` cleared all the same):
+    the caller adds the terms again and calls it without ``sample``, which never leaves one out."""
+    stride = _SAMPLE if sample and acc.shape[0] >= 64 * k else 1
     floor = _dense_floor(acc, const, k, top, stride)
     m = _list_and_clear(acc, const, floor, keep, buf)
     if m < k and stride > 1 and floor > -np.inf:
         return -1
-    return _best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores)
-
-
-@njit(cache=True, nogil=True)
-def _dense_top_k_exact(acc: np.ndarray, const: float, k: int, top: float, id_rank: np.ndarray, keep: np.ndarray,
-                       buf: np.ndarray, scratch: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
-    """:func:`_dense_top_k` with the histogram of every document: its floor never leaves out one of the top k."""
-    floor = _dense_floor(acc, const, k, top, 1)
-    m = _list_and_clear(acc, const, floor, keep, buf)
     return _best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores)
 
 
@@ -596,6 +589,17 @@ def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarr
             d = np.uint32(doc_nums[p])
             if marks[d] == _KEPT:
                 acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_in_full(acc: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
+    """Add a term's weights (postings ``lo:hi``, times ``mult``) to every one of its documents."""
+    if mult == 1.0:
+        for p in range(np.uint64(lo), np.uint64(hi)):
+            acc[np.uint32(doc_nums[p])] += weights[p]
+    else:
+        for p in range(np.uint64(lo), np.uint64(hi)):
+            acc[np.uint32(doc_nums[p])] += weights[p] * mult
 
 
 # the canonical term order, compiled from its one definition
@@ -657,12 +661,8 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
                 cand[nc] = d  # branch-free: kept only if new
                 nc += bits[d] == _NO_POSTING
                 acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
-        elif w_mult == 1.0:
-            for p in range(np.uint64(lo), np.uint64(hi)):
-                acc[np.uint32(doc_nums[p])] += weights[p]
         else:
-            for p in range(np.uint64(lo), np.uint64(hi)):
-                acc[np.uint32(doc_nums[p])] += weights[p] * w_mult
+            _add_in_full(acc, doc_nums, weights, lo, hi, w_mult)
     if lookup_from < m:
         bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
         ns = 0
@@ -699,13 +699,11 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         if prune and k >= _SORT_K:
             top = (rest[0] + const) * (1.0 + _MARGIN) + _MARGIN  # above every score (weights >= 0)
             scratch = cand.view(np.float64)  # the listed documents are no longer needed: acc is cleared whole
-            count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores)
+            count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores, True)
             if count < 0:
                 for i in range(m):
-                    j = order[i]
-                    for p in range(np.uint64(starts[j]), np.uint64(ends[j])):
-                        acc[np.uint32(doc_nums[p])] += weights[p] if mult[j] == 1.0 else weights[p] * mult[j]
-                count = _dense_top_k_exact(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores)
+                    _add_in_full(acc, doc_nums, weights, starts[order[i]], ends[order[i]], mult[order[i]])
+                count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores, False)
             return count
         else:
             # the k-th best final score of the documents listed before the switch (those of the
