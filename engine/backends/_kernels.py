@@ -560,8 +560,11 @@ def _gallop(doc_nums: np.ndarray, pos: int, hi: int, d: int) -> int:
 
 # marks[d] during a search: _KEPT while the document is one of those the remaining terms update, else 0
 _KEPT = 1
-# a search stops listing its candidates once they could exceed n_docs / _DENSE
+# a search stops listing its candidates once they could exceed n_docs / _DENSE (n_docs / _DENSE_LARGE_K
+# for k >= _SORT_K: listing longer leaves more chances to prune, which pays for a large k and not for
+# a small one; measured on the Zipf benchmark, k = 10 and 1000)
 _DENSE = 16
+_DENSE_LARGE_K = 32
 # a term reaches the kept documents by galloping when its postings are more than _GALLOP times them
 # (measured on the Zipf benchmark: with 8, galloping to a few thousand kept documents through lists
 # of 10^5 postings cost more than adding the whole lists)
@@ -634,9 +637,10 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
     for i in range(m - 1, -1, -1):
         rest[i] = rest[i + 1] + upper[order[i]]
     nc = 0
-    # Candidates are listed in ``cand`` while they are few; past n_docs / _DENSE the per-document
+    # Candidates are listed in ``cand`` while they are few; past n_docs / dense the per-document
     # arrays are walked in order instead (and cleared whole), which beats random access then.
     tracked = True
+    dense = _DENSE_LARGE_K if k >= _SORT_K else _DENSE
     lookup_from = m
     theta = 0.0
     for i in range(m):
@@ -652,7 +656,7 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             if rest[i] < theta - _MARGIN * (abs(theta) + rest[0]):
                 lookup_from = i
                 break
-        if tracked and (nc + hi - lo) * _DENSE > n_docs:
+        if tracked and (nc + hi - lo) * dense > n_docs:
             tracked = False
         w_mult = mult[j]
         if tracked:
