@@ -561,8 +561,8 @@ def _gallop(doc_nums: np.ndarray, pos: int, hi: int, d: int) -> int:
 # marks[d] during a search: _KEPT while the document is one of those the remaining terms update, else 0
 _KEPT = 1
 # a search stops listing its candidates once they could exceed n_docs / _DENSE (n_docs / _DENSE_LARGE_K
-# for k >= _SORT_K: listing longer leaves more chances to prune, which pays for a large k and not for
-# a small one; measured on the Zipf benchmark, k = 10 and 1000)
+# for k >= _SORT_K: for a large k, pruning saves less and the dense selection costs little next to
+# it, so going dense sooner pays; for a small k it does not; measured on the Zipf benchmark)
 _DENSE = 16
 _DENSE_LARGE_K = 32
 # a term reaches the kept documents by galloping when its postings are more than _GALLOP times them
