@@ -34,7 +34,8 @@ from .errors import ParameterError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
 
-__all__ = ["CompiledJieba", "SEGMENTERS", "SEGMENTER_VARIABLE", "compiled_for", "segmenter", "unpack_terms"]
+__all__ = ["CompiledJieba", "SEGMENTERS", "SEGMENTER_VARIABLE", "compiled_for", "nfkc_many", "segmenter",
+           "unpack_terms"]
 
 SEGMENTER_VARIABLE = "BM25LAB_SEGMENTER"
 SEGMENTERS = {
@@ -130,6 +131,46 @@ class CompiledJieba:
     def _ends(self, codes: np.ndarray) -> np.ndarray:
         return self._kernels.cut_text(codes, self._table, self._parent, self._last, self._freq, self._log_freq,
                                       self._log_total, self._emit, self._start_p, self._trans, self._prev)
+
+
+def nfkc_many(texts: list[str]) -> list[str]:
+    """``[unicodedata.normalize("NFKC", t) for t in texts]``, several times faster on text that is not
+    normalised already (LeCaRD's full-width punctuation: 18 against 95 ns a character).
+
+    Every BMP character whose NFKC form is one other character is replaced by it, in numpy; where
+    the result is NFKC-normalised (``unicodedata.is_normalized``, C speed) it is the answer, else
+    the text is normalised by ``unicodedata``. Exact: NFKC(x) = compose(NFKD(x)), and NFKD of a
+    character's NFKC form is NFKD of the character (Unicode's stability), so the replacement leaves
+    NFKD, hence NFKC, of the whole text unchanged; a normalised result is therefore NFKC(x) itself.
+    """
+    import unicodedata
+
+    out = []
+    table = _nfkc_table()
+    for text in texts:
+        if unicodedata.is_normalized("NFKC", text):
+            out.append(text)
+            continue
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        mapped = np.where(codes < 65536, table[np.minimum(codes, 65535)], codes)
+        replaced = mapped.tobytes().decode("utf-32-le", "surrogatepass")
+        out.append(replaced if unicodedata.is_normalized("NFKC", replaced) else unicodedata.normalize("NFKC", text))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _nfkc_table() -> np.ndarray:
+    """Every BMP code point mapped to its NFKC form when that is one character, else to itself."""
+    import unicodedata
+
+    table = np.arange(65536, dtype=np.uint32)
+    for code in range(65536):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates: no normal form
+        form = unicodedata.normalize("NFKC", chr(code))
+        if len(form) == 1:
+            table[code] = ord(form)
+    return table
 
 
 def unpack_terms(joined: str, counts: list[int]) -> list[list[str]]:

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
-from .segmentation import compiled_for, segmenter, unpack_terms
+from .segmentation import compiled_for, nfkc_many, segmenter, unpack_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -670,7 +670,7 @@ class Tokenizer:
         compiled = self._compiled_cut()
         if compiled is None:
             return [self.tokenize(text) for text in texts]
-        return compiled.packed_terms([unicodedata.normalize("NFKC", text) for text in texts], self._stopset)
+        return compiled.packed_terms(nfkc_many(texts), self._stopset)
 
     def _compiled_cut(self) -> Any:
         """The compiled cut this tokenizer may take many texts at once with, if the process has it
@@ -749,7 +749,8 @@ class Tokenizer:
         if any(self._spec.needs_jieba(text) for text in sample):
             jt = _jieba_tokenizer(self._user_dict)
             if self._mode == "default" and _jieba_version() in _FAST_CUT_JIEBA_VERSIONS:
-                compiled_for(jt, int(self._work(sample)))
+                if compiled_for(jt, int(self._work(sample))) is not None:
+                    self._tokenize_packed(sample[:1])  # its tables and stopword trie made here, once
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bm25lab import corpora
 from bm25lab.engine import segmentation, tokenization
 from bm25lab.engine.errors import ParameterError
-from bm25lab.engine.segmentation import SEGMENTER_VARIABLE, SEGMENTERS, CompiledJieba, unpack_terms
+from bm25lab.engine.segmentation import SEGMENTER_VARIABLE, SEGMENTERS, CompiledJieba, nfkc_many, unpack_terms
 from bm25lab.engine.tokenization import Tokenizer, _jieba_tokenizer
 
 
@@ -91,6 +91,18 @@ def test_packed_terms_of_random_texts_keep_each_text_apart(monkeypatch, compiled
     normalised = [unicodedata.normalize("NFKC", text) for text in texts]
     assert unpack_terms(*compiled.packed_terms(normalised, tokenizer.stopwords)) == python_terms(
         monkeypatch, tokenizer, texts)
+
+
+def test_fast_nfkc_equals_unicodedata_on_whole_corpora_and_any_text() -> None:
+    texts = [d.full_text for d in corpora.get("lecard-10q").documents()] + cmrc_texts() + ODD_TEXTS + [
+        "㈱①Ⅻ ﬁ x² ｶﾞ ｱﾞ e\u0301 ᄀ\u1161 \ud800 Å Ω K", "\u0301，", "ＡＢＣ\u0301"]
+    assert nfkc_many(texts) == [unicodedata.normalize("NFKC", text) for text in texts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(), max_size=30), max_size=5))
+def test_fast_nfkc_equals_unicodedata_on_random_text(texts: list[str]) -> None:
+    assert nfkc_many(texts) == [unicodedata.normalize("NFKC", text) for text in texts]
 
 
 def test_unpacking_refuses_counts_that_do_not_match() -> None:
