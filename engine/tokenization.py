@@ -667,20 +667,20 @@ class Tokenizer:
         and the whole text goes through jieba's precise cut (``zh``, ``mode="default"``): then one
         string of all the terms and their counts (:func:`~bm25lab.engine.segmentation.unpack_terms`),
         which a worker process hands back several times cheaper than lists of strings."""
-        compiled = self._compiled_cut()
+        compiled = self._compiled_cut(texts)
         if compiled is None:
             return [self.tokenize(text) for text in texts]
         return compiled.packed_terms(nfkc_many(texts), self._stopset)
 
-    def _compiled_cut(self) -> Any:
-        """The compiled cut this tokenizer may take many texts at once with, if the process has it
-        already (``compiled_for(..., 0)`` counts no work: :meth:`tokenize` counts it text by text)."""
+    def _compiled_cut(self, texts: list[str]) -> Any:
+        """The compiled cut this tokenizer may take ``texts`` at once with, when it may be used and
+        pays (their characters are counted ahead: a large chunk loads it at once)."""
         if not (self._spec.whole_text_jieba and self._mode == "default"):
             return None
         jt = _jieba_tokenizer(self._user_dict)
         if sys.modules["jieba"].__version__ not in _FAST_CUT_JIEBA_VERSIONS:
             return None
-        return compiled_for(jt, 0)
+        return compiled_for(jt, sum(map(len, texts)))
 
     def config(self) -> dict[str, Any]:
         """Self-contained, JSON-serialisable description of the analysis chain."""

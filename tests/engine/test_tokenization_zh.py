@@ -181,3 +181,29 @@ def test_lecard_runs_exactly_as_on_an_index_built_with_jiebas_own_cut(monkeypatc
     qrels = bm25lab.read_qrels(lecard.qrels_path)
     assert bm25lab.evaluate(qrels, fast_run, DEFAULT_MEASURES) == bm25lab.evaluate(qrels, reference_run,
                                                                                    DEFAULT_MEASURES)
+
+
+def test_a_chunk_worth_the_compiled_cut_takes_it_at_once(monkeypatch, compiled, tmp_path) -> None:
+    from bm25lab.engine.backends import numba_backend
+
+    user_dict = tmp_path / "user.txt"
+    user_dict.write_text("专用词 5\n", encoding="utf-8")
+    tokenizer = Tokenizer("zh", user_dict=user_dict)
+    jt = _jieba_tokenizer(tokenizer._user_dict)
+    jt.__dict__.pop("_bm25lab_compiled", None)
+    monkeypatch.setattr(segmentation, "_WORK", [0])
+    monkeypatch.setattr(numba_backend, "ready", lambda: True)
+    monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)  # not loaded: it must pay
+    texts = cmrc_texts()
+    small = texts[:3]
+    assert isinstance(tokenizer._tokenize_packed(small), list)  # a few paragraphs never pay for loading it
+    budget = numba_backend.LOAD_SECONDS / segmentation.PYTHON_SECONDS_PER_CHAR
+    chunk, chars = [], 0
+    for text in texts:
+        chunk.append(text)
+        chars += len(text)
+        if chars >= budget:
+            break
+    packed = tokenizer._tokenize_packed(chunk)  # half a second of Python cutting ahead: taken for this chunk
+    assert isinstance(packed, tuple)
+    assert unpack_terms(*packed) == python_terms(monkeypatch, tokenizer, chunk)
