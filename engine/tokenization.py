@@ -634,6 +634,8 @@ class Tokenizer:
         chunksize`` texts and is too little work to pay for starting processes (``_POOL_MIN_WORK``);
         a short input that is worth it is cut into smaller chunks so every worker gets a share. The
         whitespace analysis always runs here: unpickling a worker's tokens costs more than splitting.
+        ``zh`` in precise mode takes a chunk at a time through the compiled cut once it pays, and a
+        worker hands such a chunk's terms back as one string (:meth:`_tokenize_packed`).
         """
         if chunksize < 1:
             raise ParameterError(f"chunksize must be at least 1, got {chunksize}")
@@ -656,7 +658,7 @@ class Tokenizer:
     def _tokenize_here(self, texts: Iterator[str], chunksize: int) -> Iterator[list[str]]:
         """``map(self.tokenize, texts)`` in this process, ``chunksize`` texts at a time through the
         compiled cut when it can take them together (:meth:`_tokenize_packed`)."""
-        if not (self._spec.whole_text_jieba and self._mode == "default"):
+        if not self._packable():
             yield from map(self.tokenize, texts)
             return
         for chunk in _chunks([], texts, chunksize):
@@ -672,10 +674,15 @@ class Tokenizer:
             return [self.tokenize(text) for text in texts]
         return compiled.packed_terms(nfkc_many(texts), self._stopset)
 
+    def _packable(self) -> bool:
+        """Whether the whole text goes through jieba's precise cut, which the compiled cut may take
+        for many texts at once."""
+        return self._spec.whole_text_jieba and self._mode == "default"
+
     def _compiled_cut(self, texts: list[str]) -> Any:
         """The compiled cut this tokenizer may take ``texts`` at once with, when it may be used and
         pays (their characters are counted ahead: a large chunk loads it at once)."""
-        if not (self._spec.whole_text_jieba and self._mode == "default"):
+        if not self._packable():
             return None
         jt = _jieba_tokenizer(self._user_dict)
         if sys.modules["jieba"].__version__ not in _FAST_CUT_JIEBA_VERSIONS:
