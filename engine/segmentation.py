@@ -71,9 +71,7 @@ class CompiledJieba:
 
         self._kernels = kernels or numba_backend.segment_kernels()
         keys = list(freq)
-        self._cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        self._lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-        self._starts = np.cumsum(self._lengths) - self._lengths
+        self._cps, self._starts, self._lengths = _key_arrays(keys)
         self._freq = np.fromiter(freq.values(), dtype=np.int64, count=len(keys))
         self._log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
                                      count=len(keys))
@@ -88,8 +86,9 @@ class CompiledJieba:
         return [text[a:b] for a, b in zip([0, *ends], ends)]
 
     def packed_terms(self, texts: list[str], stopwords: frozenset[str]) -> tuple[str, list[int]]:
-        """The terms of each of ``texts`` (those of :meth:`terms` not in ``stopwords``), packed: one
-        string holding every term followed by a line feed, and each text's number of terms
+        """The terms of each of ``texts`` (the words of :meth:`cut` that hold a letter or digit,
+        lowercased, less ``stopwords``), packed: one string holding every term followed by a line
+        feed, and each text's number of terms
         (:func:`unpack_terms` makes the lists). One kernel call cuts, judges, lowercases and drops
         stopwords for all the texts; Python only tells the rare words the kernel cannot (letters
         with a case beyond ASCII, characters beyond the BMP)."""
@@ -115,11 +114,8 @@ class CompiledJieba:
                     flags.setdefault(word[:i], 0)
             flags.update(dict.fromkeys(stopwords, 1))
             flags.pop("", None)
-            keys = list(flags)
-            cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-            lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-            table, parent, last = self._kernels.build_trie(cps, np.cumsum(lengths) - lengths, lengths)
-            trie = (table, parent, last, np.fromiter(flags.values(), dtype=np.uint8, count=len(keys)))
+            table, parent, last = self._kernels.build_trie(*_key_arrays(list(flags)))
+            trie = (table, parent, last, np.fromiter(flags.values(), dtype=np.uint8, count=len(flags)))
             if len(self._stop_tries) >= 8:
                 self._stop_tries.clear()
             self._stop_tries[stopwords] = trie
@@ -131,6 +127,13 @@ class CompiledJieba:
     def _ends(self, codes: np.ndarray) -> np.ndarray:
         return self._kernels.cut_text(codes, self._table, self._parent, self._last, self._freq, self._log_freq,
                                       self._log_total, self._emit, self._start_p, self._trans, self._prev)
+
+
+def _key_arrays(keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Trie keys as the kernels read them: their code points end to end, each key's start and length."""
+    cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    return cps, np.cumsum(lengths) - lengths, lengths
 
 
 def nfkc_many(texts: list[str]) -> list[str]:
@@ -146,11 +149,11 @@ def nfkc_many(texts: list[str]) -> list[str]:
     import unicodedata
 
     out = []
-    table = _nfkc_table()
     for text in texts:
         if unicodedata.is_normalized("NFKC", text):
             out.append(text)
             continue
+        table = _nfkc_table()  # made on first need (0.2 s): text normalised already never pays for it
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         mapped = np.where(codes < 65536, table[np.minimum(codes, 65535)], codes)
         replaced = mapped.tobytes().decode("utf-32-le", "surrogatepass")
