@@ -207,3 +207,21 @@ def test_a_chunk_worth_the_compiled_cut_takes_it_at_once(monkeypatch, compiled, 
     packed = tokenizer._tokenize_packed(chunk)  # half a second of Python cutting ahead: taken for this chunk
     assert isinstance(packed, tuple)
     assert unpack_terms(*packed) == python_terms(monkeypatch, tokenizer, chunk)
+
+
+def test_a_bad_segmenter_value_is_one_line_and_exit_2_from_the_command(monkeypatch, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from bm25lab.cli import app
+
+    docs = tmp_path / "docs.tsv"
+    docs.write_text("d1\t清华大学位于北京\nd2\t中文分词\n", encoding="utf-8")
+    monkeypatch.setenv(SEGMENTER_VARIABLE, "fast")
+    result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx"), "--language", "zh"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert lines[0].startswith("bm25lab: error: BM25LAB_SEGMENTER='fast' is not a segmenter; choose one of: auto, python, jieba")
+    assert not (tmp_path / "idx").exists()
+    monkeypatch.setenv(SEGMENTER_VARIABLE, "jieba")
+    assert CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx"), "--language", "zh"]).exit_code == 0
