@@ -12,20 +12,48 @@ once the Python cut's work would have paid for it (the rule of ``backend="auto"`
 indexing a Chinese corpus does after its first few hundred thousand characters. It falls back to
 the Python cut for a jieba version it was not checked against and while jieba's global
 ``finalseg.Force_Split_Words`` is not empty (a user dictionary word of frequency 0 fills it).
+
+``$BM25LAB_SEGMENTER`` (:data:`SEGMENTERS`) chooses the cut for a process and the tokenizer
+workers it forks: ``auto`` (the default, as above), ``python`` (the Python replica, never numba) or
+``jieba`` (jieba's own ``Tokenizer.lcut`` / ``lcut_for_search``: the reference the others are
+tested against, and the slowest). All three give the same words, so an index built under one
+analyses queries identically under another; ``jieba`` exists to measure and check that.
 """
 from __future__ import annotations
 
 import math
+import os
 import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import ParameterError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
 
-__all__ = ["CompiledJieba", "compiled_for"]
+__all__ = ["CompiledJieba", "SEGMENTERS", "SEGMENTER_VARIABLE", "compiled_for", "nfkc_many", "segmenter",
+           "unpack_terms"]
+
+SEGMENTER_VARIABLE = "BM25LAB_SEGMENTER"
+SEGMENTERS = {
+    "auto": "the compiled cut once it pays for loading numba, the Python replica before it (default)",
+    "python": "the Python replica of jieba's cut (tokenization._cut_precise); numba is never loaded",
+    "jieba": "jieba's own Tokenizer.lcut and lcut_for_search: the reference, and the slowest",
+}
+"""Registry of ``$BM25LAB_SEGMENTER`` values: which implementation of jieba's cut a process uses
+(the same words from each)."""
+
+
+def segmenter() -> str:
+    """``$BM25LAB_SEGMENTER`` when set, else ``"auto"``; a value not in :data:`SEGMENTERS` raises
+    ``ParameterError`` listing them."""
+    name = os.environ.get(SEGMENTER_VARIABLE, "").strip() or "auto"
+    if name not in SEGMENTERS:
+        raise ParameterError(f"{SEGMENTER_VARIABLE}={name!r} is not a segmenter; choose one of: {', '.join(SEGMENTERS)}")
+    return name
 
 # Seconds of the Python cut per character (Cranfield-era machine: 12.5 s for 5.8 M characters of
 # CMRC 2018 and LeCaRD): what the compiled cut saves, counted against the cost of loading it.
@@ -43,33 +71,55 @@ class CompiledJieba:
 
         self._kernels = kernels or numba_backend.segment_kernels()
         keys = list(freq)
-        self._cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        self._lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-        self._starts = np.cumsum(self._lengths) - self._lengths
+        self._cps, self._starts, self._lengths = _key_arrays(keys)
         self._freq = np.fromiter(freq.values(), dtype=np.int64, count=len(keys))
         self._log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
                                      count=len(keys))
         self._table, self._parent, self._last = self._kernels.build_trie(self._cps, self._starts, self._lengths)
         self._log_total = math.log(total)
         self._emit, self._start_p, self._trans, self._prev = _hmm_tables(self._kernels)
+        self._stop_tries: dict[frozenset[str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def cut(self, text: str) -> list[str]:
         """``jieba.Tokenizer(...).lcut(text)`` for this dictionary."""
         ends = self._ends(self._codes(text)).tolist()
         return [text[a:b] for a, b in zip([0, *ends], ends)]
 
-    def terms(self, text: str) -> list[str]:
-        """The words of :meth:`cut` that hold a letter or digit, lowercased (what the tokenizer keeps of
-        jieba's words before stopwords): most of them judged and lowercased in the kernels."""
-        codes = self._codes(text)
-        ends = self._ends(codes)
-        kinds = self._kernels.word_kinds(codes, ends, *_character_tables()).tolist()
-        upper = (codes >= 65) & (codes <= 90)
-        lowered = np.where(upper, codes + 32, codes).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-        ends = ends.tolist()
-        out = [lowered[a:b] if kind == 1 else _python_term(text[a:b])
-               for a, b, kind in zip([0, *ends], ends, kinds) if kind]
-        return [term for term in out if term] if 2 in kinds else out
+    def packed_terms(self, texts: list[str], stopwords: frozenset[str]) -> tuple[str, list[int]]:
+        """The terms of each of ``texts`` (the words of :meth:`cut` that hold a letter or digit,
+        lowercased, less ``stopwords``), packed: one string holding every term followed by a line
+        feed, and each text's number of terms
+        (:func:`unpack_terms` makes the lists). One kernel call cuts, judges, lowercases and drops
+        stopwords for all the texts; Python only tells the rare words the kernel cannot (letters
+        with a case beyond ASCII, characters beyond the BMP)."""
+        codes = self._codes("".join(texts))
+        text_ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        out, counts, odd = self._kernels.chunk_terms(
+            codes, text_ends, self._table, self._parent, self._last, self._freq, self._log_freq, self._log_total,
+            self._emit, self._start_p, self._trans, self._prev, _alnum_table(), _lower_table(),
+            *self._stop_trie(stopwords))
+        joined = out.tobytes().decode("utf-32-le", "surrogatepass")
+        if len(odd):
+            return _settle_odd(joined, counts.tolist(), odd.tolist(), stopwords)
+        return joined, counts.tolist()
+
+    def _stop_trie(self, stopwords: frozenset[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``stopwords`` as a trie for :func:`chunk_terms` (every prefix a key, whole words flagged 1),
+        made once per stopword set."""
+        trie = self._stop_tries.get(stopwords)
+        if trie is None:
+            flags: dict[str, int] = {}
+            for word in stopwords:
+                for i in range(1, len(word)):
+                    flags.setdefault(word[:i], 0)
+            flags.update(dict.fromkeys(stopwords, 1))
+            flags.pop("", None)
+            table, parent, last = self._kernels.build_trie(*_key_arrays(list(flags)))
+            trie = (table, parent, last, np.fromiter(flags.values(), dtype=np.uint8, count=len(flags)))
+            if len(self._stop_tries) >= 8:
+                self._stop_tries.clear()
+            self._stop_tries[stopwords] = trie
+        return trie
 
     def _codes(self, text: str) -> np.ndarray:
         return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -79,20 +129,106 @@ class CompiledJieba:
                                       self._log_total, self._emit, self._start_p, self._trans, self._prev)
 
 
+def _key_arrays(keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Trie keys as the kernels read them: their code points end to end, each key's start and length."""
+    cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    return cps, np.cumsum(lengths) - lengths, lengths
+
+
+def nfkc_many(texts: list[str]) -> list[str]:
+    """``[unicodedata.normalize("NFKC", t) for t in texts]``, several times faster on text that is not
+    normalised already (LeCaRD's full-width punctuation: 18 against 95 ns a character).
+
+    Every BMP character whose NFKC form is one other character is replaced by it, in numpy; where
+    the result is NFKC-normalised (``unicodedata.is_normalized``, C speed) it is the answer, else
+    the text is normalised by ``unicodedata``. Exact: NFKC(x) = compose(NFKD(x)), and NFKD of a
+    character's NFKC form is NFKD of the character (Unicode's stability), so the replacement leaves
+    NFKD, hence NFKC, of the whole text unchanged; a normalised result is therefore NFKC(x) itself.
+    """
+    import unicodedata
+
+    out = []
+    for text in texts:
+        if unicodedata.is_normalized("NFKC", text):
+            out.append(text)
+            continue
+        table = _nfkc_table()  # made on first need (0.2 s): text normalised already never pays for it
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        mapped = np.where(codes < 65536, table[np.minimum(codes, 65535)], codes)
+        replaced = mapped.tobytes().decode("utf-32-le", "surrogatepass")
+        out.append(replaced if unicodedata.is_normalized("NFKC", replaced) else unicodedata.normalize("NFKC", text))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _nfkc_table() -> np.ndarray:
+    """Every BMP code point mapped to its NFKC form when that is one character, else to itself."""
+    import unicodedata
+
+    table = np.arange(65536, dtype=np.uint32)
+    for code in range(65536):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates: no normal form
+        form = unicodedata.normalize("NFKC", chr(code))
+        if len(form) == 1:
+            table[code] = ord(form)
+    return table
+
+
+def unpack_terms(joined: str, counts: list[int]) -> list[list[str]]:
+    """The lists of terms that :meth:`CompiledJieba.packed_terms` packed."""
+    terms = joined.split("\n")
+    if len(terms) != sum(counts) + 1:  # a term holding a line feed: impossible (see chunk_terms)
+        raise RuntimeError(f"packed terms do not match their counts ({len(terms) - 1} != {sum(counts)})")
+    lists = []
+    start = 0
+    for count in counts:
+        lists.append(terms[start:start + count])
+        start += count
+    return lists
+
+
+def _settle_odd(joined: str, counts: list[int], odd: list[int], stopwords: frozenset[str]) -> tuple[str, list[int]]:
+    """Packed terms with the kernel's kind-2 terms (numbers ``odd``) told by Python: lowercased,
+    dropped when they hold no letter or digit or are stopwords (their text's count lowered)."""
+    terms = joined.split("\n")
+    text_of = np.repeat(np.arange(len(counts)), counts)
+    dropped = []
+    for number in odd:
+        term = _python_term(terms[number])
+        if term and term not in stopwords:
+            terms[number] = term
+        else:
+            dropped.append(number)
+            counts[text_of[number]] -= 1
+    for number in reversed(dropped):
+        del terms[number]
+    return "\n".join(terms), counts
+
+
 def _python_term(word: str) -> str:
-    """``word`` lowercased if it holds a letter or digit, else "" (as ``tokenization._jieba_terms``)."""
+    """``word`` lowercased if it holds a letter or digit, else "" (as ``tokenization._jieba_terms``'s
+    Python path)."""
     from .tokenization import _is_word
 
     return word.lower() if word.isalnum() or _is_word(word) else ""
 
 
 @lru_cache(maxsize=1)
-def _character_tables() -> tuple[np.ndarray, np.ndarray]:
-    """``str.isalnum()`` and ``c.lower() == c`` of every BMP character (uint8)."""
-    chars = [chr(c) for c in range(65536)]
-    alnum = np.fromiter((c.isalnum() for c in chars), dtype=np.uint8, count=65536)
-    uncased = np.fromiter((c.lower() == c for c in chars), dtype=np.uint8, count=65536)
-    return alnum, uncased
+def _alnum_table() -> np.ndarray:
+    """``str.isalnum()`` of every BMP character (uint8)."""
+    return np.fromiter((chr(c).isalnum() for c in range(65536)), dtype=np.uint8, count=65536)
+
+
+@lru_cache(maxsize=1)
+def _lower_table() -> np.ndarray:
+    """``ord(c.lower())`` of every BMP character ``c`` (uint32), 0 where Python must lowercase the
+    word: ``c.lower()`` is not one character (``İ``) or depends on the context (``Σ``, final sigma)."""
+    lowered = [chr(c).lower() for c in range(65536)]
+    table = np.fromiter((ord(low) if len(low) == 1 else 0 for low in lowered), dtype=np.uint32, count=65536)
+    table[0x03A3] = 0
+    return table
 
 
 def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -115,7 +251,10 @@ def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 
 def compiled_for(jt: "jieba.Tokenizer", num_chars: int) -> CompiledJieba | None:
     """The compiled cut of ``jt``'s dictionary when it may be used and pays for itself now (made on
-    first use and kept on ``jt``), else None; ``num_chars`` of Python cutting are counted."""
+    first use and kept on ``jt``), else None; ``num_chars`` of Python cutting are counted. Always
+    None unless :func:`segmenter` is ``auto``."""
+    if segmenter() != "auto":
+        return None
     compiled = getattr(jt, "_bm25lab_compiled", None)
     if compiled is not None:
         return compiled if _usable() else None

@@ -32,6 +32,8 @@ in a plain binary format that loads about four times faster than jieba's own mar
 global ``jieba.dt`` tokenizer is never touched. jieba's precise cut is re-implemented here
 (``_cut_precise``) with output identical to ``jieba.Tokenizer.lcut`` (tested against it on real
 and random text) at about twice its speed; other jieba versions fall back to jieba's own ``cut``.
+``$BM25LAB_SEGMENTER=jieba`` makes a process use jieba's own cut throughout, ``python`` the
+replica without the compiled cut (:data:`bm25lab.engine.segmentation.SEGMENTERS`).
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
-from .segmentation import compiled_for
+from .segmentation import compiled_for, nfkc_many, segmenter, unpack_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -303,7 +305,7 @@ def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
     :mod:`bm25lab.engine.segmentation` takes over (the same words, many times faster).
     """
     jieba_module = sys.modules["jieba"]
-    if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS:
+    if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS or segmenter() == "jieba":
         return jt.lcut(text)
     compiled = compiled_for(jt, len(text))
     if compiled is not None:
@@ -381,6 +383,8 @@ def _flush_singles(freq: dict[str, int], hmm_cut: Callable[[str], Iterable[str]]
 def _cut_search(jt: "jieba.Tokenizer", text: str) -> list[str]:
     """jieba's ``cut_for_search``: before each precise word longer than 2 (3) characters, its 2-grams
     (3-grams) that are dictionary words, in order."""
+    if segmenter() == "jieba":
+        return jt.lcut_for_search(text)
     freq = jt.FREQ
     words: list[str] = []
     for word in _cut_precise(jt, text):
@@ -469,9 +473,8 @@ def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
     jt = _jieba_tokenizer(tok._user_dict)
     if tok._mode == "default" and sys.modules["jieba"].__version__ in _FAST_CUT_JIEBA_VERSIONS:
         compiled = compiled_for(jt, len(text))
-        if compiled is not None:  # the same terms, most of them made in the kernels
-            terms = compiled.terms(text)
-            return [term for term in terms if term not in stop] if stop else terms
+        if compiled is not None:  # the same terms, made in the kernels (stopwords dropped there too)
+            return unpack_terms(*compiled.packed_terms([text], stop))[0]
     terms = []
     for word in MODES[tok._mode](jt, text):
         if word.isalnum() or _is_word(word):  # isalnum: the common, cheap case
@@ -521,6 +524,7 @@ class _Language:
     needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
     description: str
     in_process: bool = False  # analysing costs less than carrying the tokens back from a worker process
+    whole_text_jieba: bool = False  # the whole text goes through jieba: the compiled cut may take many texts at once
 
 
 LANGUAGES: dict[str, _Language] = {
@@ -528,7 +532,8 @@ LANGUAGES: dict[str, _Language] = {
         _analyse_auto, ("en", "zh"), True, True, True, lambda text: _HAS_HAN.search(text) is not None,
         "Han runs through jieba, everything else through the English path",
     ),
-    "zh": _Language(_analyse_zh, ("zh",), False, True, True, lambda text: True, "jieba over the whole text"),
+    "zh": _Language(_analyse_zh, ("zh",), False, True, True, lambda text: True, "jieba over the whole text",
+                    whole_text_jieba=True),
     "en": _Language(
         _analyse_en, ("en",), True, False, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"
     ),
@@ -629,24 +634,60 @@ class Tokenizer:
         chunksize`` texts and is too little work to pay for starting processes (``_POOL_MIN_WORK``);
         a short input that is worth it is cut into smaller chunks so every worker gets a share. The
         whitespace analysis always runs here: unpickling a worker's tokens costs more than splitting.
+        ``zh`` in precise mode takes a chunk at a time through the compiled cut once it pays, and a
+        worker hands such a chunk's terms back as one string (:meth:`_tokenize_packed`).
         """
         if chunksize < 1:
             raise ParameterError(f"chunksize must be at least 1, got {chunksize}")
         count = _resolve_workers(workers)
         iterator = iter(texts)
         if count == 1 or self._spec.in_process:
-            yield from map(self.tokenize, iterator)
+            yield from self._tokenize_here(iterator, chunksize)
             return
         head = list(islice(iterator, 2 * count * chunksize))
         if len(head) < 2 * count * chunksize:  # the whole input is in ``head``
             if self._work(head) < _POOL_MIN_WORK:
-                yield from map(self.tokenize, head)
+                yield from self._tokenize_here(iter(head), chunksize)
                 return
             chunksize = min(chunksize, -(-len(head) // (4 * count)))
         # long texts go in smaller chunks: a chunk's tokens come back whole, and progress is told per chunk
         average = sum(map(len, head)) / max(len(head), 1)
         chunksize = max(1, min(chunksize, int(_CHUNK_CHARS // max(average, 1.0))))
         yield from self._tokenize_pool(head, iterator, count, chunksize)
+
+    def _tokenize_here(self, texts: Iterator[str], chunksize: int) -> Iterator[list[str]]:
+        """``map(self.tokenize, texts)`` in this process, ``chunksize`` texts at a time through the
+        compiled cut when it can take them together (:meth:`_tokenize_packed`)."""
+        if not self._packable():
+            yield from map(self.tokenize, texts)
+            return
+        for chunk in _chunks([], texts, chunksize):
+            yield from _unpack(self._tokenize_packed(chunk))
+
+    def _tokenize_packed(self, texts: list[str]) -> list[list[str]] | tuple[str, list[int]]:
+        """``[self.tokenize(t) for t in texts]``, packed by the compiled cut when this process has it
+        and the whole text goes through jieba's precise cut (``zh``, ``mode="default"``): then one
+        string of all the terms and their counts (:func:`~bm25lab.engine.segmentation.unpack_terms`),
+        which a worker process hands back several times cheaper than lists of strings."""
+        compiled = self._compiled_cut(texts)
+        if compiled is None:
+            return [self.tokenize(text) for text in texts]
+        return compiled.packed_terms(nfkc_many(texts), self._stopset)
+
+    def _packable(self) -> bool:
+        """Whether the whole text goes through jieba's precise cut, which the compiled cut may take
+        for many texts at once."""
+        return self._spec.whole_text_jieba and self._mode == "default"
+
+    def _compiled_cut(self, texts: list[str]) -> Any:
+        """The compiled cut this tokenizer may take ``texts`` at once with, when it may be used and
+        pays (their characters are counted ahead: a large chunk loads it at once)."""
+        if not self._packable():
+            return None
+        jt = _jieba_tokenizer(self._user_dict)
+        if sys.modules["jieba"].__version__ not in _FAST_CUT_JIEBA_VERSIONS:
+            return None
+        return compiled_for(jt, sum(map(len, texts)))
 
     def config(self) -> dict[str, Any]:
         """Self-contained, JSON-serialisable description of the analysis chain."""
@@ -715,7 +756,8 @@ class Tokenizer:
         if any(self._spec.needs_jieba(text) for text in sample):
             jt = _jieba_tokenizer(self._user_dict)
             if self._mode == "default" and _jieba_version() in _FAST_CUT_JIEBA_VERSIONS:
-                compiled_for(jt, int(self._work(sample)))
+                if compiled_for(jt, int(self._work(sample))) is not None:
+                    self._tokenize_packed(sample[:1])  # its tables and stopword trie made here, once
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:
@@ -732,9 +774,9 @@ class Tokenizer:
             for chunk in chunks:
                 in_flight.append(executor.submit(_tokenize_chunk, chunk))
                 if len(in_flight) >= 3 * workers:
-                    yield from in_flight.popleft().result()
+                    yield from _unpack(in_flight.popleft().result())
             while in_flight:
-                yield from in_flight.popleft().result()
+                yield from _unpack(in_flight.popleft().result())
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
@@ -882,6 +924,10 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _tokenize_chunk(texts: list[str]) -> list[list[str]]:
-    tokenize = _WORKER[0].tokenize
-    return [tokenize(text) for text in texts]
+def _tokenize_chunk(texts: list[str]) -> list[list[str]] | tuple[str, list[int]]:
+    return _WORKER[0]._tokenize_packed(texts)
+
+
+def _unpack(result: list[list[str]] | tuple[str, list[int]]) -> list[list[str]]:
+    """The lists of terms of :meth:`Tokenizer._tokenize_packed`'s result."""
+    return unpack_terms(*result) if isinstance(result, tuple) else result

@@ -32,7 +32,9 @@ def compile_all() -> Path:
                 index.search_many(queries, k=5, variant=variant, workers=1)
                 index.search("w1 w2", k=5, variant=variant)
     jieba_tokenizer = _jieba_tokenizer(None)
-    CompiledJieba(jieba_tokenizer.FREQ, jieba_tokenizer.total).cut("我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n")
+    compiled = CompiledJieba(jieba_tokenizer.FREQ, jieba_tokenizer.total)
+    compiled.cut("我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n")
+    compiled.packed_terms(["我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n", "ΣΑ"], frozenset({"的"}))
     return mark_compiled()
 
 

@@ -297,24 +297,82 @@ def cut_text(text: np.ndarray, table: np.ndarray, parent: np.ndarray, last: np.n
     return out[:n_out]
 
 
+SEPARATOR = 10  # "\n": never inside a term (jieba's cut keeps line feeds apart, and they are no letter or digit)
+
+
 @njit(cache=True, nogil=True)
-def word_kinds(text: np.ndarray, ends: np.ndarray, alnum: np.ndarray, uncased: np.ndarray) -> np.ndarray:
-    """What becomes of each word (ends ``ends``) as a term: 0 it holds no letter or digit (dropped),
-    1 it does and lowercasing it changes only ASCII letters, 2 Python must tell (a character beyond
-    the BMP, or a non-ASCII letter with a case). ``alnum``, ``uncased``: ``str.isalnum()`` and
-    ``c.lower() == c`` of every BMP character."""
-    kinds = np.empty(ends.shape[0], np.uint8)
-    a = 0
-    for w in range(ends.shape[0]):
-        b = ends[w]
-        kind = 0
-        for j in range(a, b):
-            c = text[j]
-            if c >= 65536 or (c >= 128 and not uncased[c]):
-                kind = 2
-                break
-            if alnum[c]:
-                kind = 1
-        kinds[w] = kind
-        a = b
-    return kinds
+def _is_stopword(out: np.ndarray, a: int, b: int, stop_table: np.ndarray, stop_parent: np.ndarray,
+                 stop_last: np.ndarray, stop_flag: np.ndarray) -> bool:
+    """Whether ``out[a:b]`` is a key of the stopword trie marked as a whole stopword."""
+    node = _ROOT
+    for j in range(a, b):
+        node = child(stop_table, stop_parent, stop_last, node, out[j])
+        if node < 0:
+            return False
+    return stop_flag[node] != 0
+
+
+@njit(cache=True, nogil=True)
+def chunk_terms(text: np.ndarray, text_ends: np.ndarray, table: np.ndarray, parent: np.ndarray, last: np.ndarray,
+                freq: np.ndarray, log_freq: np.ndarray, log_total: float, emit: np.ndarray, start_p: np.ndarray,
+                trans: np.ndarray, prev: np.ndarray, alnum: np.ndarray, lower: np.ndarray, stop_table: np.ndarray,
+                stop_parent: np.ndarray, stop_last: np.ndarray, stop_flag: np.ndarray,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The terms of several texts at once (text ``i``: code points ``text[text_ends[i - 1]:text_ends[i]]``):
+    each text cut by :func:`cut_text`. A word is dropped when it holds no letter or digit
+    (``alnum``: ``str.isalnum()`` of every BMP character); else it is written lowercased, character
+    by character through ``lower`` (``ord(c.lower())`` of every BMP character, 0 where that is not
+    one character or depends on the context: ``İ``, ``Σ``), and kept unless the stopword trie marks
+    it. A word holding a character beyond the BMP or one that ``lower`` leaves to Python is written
+    as it is and its number recorded, for Python to tell (lowercase, letter or digit, stopword).
+    Returns the written terms, each followed by :data:`SEPARATOR`, the number of terms of each
+    text, and the numbers (over all texts) of the terms Python must tell."""
+    out = np.empty(2 * text.shape[0] + 1, np.uint32)
+    counts = np.zeros(text_ends.shape[0], np.int64)
+    odd = np.empty(16, np.int64)
+    n_odd = 0
+    n_out = 0
+    n_terms = 0
+    check_stop = stop_flag.shape[0] > 0
+    start = 0
+    for t in range(text_ends.shape[0]):
+        stop = text_ends[t]
+        ends = cut_text(text[start:stop], table, parent, last, freq, log_freq, log_total, emit, start_p, trans, prev)
+        a = start
+        for w in range(ends.shape[0]):
+            b = start + ends[w]
+            kind = 0
+            for j in range(a, b):
+                c = text[j]
+                if c >= 65536 or lower[c] == 0:
+                    kind = 2
+                    break
+                if alnum[c]:
+                    kind = 1
+            if kind == 1:
+                first = n_out
+                for j in range(a, b):
+                    out[n_out] = lower[text[j]]
+                    n_out += 1
+                if check_stop and _is_stopword(out, first, n_out, stop_table, stop_parent, stop_last, stop_flag):
+                    n_out = first
+                else:
+                    out[n_out] = SEPARATOR
+                    n_out += 1
+                    counts[t] += 1
+                    n_terms += 1
+            elif kind == 2:
+                for j in range(a, b):
+                    out[n_out] = text[j]
+                    n_out += 1
+                out[n_out] = SEPARATOR
+                n_out += 1
+                counts[t] += 1
+                if n_odd == odd.shape[0]:
+                    odd = np.concatenate((odd, np.empty(odd.shape[0], np.int64)))
+                odd[n_odd] = n_terms
+                n_odd += 1
+                n_terms += 1
+            a = b
+        start = stop
+    return out[:n_out], counts, odd[:n_odd]
