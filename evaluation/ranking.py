@@ -908,10 +908,15 @@ def _lookup(
     keys, row = keys[order], row[order]
 
     run_hash = run.doc_hash if run_rows is None else run.doc_hash[run_rows]
-    size = 1 << max(16, (8 * hashes.size).bit_length())  # bitmap of judged hashes, about 1/8 full
+    size = 1 << max(16, (_BITMAP_SPARSITY * hashes.size).bit_length())  # a bitmap of judged (query, document)s
+    mask = np.uint64(size - 1)
     bitmap = np.zeros(size, dtype=bool)
-    bitmap[(hashes & np.uint64(size - 1)).view(np.int64)] = True  # masked: below 2**63, the view is exact
-    candidates = np.flatnonzero(bitmap[(run_hash & np.uint64(size - 1)).view(np.int64)])
+    bitmap[((hashes ^ _query_mix(np.arange(n))[seg]) & mask).view(np.int64)] = True  # masked: the view is exact
+    slots = np.repeat(_query_mix(np.arange(n)), np.diff(ends, prepend=0))
+    np.bitwise_xor(slots, run_hash, out=slots)
+    np.bitwise_and(slots, mask, out=slots)
+    candidates = np.flatnonzero(bitmap[slots.view(np.int64)])
+    del slots
     wanted = _pair_keys(np.searchsorted(ends, candidates, side="right"), run_hash[candidates], n)
     at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
     hit = keys[at] == wanted
@@ -928,6 +933,18 @@ def _lookup(
             same[i] = doc in names
             at[i] = at[i] + names.index(doc) if doc in names else at[i]
     return candidates[same], row[at[same]]
+
+
+_BITMAP_SPARSITY = 32
+"""The judged-pairs bitmap of :func:`_lookup` has this many slots per judgment: the share of retrieved documents
+it lets through without a judgment (about 1/32) costs a binary search each."""
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _query_mix(positions: np.ndarray) -> np.ndarray:
+    """A 64-bit value per query position, mixed into a document's hash to give its bitmap slot for that query
+    (Fibonacci hashing: the query spreads the slots of a document judged for many queries)."""
+    return positions.astype(np.uint64) * _MIX
 
 
 def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

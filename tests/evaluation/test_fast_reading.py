@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bm25lab.evaluation import InputError, Run, evaluate, read_qrels, read_run
+from bm25lab.evaluation import InputError, Qrels, Run, evaluate, read_qrels, read_run
 from bm25lab.evaluation import ranking, readers
 
 
@@ -216,3 +216,38 @@ def test_the_dictionary_codes_of_a_chunked_column_are_the_plain_codes():
     chunked = pa.chunked_array([pa.array(qids[:13]).dictionary_encode(), pa.array(qids[13:]).dictionary_encode()])
     codes, dictionary = ranking._dictionary_parts(chunked)
     assert codes.dtype == np.int64 and [dictionary[c] for c in codes.tolist()] == qids
+
+
+# ---------------------------------------------------------------------------------------------
+# The join of a run with its qrels (a bitmap of judged (query, document) pairs, then a binary search)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_the_judged_ranking_is_the_plain_join(data):
+    # documents judged for many queries, retrieved by many: the bitmap filters by (query, document), so
+    # a pair judged for one query only must still be found there and nowhere else
+    docs = [f"d{i}" for i in range(data.draw(st.integers(1, 12)))]
+    queries = [f"q{i}" for i in range(data.draw(st.integers(1, 5)))]
+    judged = {q: data.draw(st.dictionaries(st.sampled_from(docs), st.integers(-1, 3), min_size=1)) for q in queries}
+    ranked = {q: data.draw(st.dictionaries(st.sampled_from(docs), st.sampled_from([1.0, 2.0, 2.5]))) for q in queries}
+    qrels, run = Qrels.from_dict(judged), Run.from_dict(ranked)
+    qids = [q for q in queries if q in run.qids and ranked[q]]
+    joined = ranking.judged_ranking(qrels, run, qids)
+    expected = [(i, rank, judged[q][doc]) for i, q in enumerate(qids)
+                for rank, (doc, _) in enumerate(run.ranked(q), 1) if judged[q].get(doc, -1) >= 0]
+    assert list(zip(joined.seg.tolist(), joined.rank.tolist(), joined.label.tolist())) == expected
+    pooled = [(i, rank) for i, q in enumerate(qids) for rank, (doc, _) in enumerate(run.ranked(q), 1)
+              if doc in judged[q] and judged[q][doc] < 0]
+    assert list(zip(joined.pooled_seg.tolist(), joined.pooled_rank.tolist())) == pooled
+
+
+def test_the_judged_ranking_is_the_plain_join_when_every_hash_collides(monkeypatch):
+    # equal hashes for every document: every retrieved document passes the bitmap and shares its key
+    # with every judgment of its query; the strings decide
+    monkeypatch.setattr(ranking, "string_hashes", lambda values: np.zeros(len(values), dtype=np.uint64))
+    judged = {"a": {"x": 1, "y": 0, "z": 2}, "b": {"y": 3}}
+    ranked = {"a": {"y": 3.0, "w": 2.0, "z": 1.0}, "b": {"x": 1.0, "y": 0.5}}
+    joined = ranking.judged_ranking(Qrels.from_dict(judged), Run.from_dict(ranked), ["a", "b"])
+    assert list(zip(joined.seg.tolist(), joined.rank.tolist(), joined.label.tolist())) == [(0, 1, 0), (0, 3, 2),
+                                                                                          (1, 2, 3)]
