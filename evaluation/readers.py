@@ -814,12 +814,42 @@ def _parse_fast(data: bytes, layout: _Layout, skip_header: bool, atol_labels: bo
     Only the query, document and value columns are converted, the query ids dictionary-encoded (integer
     codes: no string hashed per row). pyarrow checks every line's number of fields; that none is empty
     (a field the measures do not read included: ``Q0``, a rank, a tag) :func:`_has_empty_field` checks
-    on the bytes."""
-    delimiter = _fast_delimiter(data)
-    first = next(_content_lines(data), None) if delimiter is not None else None
-    if first is None or _has_empty_field(data, first[1], delimiter):
+    on the bytes.
+
+    Those checks of the whole file (:func:`_fits_fast_path`) need not come first: on a large file they
+    run in a second thread while pyarrow parses, and the parse is used only if they pass."""
+    first = next(_content_lines(data), None) if data else None
+    if first is None:
         return None
-    data = memoryview(data)[first[1]:]  # without the blank lines before the first line (no copy)
+    line = data[first[1] : first[2]]
+    delimiter = "\t" if b"\t" in line or b" " not in line else " "  # what _fast_delimiter must find
+    if len(data) < _CHECK_ALONGSIDE_FROM:
+        return _parse_checked(data, first[1], delimiter, layout, skip_header, atol_labels) \
+            if _fits_fast_path(data, first[1], delimiter) else None
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # pyarrow's parse lets the checks have the interpreter
+        fits = pool.submit(_fits_fast_path, data, first[1], delimiter)
+        columns = _parse_checked(data, first[1], delimiter, layout, skip_header, atol_labels)
+        return columns if fits.result() else None
+
+
+_CHECK_ALONGSIDE_FROM = 1 << 22
+"""Files of at least this many bytes are checked for the fast path while pyarrow parses them."""
+
+
+def _fits_fast_path(data: bytes, start: int, delimiter: str) -> bool:
+    """Whether pyarrow splits ``data[start:]`` (``start`` at the first line's first field) on ``delimiter``
+    into the fields the Python path would find: the whole file's delimiter is that one, and no field is
+    empty."""
+    return _fast_delimiter(data) == delimiter and not _has_empty_field(data, start, delimiter)
+
+
+def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, skip_header: bool,
+                   atol_labels: bool) -> _Columns | None:
+    """pyarrow's parse of ``data[start:]`` split on ``delimiter`` into columns, or None where it fails or
+    finds a value the Python path must judge (the whole file's checks are :func:`_fits_fast_path`)."""
+    data = memoryview(data)[start:]  # without the blank lines before the first line (no copy)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv

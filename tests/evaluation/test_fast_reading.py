@@ -251,3 +251,31 @@ def test_the_judged_ranking_is_the_plain_join_when_every_hash_collides(monkeypat
     joined = ranking.judged_ranking(Qrels.from_dict(judged), Run.from_dict(ranked), ["a", "b"])
     assert list(zip(joined.seg.tolist(), joined.rank.tolist(), joined.label.tolist())) == [(0, 1, 0), (0, 3, 2),
                                                                                           (1, 2, 3)]
+
+
+@pytest.mark.parametrize("alongside", [False, True])
+@pytest.mark.parametrize("text, fast", [
+    ("q Q0 d 1 2.0 t\nq Q0 e 1 1.0 t\n", True),
+    ("q\tQ0\td\t1\t2.0\tt\nq\tQ0\te\t1\t1.0\tt\n", True),
+    ("\n\n  q Q0 d 1 2.0 t\n", True),  # blank lines and spaces before the first field
+    ("q Q0 d 1 2.0 t\r\nq Q0 e 1 1.0 t\r\n", True),
+    ("q Q0 d 1 2.0 t\nq\tQ0 e 1 1.0 t\n", False),  # tabs and spaces
+    ("q Q0 d 1 2.0 t\nq\tQ0\te\t1\t1.0\tt\n", False),  # a tab-separated line after a space-separated one
+    ("q Q0 d 1 2.0 t\n# note\nq Q0 e 1 1.0 t\n", False),  # a comment line
+    ("q Q0 d 1 2.0 t\nq Q0  e 1 1.0 t\n", False),  # an empty field
+    ("q Q0 d 1 2.0 t\nq Q0 e 1 1.0 t\x0b\n", False),  # a vertical tab: C's isspace
+    ("q Q0 d 1 2.0 t\rq Q0 e 1 1.0 t\n", False),  # a lone carriage return
+])
+def test_the_checks_made_while_pyarrow_parses_decide_as_the_checks_made_before(tmp_path, monkeypatch, text, fast,
+                                                                              alongside):
+    if alongside:  # a large file's checks run in a second thread, alongside the parse
+        monkeypatch.setattr(readers, "_CHECK_ALONGSIDE_FROM", 0)
+    columns = readers._parse_fast(text.encode(), readers.TREC_RUN, False)
+    assert (columns is not None) == fast
+    slow = readers._parse_slow(text.encode(), readers.TREC_RUN, "mem", False)  # the definition
+    if columns is not None:
+        assert columns.qid.to_pylist() == slow.qid and columns.doc.to_pylist() == slow.doc
+        assert columns.value.tolist() == slow.value.tolist()
+    path = tmp_path / "run"
+    path.write_text(text, newline="")
+    assert run_rows(read_run(path)) == run_rows(Run.from_columns(slow.qid, slow.doc, slow.value))
