@@ -61,6 +61,11 @@ single tabs), with no comment lines. Whenever it cannot parse a file, or finds a
 the file is parsed again line by line in Python, which defines the accepted syntax and names the
 line of the first error. Both split fields on ASCII whitespace only (C's ``isspace``), so an
 ideographic space inside a document id stays part of it, as in trec_eval.
+
+Large files (16 MiB and more, plain, not gzipped) are mapped into memory read-only rather than read
+into a copy: the bytes are the page cache's own pages, which the kernel need not zero (on the issue-20
+run, 333 MB of fresh memory less). As with any reader, a file must not be truncated while it is read
+(mapped, the process would stop with SIGBUS rather than read a short file).
 """
 from __future__ import annotations
 
