@@ -605,7 +605,8 @@ def _move_tied_strings(strings: pa.Array | pa.ChunkedArray, rows: np.ndarray, mo
         return _take(strings, order)
     run_start = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1] + 1)))  # runs of consecutive rows
     edges = np.append(run_start, rows.size)  # batches of about ``batch`` rows, ending where runs end
-    bounds = np.unique(np.append(edges[np.searchsorted(run_start, np.arange(0, rows.size, batch))], rows.size))
+    bounds = np.append(edges[np.searchsorted(run_start, np.arange(0, rows.size, batch))], rows.size)
+    bounds = bounds[np.append(True, bounds[1:] != bounds[:-1])]  # sorted: no np.unique (it imports numpy.ma)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):  # whole runs: each batch's bytes its own
         target, source = rows[lo:hi], moved[lo:hi]
         start = offsets[source].astype(np.int64)
