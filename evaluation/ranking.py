@@ -185,10 +185,9 @@ def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: 
 
 
 def _offsets(codes: np.ndarray, count: int) -> np.ndarray:
-    """Segment bounds of rows grouped by ``codes`` (already sorted): ``rows of i = offsets[i]:offsets[i+1]``."""
-    offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes, minlength=count), out=offsets[1:])
-    return offsets
+    """Segment bounds of rows grouped by ``codes`` (already sorted): ``rows of i = offsets[i]:offsets[i+1]``,
+    found by binary search (``count + 1`` searches, not a pass over every row: 10 million rows of a run)."""
+    return np.searchsorted(codes, np.arange(count + 1, dtype=codes.dtype if codes.size else np.int64)).astype(np.int64)
 
 
 def _where(source: str | Path | None, lines: np.ndarray | None, row: int) -> tuple[str | Path | None, int | None]:

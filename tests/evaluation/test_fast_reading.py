@@ -279,3 +279,13 @@ def test_the_checks_made_while_pyarrow_parses_decide_as_the_checks_made_before(t
     path = tmp_path / "run"
     path.write_text(text, newline="")
     assert run_rows(read_run(path)) == run_rows(Run.from_columns(slow.qid, slow.doc, slow.value))
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts=st.lists(st.integers(0, 4), max_size=8), wide=st.booleans())
+def test_segment_offsets_by_binary_search_are_the_counted_ones(counts, wide):
+    # rows grouped by query code (sorted), some queries without rows
+    codes = np.repeat(np.arange(len(counts)), counts).astype(np.int64 if wide else np.int32)
+    counted = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(counts))))).astype(np.int64)
+    offsets = ranking._offsets(codes, len(counts))
+    assert offsets.dtype == np.int64 and offsets.tolist() == counted.tolist()
