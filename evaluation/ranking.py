@@ -86,7 +86,8 @@ def _is_dictionary(values: Any) -> bool:
 
 
 def _dictionary_parts(values: pa.DictionaryArray | pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """(int64 indices, dictionary values) of a dictionary-encoded array, its chunks' dictionaries unified."""
+    """(int32 indices, or int64 beyond 2**31 values, and the dictionary's values) of a dictionary-encoded
+    array, its chunks' dictionaries unified."""
     import pyarrow as pa
 
     if isinstance(values, pa.ChunkedArray):
@@ -98,7 +99,9 @@ def _dictionary_parts(values: pa.DictionaryArray | pa.ChunkedArray) -> tuple[np.
         chunks = [chunk.indices for chunk in values.chunks]
     else:
         dictionary, chunks = values.dictionary, [values.indices]
-    indices = np.empty(sum(len(chunk) for chunk in chunks), dtype=np.int64)  # one array, no concatenation
+    # one array, no concatenation; int32 (a reader's index type) halves the fresh memory of 10 million rows
+    kind = np.int32 if len(dictionary) < 2**31 else np.int64
+    indices = np.empty(sum(len(chunk) for chunk in chunks), dtype=kind)
     at = 0
     for chunk in chunks:
         indices[at : at + len(chunk)] = numpy_values(chunk)
@@ -651,8 +654,8 @@ def _query_score_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Stable argsort by (query ascending, score descending), as one int64 key when it fits."""
     distinct, score_rank = np.unique(score, return_inverse=True)
     descending = distinct.size - 1 - score_rank.reshape(-1)
-    if (int(q.max()) + 1) * distinct.size < 2**63:
-        return np.argsort(q * distinct.size + descending, kind="stable")
+    if (int(q.max()) + 1) * distinct.size < 2**63:  # int32 query codes are widened: the key needs 64 bits
+        return np.argsort(q.astype(np.int64) * distinct.size + descending, kind="stable")
     return np.lexsort((descending, q))
 
 

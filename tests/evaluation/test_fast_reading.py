@@ -23,7 +23,8 @@ def tie_rule_rows(rows: list[tuple[str, str, float]], qids: list[str]) -> list[t
 
 
 def run_rows(run: Run) -> list[tuple[str, str, float]]:
-    return [(q, d, s) for q in run.qids for d, s in run.ranked(q)]
+    docs, scores, bounds = run.doc_ids.to_pylist(), run.score.tolist(), run.offsets.tolist()
+    return [(q, docs[row], scores[row]) for i, q in enumerate(run.qids) for row in range(bounds[i], bounds[i + 1])]
 
 
 def _rows(seed: int, queries: int = 6, depth: int = 30) -> list[tuple[str, str, float]]:
@@ -215,7 +216,7 @@ def test_the_dictionary_codes_of_a_chunked_column_are_the_plain_codes():
     qids = [f"q{i % 5}" for i in range(40)]
     chunked = pa.chunked_array([pa.array(qids[:13]).dictionary_encode(), pa.array(qids[13:]).dictionary_encode()])
     codes, dictionary = ranking._dictionary_parts(chunked)
-    assert codes.dtype == np.int64 and [dictionary[c] for c in codes.tolist()] == qids
+    assert codes.dtype == np.int32 and [dictionary[c] for c in codes.tolist()] == qids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,3 +290,17 @@ def test_segment_offsets_by_binary_search_are_the_counted_ones(counts, wide):
     counted = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=len(counts))))).astype(np.int64)
     offsets = ranking._offsets(codes, len(counts))
     assert offsets.dtype == np.int64 and offsets.tolist() == counted.tolist()
+
+
+def test_int32_query_codes_of_a_run_out_of_order_sort_as_int64_codes():
+    # a reader's query codes are int32; sorting rows by (query, score) makes one key of query x distinct
+    # scores, beyond 2**31 here (60,000 queries x 120,000 scores): it must be computed in 64 bits
+    rng = np.random.default_rng(5)
+    n = 120_000  # rows of 60,000 queries in no order: the codes (first appearances) are not sorted
+    qids = [f"q{i}" for i in rng.integers(0, 60_000, n)]
+    docs = [f"d{i}" for i in range(n)]
+    scores = rng.permutation(n).astype(np.float64)
+    encoded = Run.from_columns(pa.array(qids).dictionary_encode(), docs, scores)
+    assert ranking._dictionary_parts(pa.array(qids).dictionary_encode())[0].dtype == np.int32
+    expected = tie_rule_rows(list(zip(qids, docs, scores.tolist())), list(dict.fromkeys(qids)))
+    assert run_rows(encoded) == expected
