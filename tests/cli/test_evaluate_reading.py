@@ -44,8 +44,8 @@ def test_a_bad_run_after_good_qrels_names_its_line(tmp_path):
     run = write(tmp_path, "run", RUN + "q1 Q0 d77 2.0 t\n")
     result = runner.invoke(app, ["evaluate", qrels, run])
     assert result.exit_code == 1
-    assert result.stderr.strip().splitlines() == [f"bm25lab: error: {run}:41: expected 6 fields (TREC run: qid "
-                                                  f"Q0 docid rank score tag), found 5"]
+    expected = f"bm25lab: error: {run}:41: expected 6 fields (TREC run: qid Q0 docid rank score tag), found 5"
+    assert result.stderr.strip().splitlines() == [expected]
 
 
 def test_a_missing_run_and_the_notes_of_both_files(tmp_path):

@@ -68,7 +68,7 @@ def test_every_row_order_gives_the_tie_rule_order(seed, layout):
 
 def test_a_run_in_the_tie_rule_order_is_not_sorted_again():
     rows = tie_rule_rows(_rows(1), [f"q{i}" for i in range(6)])
-    q, codes = np.unique([r[0] for r in rows], return_inverse=True)
+    _, codes = np.unique([r[0] for r in rows], return_inverse=True)
     steps = ranking._tie_rule_steps(codes, np.array([r[2] + 0.0 for r in rows]), pa.array([r[1] for r in rows]))
     assert steps == (None, None, None)
 
