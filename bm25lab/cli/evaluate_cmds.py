@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Sequence
 
 import typer
 
@@ -115,11 +115,13 @@ def evaluate_cmd(
     rules = int(trec_eval.value)
     size = _collection_size(collection_size, index)
     reuse_freed_memory()
-    judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
+    judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
+                                                lambda: read_a_run(runs[0], run_format))
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
     named, curves, per_query_curves, rocs = [], {}, {}, {}
-    for path in runs:
-        run = read_a_run(path, run_format)
+    for i, path in enumerate(runs):
+        run = first_run if i == 0 else read_a_run(path, run_format)
+        first_run = None  # each run's memory goes once it is evaluated
         named.append((path.stem, evaluate(judgments, run, measures, **options, trec_eval=rules, collection_size=size,
                                           missing_ratings=missing_ratings.value)))
         if plot is not None:
@@ -142,6 +144,22 @@ def evaluate_cmd(
 
         plot_roc_curves(rocs, plot_roc, dpi=dpi)
         console(stderr=True).print(f"ROC curves -> {plot_roc}")
+
+
+def _qrels_and_first_run(read_qrels: Callable[[], Any], read_run: Callable[[], Any]) -> tuple[Any, Any]:
+    """The qrels and the first run, read at once: the run in a second thread (pyarrow's parsing and numpy's
+    column work let go of the interpreter) while this one reads the qrels. An error of the qrels is
+    raised first, as when they are read first; then the run's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(read_run)
+        try:
+            judgments = read_qrels()
+        except BaseException:
+            run.cancel()
+            raise
+        return judgments, run.result()
 
 
 def _query_list(text: str) -> Optional[list[str]]:
