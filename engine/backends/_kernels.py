@@ -877,3 +877,198 @@ def joined_terms(order: np.ndarray, term_starts: np.ndarray, term_lengths: np.nd
             out[p + j] = term_bytes[s + j]
         p += term_lengths[e]
     return out, separator
+
+
+# Raw texts to a chunk's (term, document, tf) triples in one pass (the whitespace analysis's compiled path)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_space_byte(c: int) -> bool:
+    """An ASCII whitespace byte of ``str.split()``: \\t \\n \\v \\f \\r, \\x1c-\\x1f and the space."""
+    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_word_byte(c: int) -> bool:
+    """An ASCII letter or digit, or any byte of a non-ASCII character (such texts come analysed already)."""
+    return c >= 128 or 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hash_bytes(text: np.ndarray, a: int, b: int) -> np.uint64:
+    """:func:`encode_tokens`'s hash of ``text[a:b]``: FNV-1a, then splitmix64's finaliser."""
+    h = np.uint64(14695981039346656037)
+    for j in range(np.uint64(a), np.uint64(b)):
+        h = (h ^ np.uint64(text[j])) * np.uint64(1099511628211)
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def split_texts(text: np.ndarray, bounds: np.ndarray, first_doc: int) -> tuple:
+    """The whitespace analysis of documents ``text[bounds[d]:bounds[d + 1]]`` (bytes; ASCII text as
+    it is, other text analysed already and joined by spaces), reduced to (term, document, tf) triples
+    over a vocabulary of the chunk's own, as :func:`group_by_term` gives them. A token is a run of
+    bytes between ASCII whitespace bytes (:func:`_is_space_byte`) and is kept when it holds a letter
+    or digit (:func:`_is_word_byte`). Local term ``e`` is the ``e``-th distinct token met, its bytes
+    ``text[starts[e]:starts[e] + lengths[e]]``. Returns (terms, documents from ``first_doc``, tfs,
+    each document's length, each term's hash, start, length)."""
+    n = text.shape[0]
+    n_docs = bounds.shape[0] - 1
+    cap = 1 << 12
+    table = np.full(cap, -1, dtype=np.int32)
+    size = n // 2 + 2  # at most this many tokens, so terms and pairs: nothing grows in the loop (it cost half)
+    hashes = np.empty(size, dtype=np.uint64)
+    starts = np.empty(size, dtype=np.int64)
+    lengths = np.empty(size, dtype=np.int64)
+    last = np.empty(size, dtype=np.int64)  # each term's last document, and that document's pair
+    at = np.empty(size, dtype=np.int64)
+    pair_terms = np.empty(size, dtype=np.int32)
+    pair_docs = np.empty(pair_terms.shape[0], dtype=np.int32)
+    pair_tfs = np.empty(pair_terms.shape[0], dtype=np.int32)
+    doc_lengths = np.zeros(n_docs, dtype=np.int32)
+    distinct = 0
+    pairs = 0
+    for d in range(n_docs):
+        i = bounds[d]
+        end = min(bounds[d + 1], n)
+        tokens = 0
+        while i < end:
+            while i < end and _is_space_byte(text[np.uint64(i)]):
+                i += 1
+            a = i
+            word = False
+            while i < end and not _is_space_byte(text[np.uint64(i)]):
+                word = word or _is_word_byte(text[np.uint64(i)])
+                i += 1
+            if not word:
+                continue
+            length = i - a
+            h = _hash_bytes(text, a, i)
+            slot = h & np.uint64(cap - 1)
+            while True:
+                e = table[slot]
+                if e < 0:
+                    e = distinct
+                    hashes[e] = h
+                    starts[e] = a
+                    lengths[e] = length
+                    last[e] = -1
+                    table[slot] = e
+                    distinct += 1
+                    if 2 * distinct > cap:
+                        cap *= 2
+                        table = _rehash(hashes, distinct, cap)
+                    break
+                if hashes[e] == h and lengths[e] == length:
+                    s = starts[e]
+                    same = True
+                    for j in range(np.uint64(length)):
+                        if text[np.uint64(s) + j] != text[np.uint64(a) + j]:
+                            same = False
+                            break
+                    if same:
+                        break
+                slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
+            if last[e] != d:
+                last[e] = d
+                at[e] = pairs
+                pair_terms[pairs] = e
+                pair_docs[pairs] = first_doc + d
+                pair_tfs[pairs] = 0
+                pairs += 1
+            pair_tfs[np.uint64(at[e])] += 1
+            tokens += 1
+        doc_lengths[d] = tokens
+    slots = np.zeros(distinct + 1, dtype=np.int64)  # a counting sort of the pairs by term
+    for p in range(pairs):
+        slots[pair_terms[p] + 1] += 1
+    for e in range(distinct):
+        slots[e + 1] += slots[e]
+    out_terms = np.empty(pairs, dtype=np.int32)
+    out_docs = np.empty(pairs, dtype=np.int32)
+    out_tfs = np.empty(pairs, dtype=np.int32)
+    for p in range(np.uint64(pairs)):
+        e = np.uint32(pair_terms[p])
+        slot = np.uint64(slots[e])
+        slots[e] += 1
+        out_terms[slot] = e
+        out_docs[slot] = pair_docs[p]
+        out_tfs[slot] = pair_tfs[p]
+    return (out_terms, out_docs, out_tfs, doc_lengths, hashes[:distinct].copy(), starts[:distinct].copy(),
+            lengths[:distinct].copy())
+
+
+@njit(cache=True, nogil=True)
+def merge_terms(text: np.ndarray, local_hashes: np.ndarray, local_starts: np.ndarray, local_lengths: np.ndarray,
+                table: np.ndarray, hashes: np.ndarray, term_starts: np.ndarray, term_lengths: np.ndarray,
+                term_bytes: np.ndarray, distinct: int, used: int) -> tuple:
+    """The terms of a chunk's vocabulary (:func:`split_texts`: term ``e`` is ``text[local_starts[e]:
+    local_starts[e] + local_lengths[e]]``, its hash ``local_hashes[e]``) looked up in, or added to, the
+    arrays of :func:`encode_tokens`, in local id order (so the ids are those :func:`encode_tokens` gives
+    the same tokens in the same order). Returns (each local term's id, then the arrays as
+    :func:`encode_tokens` returns them)."""
+    ids = np.empty(local_hashes.shape[0], dtype=np.int32)
+    cap = table.shape[0]
+    for t in range(local_hashes.shape[0]):
+        a = local_starts[t]
+        length = local_lengths[t]
+        h = local_hashes[t]
+        slot = h & np.uint64(cap - 1)
+        while True:
+            e = table[slot]
+            if e < 0:
+                if distinct == hashes.shape[0]:
+                    hashes = _grown(hashes, distinct + 1)
+                    term_starts = _grown(term_starts, distinct + 1)
+                    term_lengths = _grown(term_lengths, distinct + 1)
+                if used + length > term_bytes.shape[0]:
+                    term_bytes = _grown(term_bytes, used + length)
+                term_bytes[used:used + length] = text[a:a + length]
+                term_starts[distinct] = used
+                term_lengths[distinct] = length
+                hashes[distinct] = h
+                used += length
+                table[slot] = distinct
+                ids[t] = distinct
+                distinct += 1
+                if 2 * distinct > cap:
+                    cap *= 2
+                    table = _rehash(hashes, distinct, cap)
+                break
+            if hashes[e] == h and term_lengths[e] == length:
+                s = term_starts[e]
+                same = True
+                for j in range(np.uint64(length)):
+                    if term_bytes[np.uint64(s) + j] != text[np.uint64(a) + j]:
+                        same = False
+                        break
+                if same:
+                    ids[t] = e
+                    break
+            slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
+    return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
+
+
+@njit(cache=True, nogil=True)
+def lay_out(terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray, new_id: np.ndarray) -> tuple:
+    """Triples (term ids before sorting, document, tf), each term's documents ascending in the order
+    given, laid out by term: (offsets, documents, tfs) of the CSR postings whose term ``t`` is
+    ``new_id[old]`` (a counting sort, linear in the triples)."""
+    num_terms = new_id.shape[0]
+    offsets = np.zeros(num_terms + 1, dtype=np.int64)
+    for p in range(terms.shape[0]):
+        offsets[new_id[np.uint32(terms[p])] + 1] += 1
+    for t in range(num_terms):
+        offsets[t + 1] += offsets[t]
+    free = offsets[:-1].copy()
+    out_docs = np.empty(terms.shape[0], dtype=np.int32)
+    out_tfs = np.empty(terms.shape[0], dtype=np.int32)
+    for p in range(terms.shape[0]):
+        t = np.uint64(new_id[np.uint32(terms[p])])
+        slot = np.uint64(free[t])
+        free[t] += 1
+        out_docs[slot] = docs[p]
+        out_tfs[slot] = tfs[p]
+    return offsets, out_docs, out_tfs

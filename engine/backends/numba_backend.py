@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from ..errors import BM25LabError
+from ..postings import TextChunk, Triples
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from . import Backend, Ranked
@@ -246,6 +247,19 @@ class NumbaBackend(Backend):
                       num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._kernels.group_by_term(term_ids, lengths, first_doc, num_terms)
 
+    def split_texts(self, text: np.ndarray, bounds: np.ndarray, first_doc: int) -> TextChunk:
+        """A chunk of raw texts analysed and grouped by :func:`._kernels.split_texts` (lets go of the
+        GIL: the builder runs chunks on several threads)."""
+        terms, docs, tfs, lengths, hashes, starts, sizes = self._kernels.split_texts(text, bounds, first_doc)
+        return TextChunk(text, (terms, docs, tfs), lengths, hashes, starts, sizes)
+
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`bm25lab.engine.postings.lay_out` in one pass of :func:`._kernels.lay_out`."""
+        if not chunks:
+            return np.zeros(len(new_id) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+        terms, docs, tfs = (np.concatenate(column) for column in zip(*chunks))
+        return self._kernels.lay_out(terms, docs, tfs, new_id)
+
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
     """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
@@ -308,6 +322,13 @@ class CompiledVocabulary:
             ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens))
             text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, insert, *self._state)
+        self._state = tuple(state)
+        return ids
+
+    def merged_ids(self, chunk: TextChunk) -> np.ndarray:
+        """The id of each of a chunk's terms (:func:`._kernels.merge_terms`), a new term numbered next."""
+        ids, *state = self._kernels.merge_terms(chunk.text, chunk.term_hashes, chunk.term_starts, chunk.term_lengths,
+                                                *self._state)
         self._state = tuple(state)
         return ids
 
