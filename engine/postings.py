@@ -30,6 +30,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from . import selection
 from .selection import code_point_order
 
 
@@ -63,9 +64,13 @@ class Builds(Protocol):
                       num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(term, document, tf) triples of the token ids of consecutive documents (each term's together)."""
 
-    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(offsets, documents, tfs) of the postings of ``chunks`` (in document order), term ``t`` of a
-        chunk becoming term ``new_id[t]``."""
+        chunk becoming term ``new_id[t]`` (on up to ``threads`` threads)."""
+
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.code_point_order`."""
 
 
 Triples = tuple[np.ndarray, np.ndarray, np.ndarray]  # (term, document, tf), each term's triples together
@@ -104,7 +109,7 @@ class MergesChunks(Vocabulary, Protocol):
 
 _CHUNK_TOKENS = 1 << 20
 _TEXT_FLUSH_CHARS = 1 << 24  # raw texts pending before a flush (the first is when ``auto`` chooses: ~2.5 M tokens)
-_TEXT_JOB_CHARS = 1 << 22  # the texts of one job of a thread
+_TEXT_JOB_CHARS = 1 << 20  # the texts of one job of a thread (smaller: more merging; larger: fewer cache hits)
 _JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits for the oldest
 
 
@@ -187,7 +192,7 @@ class PostingsBuilder:
         self._text_chars = 0
         self._jobs: deque[Future[TextChunk]] = deque()
         self._pool: ThreadPoolExecutor | None = None
-        self._text_backend: SplitsTexts | None = None  # the backend of the jobs running
+        self._merger: ThreadPoolExecutor | None = None  # takes the jobs' terms into the vocabulary, in order
         self._num_docs = 0
 
     @property
@@ -257,42 +262,42 @@ class PostingsBuilder:
         texts, self._texts, self._text_chars = self._texts, [], 0
         if not texts:
             return
-        estimate = sum(map(str.count, texts, repeat(" "))) + len(texts)  # tokens, for the choice
-        backend = self._backend.for_build(estimate)
         first = self._num_docs - len(texts)
+        cuts = _cuts(texts, _TEXT_JOB_CHARS)
+        jobs = [_utf8(texts[start:end], self._analyse) for start, end in cuts]
+        estimate = sum(int(np.count_nonzero(text == 32)) + bounds.shape[0] for text, bounds in jobs)  # ~tokens
+        backend = self._backend.for_build(estimate)
         if not isinstance(backend, SplitsTexts):
             assert self._analyse is not None
             self._wait_for_texts()
             self._add_tokens(list(map(self._analyse, texts)))
             return
         self._flush()  # tokens added before go first
-        self._text_backend = backend
-        for start, end in _cuts(texts, _TEXT_JOB_CHARS):
-            text, bounds = _utf8(texts[start:end], self._analyse)
+        vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
+        for (start, _), (text, bounds) in zip(cuts, jobs):
             if self._threads == 1:
-                self._merge(backend, backend.split_texts(text, bounds, first + start))
+                self._take(_merged(vocabulary, backend.split_texts(text, bounds, first + start)))
                 continue
-            if self._pool is None:
+            if self._pool is None or self._merger is None:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bm25lab-build")
-            self._jobs.append(self._pool.submit(backend.split_texts, text, bounds, first + start))
+                self._merger = ThreadPoolExecutor(1, thread_name_prefix="bm25lab-merge")
+            split = self._pool.submit(backend.split_texts, text, bounds, first + start)
+            self._jobs.append(self._merger.submit(_merged, vocabulary, split))  # one at a time, in order
             while len(self._jobs) > _JOBS_PER_THREAD * self._threads:
-                self._merge(backend, self._jobs.popleft().result())
+                self._take(self._jobs.popleft().result())
 
     def _wait_for_texts(self) -> None:
-        """Merge every text job still running (they come before whatever is added next)."""
+        """Take in every text job still running (they come before whatever is added next)."""
         if self._texts:
             self._flush_texts()
         while self._jobs:
-            assert self._text_backend is not None
-            self._merge(self._text_backend, self._jobs.popleft().result())
+            self._take(self._jobs.popleft().result())
 
-    def _merge(self, backend: SplitsTexts, chunk: TextChunk) -> None:
-        """Take a job's chunk in: its terms into the vocabulary, its triples renumbered, its lengths."""
-        vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
-        ids = vocabulary.merged_ids(chunk)  # type: ignore[attr-defined]
-        terms, docs, tfs = chunk.triples
-        self._chunks.append((ids[terms], docs, tfs))
-        self._lengths.frombytes(chunk.doc_lengths.astype(np.int32, copy=False).tobytes())
+    def _take(self, merged: tuple[Triples, np.ndarray]) -> None:
+        """A merged job's triples and document lengths, after those before it."""
+        triples, doc_lengths = merged
+        self._chunks.append(triples)
+        self._lengths.frombytes(doc_lengths.astype(np.int32, copy=False).tobytes())
         self._flushed_docs = len(self._lengths)
 
     def close(self) -> None:
@@ -300,9 +305,20 @@ class PostingsBuilder:
         for job in self._jobs:
             job.cancel()
         self._jobs.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in (self._pool, self._merger):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._merger = None
+
+    def id_ranks(self, doc_ids: list[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.id_ranks` of the documents' ids, sorted by the backend that
+        built the postings (the numba one sorts them as it sorts the terms)."""
+        backend = self._vocabulary_owner
+        if backend is None:
+            return selection.id_ranks(doc_ids)
+        ranks = np.empty(len(doc_ids), dtype=np.int32)
+        ranks[backend.code_point_order(doc_ids)] = np.arange(len(doc_ids), dtype=np.int32)
+        return ranks
 
     def _vocabulary_of(self, backend: Builds) -> Vocabulary:
         """The building vocabulary, of ``backend``'s kind: handed over, ids kept, when ``auto`` moved
@@ -334,7 +350,7 @@ class PostingsBuilder:
         new_id = np.empty(len(terms), dtype=np.int64)
         new_id[order] = np.arange(len(terms), dtype=np.int64)
         backend = self._backend.for_build(sum(chunk[0].shape[0] for chunk in self._chunks))
-        offsets, doc_nums, tfs = backend.lay_out(self._chunks, new_id)
+        offsets, doc_nums, tfs = backend.lay_out(self._chunks, new_id, self._threads)
         self._chunks = []
         return Postings(
             terms=terms,
@@ -367,6 +383,15 @@ def lay_out(chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, 
         tfs[places] = chunk_tfs
         free[group_terms] += sizes
     return offsets, doc_nums, tfs
+
+
+def _merged(vocabulary: MergesChunks, chunk: TextChunk | Future[TextChunk]) -> tuple[Triples, np.ndarray]:
+    """A chunk's triples with the vocabulary's term ids (its terms taken in), and its document lengths."""
+    if isinstance(chunk, Future):
+        chunk = chunk.result()
+    ids = vocabulary.merged_ids(chunk)
+    terms, docs, tfs = chunk.triples
+    return (ids[terms], docs, tfs), chunk.doc_lengths
 
 
 def _cuts(texts: list[str], chars: int) -> list[tuple[int, int]]:

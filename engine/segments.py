@@ -367,7 +367,7 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
         postings = builder.finish()
         fields = _aligned_fields(postings, names, [b.finish() for b in field_builders]) if names else None
         doc_ids = list(seen)
-        ranks = id_ranks(doc_ids)
+        ranks = builder.id_ranks(doc_ids)
     finally:
         builder.close()
         writer.close()

@@ -1052,23 +1052,25 @@ def merge_terms(text: np.ndarray, local_hashes: np.ndarray, local_starts: np.nda
 
 
 @njit(cache=True, nogil=True)
-def lay_out(terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray, new_id: np.ndarray) -> tuple:
-    """Triples (term ids before sorting, document, tf), each term's documents ascending in the order
-    given, laid out by term: (offsets, documents, tfs) of the CSR postings whose term ``t`` is
-    ``new_id[old]`` (a counting sort, linear in the triples)."""
+def term_offsets(terms: np.ndarray, new_id: np.ndarray) -> np.ndarray:
+    """The CSR offsets of triples whose term (an id before sorting) ``old`` becomes term ``new_id[old]``."""
     num_terms = new_id.shape[0]
     offsets = np.zeros(num_terms + 1, dtype=np.int64)
     for p in range(terms.shape[0]):
         offsets[new_id[np.uint32(terms[p])] + 1] += 1
     for t in range(num_terms):
         offsets[t + 1] += offsets[t]
+    return offsets
+
+
+@njit(cache=True, nogil=True)
+def scatter_by_term(terms: np.ndarray, values: np.ndarray, new_id: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """One column of triples (documents or tfs) laid out by term (:func:`term_offsets`): each value goes
+    to the next free place of its term, so a term's values keep the order given (a counting sort)."""
     free = offsets[:-1].copy()
-    out_docs = np.empty(terms.shape[0], dtype=np.int32)
-    out_tfs = np.empty(terms.shape[0], dtype=np.int32)
+    out = np.empty(terms.shape[0], dtype=values.dtype)
     for p in range(terms.shape[0]):
         t = np.uint64(new_id[np.uint32(terms[p])])
-        slot = np.uint64(free[t])
+        out[np.uint64(free[t])] = values[p]
         free[t] += 1
-        out_docs[slot] = docs[p]
-        out_tfs[slot] = tfs[p]
-    return offsets, out_docs, out_tfs
+    return out

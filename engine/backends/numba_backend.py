@@ -253,12 +253,35 @@ class NumbaBackend(Backend):
         terms, docs, tfs, lengths, hashes, starts, sizes = self._kernels.split_texts(text, bounds, first_doc)
         return TextChunk(text, (terms, docs, tfs), lengths, hashes, starts, sizes)
 
-    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`bm25lab.engine.postings.lay_out` in one pass of :func:`._kernels.lay_out`."""
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.code_point_order` by :func:`._kernels.sort_terms` on the strings'
+        UTF-8 ("surrogatepass": its byte order is the code point order; equal strings keep their order)."""
+        joined = "".join(strings)
+        if joined.isascii():
+            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+            data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        else:
+            pieces = [string.encode("utf-8", "surrogatepass") for string in strings]
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        return self._kernels.sort_terms(starts, lengths, data, len(strings))
+
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`bm25lab.engine.postings.lay_out` by :func:`._kernels.term_offsets` and
+        :func:`._kernels.scatter_by_term`, the documents and the tfs on two threads when ``threads`` > 1."""
         if not chunks:
             return np.zeros(len(new_id) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
         terms, docs, tfs = (np.concatenate(column) for column in zip(*chunks))
-        return self._kernels.lay_out(terms, docs, tfs, new_id)
+        offsets = self._kernels.term_offsets(terms, new_id)
+        if threads < 2:
+            return offsets, *(self._kernels.scatter_by_term(terms, values, new_id, offsets) for values in (docs, tfs))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2, thread_name_prefix="bm25lab-lay-out") as pool:
+            laid = list(pool.map(lambda values: self._kernels.scatter_by_term(terms, values, new_id, offsets), (docs, tfs)))
+        return offsets, laid[0], laid[1]
 
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:

@@ -52,7 +52,11 @@ class NumpyBackend(Backend):
         keys, counts = np.unique((term_ids.astype(np.int64) << 32) | docs, return_counts=True)
         return (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
 
-    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        return code_point_order(strings)
+
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return lay_out(chunks, new_id)
 
 
