@@ -108,7 +108,7 @@ class MergesChunks(Vocabulary, Protocol):
 
 
 _CHUNK_TOKENS = 1 << 20
-_TEXT_FLUSH_CHARS = 1 << 24  # raw texts pending before a flush (the first is when ``auto`` chooses: ~2.5 M tokens)
+_TEXT_FLUSH_CHARS = 1 << 24  # texts pending before ``auto`` chooses (~2.5 M tokens here: enough to buy the kernels)
 _TEXT_JOB_CHARS = 1 << 20  # the texts of one job of a thread (smaller: more merging; larger: fewer cache hits)
 _JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits for the oldest
 
@@ -190,6 +190,7 @@ class PostingsBuilder:
         self._threads = max(1, threads)
         self._texts: list[str] = []  # raw texts not yet handed to a job (add_texts)
         self._text_chars = 0
+        self._text_flush = _TEXT_FLUSH_CHARS  # until a backend that splits texts is chosen
         self._jobs: deque[Future[TextChunk]] = deque()
         self._pool: ThreadPoolExecutor | None = None
         self._merger: ThreadPoolExecutor | None = None  # takes the jobs' terms into the vocabulary, in order
@@ -251,7 +252,7 @@ class PostingsBuilder:
         self._num_docs += len(texts)
         self._texts.extend(texts)
         self._text_chars += sum(map(len, texts))
-        if self._text_chars >= _TEXT_FLUSH_CHARS:
+        if self._text_chars >= self._text_flush:
             self._flush_texts()
         return first
 
@@ -273,6 +274,7 @@ class PostingsBuilder:
             self._add_tokens(list(map(self._analyse, texts)))
             return
         self._flush()  # tokens added before go first
+        self._text_flush = _TEXT_JOB_CHARS  # chosen: from now on each job goes as soon as it is read
         vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
         for (start, _), (text, bounds) in zip(cuts, jobs):
             if self._threads == 1:

@@ -1052,25 +1052,20 @@ def merge_terms(text: np.ndarray, local_hashes: np.ndarray, local_starts: np.nda
 
 
 @njit(cache=True, nogil=True)
-def term_offsets(terms: np.ndarray, new_id: np.ndarray) -> np.ndarray:
-    """The CSR offsets of triples whose term (an id before sorting) ``old`` becomes term ``new_id[old]``."""
-    num_terms = new_id.shape[0]
-    offsets = np.zeros(num_terms + 1, dtype=np.int64)
+def count_terms(terms: np.ndarray, new_id: np.ndarray, counts: np.ndarray) -> None:
+    """Add to ``counts[new_id[old] + 1]`` each triple of term ``old`` (an id before sorting): summed over
+    the chunks and accumulated, the CSR offsets."""
     for p in range(terms.shape[0]):
-        offsets[new_id[np.uint32(terms[p])] + 1] += 1
-    for t in range(num_terms):
-        offsets[t + 1] += offsets[t]
-    return offsets
+        counts[new_id[np.uint32(terms[p])] + 1] += 1
 
 
 @njit(cache=True, nogil=True)
-def scatter_by_term(terms: np.ndarray, values: np.ndarray, new_id: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """One column of triples (documents or tfs) laid out by term (:func:`term_offsets`): each value goes
-    to the next free place of its term, so a term's values keep the order given (a counting sort)."""
-    free = offsets[:-1].copy()
-    out = np.empty(terms.shape[0], dtype=values.dtype)
+def scatter_by_term(terms: np.ndarray, values: np.ndarray, new_id: np.ndarray, free: np.ndarray,
+                    out: np.ndarray) -> None:
+    """One column of a chunk's triples (documents or tfs) laid out by term: each value goes to ``out``
+    at the next free place of its term (``free``, from the CSR offsets, advanced), so that chunks
+    given in document order leave each term's values in document order (a counting sort)."""
     for p in range(terms.shape[0]):
         t = np.uint64(new_id[np.uint32(terms[p])])
         out[np.uint64(free[t])] = values[p]
         free[t] += 1
-    return out

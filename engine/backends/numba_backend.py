@@ -45,6 +45,7 @@ SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engi
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
 COMPILE_SECONDS = 30.0
+_THREADED_LAY_OUT = 1 << 20  # postings from which a build lays out documents and tfs on two threads
 
 
 @lru_cache(maxsize=1)
@@ -269,19 +270,29 @@ class NumbaBackend(Backend):
 
     def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
                 threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`bm25lab.engine.postings.lay_out` by :func:`._kernels.term_offsets` and
-        :func:`._kernels.scatter_by_term`, the documents and the tfs on two threads when ``threads`` > 1."""
-        if not chunks:
-            return np.zeros(len(new_id) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
-        terms, docs, tfs = (np.concatenate(column) for column in zip(*chunks))
-        offsets = self._kernels.term_offsets(terms, new_id)
-        if threads < 2:
-            return offsets, *(self._kernels.scatter_by_term(terms, values, new_id, offsets) for values in (docs, tfs))
+        """:func:`bm25lab.engine.postings.lay_out` by the kernels, chunk by chunk (no copy of them all):
+        the offsets from every chunk's terms (:func:`._kernels.count_terms`), then the documents and the
+        tfs scattered (:func:`._kernels.scatter_by_term`), the two on two threads when ``threads`` > 1."""
+        counts = np.zeros(len(new_id) + 1, dtype=np.int64)
+        for terms, _, _ in chunks:
+            self._kernels.count_terms(terms, new_id, counts)
+        offsets = np.cumsum(counts)  # counts[t + 1]: term t's postings
+        total = int(offsets[-1])
+
+        def scatter(column: int) -> np.ndarray:
+            out = np.empty(total, dtype=np.int32)
+            free = offsets[:-1].copy()
+            for chunk in chunks:
+                self._kernels.scatter_by_term(chunk[0], chunk[column], new_id, free, out)
+            return out
+
+        if threads < 2 or total < _THREADED_LAY_OUT:
+            return offsets, scatter(1), scatter(2)
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(2, thread_name_prefix="bm25lab-lay-out") as pool:
-            laid = list(pool.map(lambda values: self._kernels.scatter_by_term(terms, values, new_id, offsets), (docs, tfs)))
-        return offsets, laid[0], laid[1]
+        with ThreadPoolExecutor(1, thread_name_prefix="bm25lab-lay-out") as pool:
+            tfs = pool.submit(scatter, 2)
+            return offsets, scatter(1), tfs.result()
 
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:

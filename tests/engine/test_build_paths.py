@@ -66,6 +66,7 @@ def _small_chunks(monkeypatch) -> None:
     monkeypatch.setattr(postings, "_TEXT_JOB_CHARS", 2_000)
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)
     monkeypatch.setattr(segments, "_BATCH_DOCS", 64)
+    monkeypatch.setattr(numba_backend, "_THREADED_LAY_OUT", 0)  # documents and tfs on two threads too
 
 
 def _plain(monkeypatch, docs: list, backend: str) -> Index:
