@@ -275,6 +275,8 @@ class PostingsBuilder:
             return
         self._flush()  # tokens added before go first
         self._text_flush = _TEXT_JOB_CHARS  # chosen: from now on each job goes as soon as it is read
+        if backend is not self._vocabulary_owner:
+            self._wait_for_texts()  # the vocabulary changes hands only when no job is merging into it
         vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
         for (start, _), (text, bounds) in zip(cuts, jobs):
             if self._threads == 1:
