@@ -23,15 +23,17 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from . import selection
 from .selection import code_point_order
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 
 
@@ -191,7 +193,7 @@ class PostingsBuilder:
         self._texts: list[str] = []  # raw texts not yet handed to a job (add_texts)
         self._text_chars = 0
         self._text_flush = _TEXT_FLUSH_CHARS  # until a backend that splits texts is chosen
-        self._jobs: deque[Future[TextChunk]] = deque()
+        self._jobs: deque[Future[tuple[Triples, np.ndarray]]] = deque()  # merged jobs, in document order
         self._pool: ThreadPoolExecutor | None = None
         self._merger: ThreadPoolExecutor | None = None  # takes the jobs' terms into the vocabulary, in order
         self._num_docs = 0
@@ -279,16 +281,24 @@ class PostingsBuilder:
             self._wait_for_texts()  # the vocabulary changes hands only when no job is merging into it
         vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
         for (start, _), (text, bounds) in zip(cuts, jobs):
-            if self._threads == 1:
-                self._take(_merged(vocabulary, backend.split_texts(text, bounds, first + start)))
-                continue
-            if self._pool is None or self._merger is None:
-                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bm25lab-build")
-                self._merger = ThreadPoolExecutor(1, thread_name_prefix="bm25lab-merge")
-            split = self._pool.submit(backend.split_texts, text, bounds, first + start)
-            self._jobs.append(self._merger.submit(_merged, vocabulary, split))  # one at a time, in order
-            while len(self._jobs) > _JOBS_PER_THREAD * self._threads:
-                self._take(self._jobs.popleft().result())
+            self._run(backend, vocabulary, text, bounds, first + start)  # type: ignore[arg-type]
+
+    def _run(self, backend: SplitsTexts, vocabulary: MergesChunks, text: np.ndarray, bounds: np.ndarray,
+             first_doc: int) -> None:
+        """One job: here with one thread; else split on the pool's threads and merged by the merger
+        thread (one job at a time, in order), the builder waiting only when too many are running."""
+        if self._threads == 1:
+            self._take(_merged(vocabulary, backend.split_texts(text, bounds, first_doc)))
+            return
+        if self._pool is None or self._merger is None:
+            from concurrent.futures import ThreadPoolExecutor  # not on a search's import path
+
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bm25lab-build")
+            self._merger = ThreadPoolExecutor(1, thread_name_prefix="bm25lab-merge")
+        split = self._pool.submit(backend.split_texts, text, bounds, first_doc)
+        self._jobs.append(self._merger.submit(lambda: _merged(vocabulary, split.result())))
+        while len(self._jobs) > _JOBS_PER_THREAD * self._threads:
+            self._take(self._jobs.popleft().result())
 
     def _wait_for_texts(self) -> None:
         """Take in every text job still running (they come before whatever is added next)."""
@@ -389,10 +399,8 @@ def lay_out(chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, 
     return offsets, doc_nums, tfs
 
 
-def _merged(vocabulary: MergesChunks, chunk: TextChunk | Future[TextChunk]) -> tuple[Triples, np.ndarray]:
+def _merged(vocabulary: MergesChunks, chunk: TextChunk) -> tuple[Triples, np.ndarray]:
     """A chunk's triples with the vocabulary's term ids (its terms taken in), and its document lengths."""
-    if isinstance(chunk, Future):
-        chunk = chunk.result()
     ids = vocabulary.merged_ids(chunk)
     terms, docs, tfs = chunk.triples
     return (ids[terms], docs, tfs), chunk.doc_lengths
