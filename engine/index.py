@@ -104,6 +104,10 @@ class Index:
         its documents' fields' tokens one after the other, as one text.
         ``scratch``: the folder in which the store is written until the index is saved (default: the
         system's temporary folder; give the folder the index will be saved to, to use its disk only).
+        ``workers``: the processes that analyse the texts (None: every usable core); with the
+        ``whitespace`` analysis without stopwords the builder itself analyses them, in compiled code
+        on that many threads once the numba kernels are chosen (:mod:`bm25lab.engine.postings`): the
+        same index, term for term and byte for byte.
         """
         tokenizer = tokenizer or Tokenizer()
         chosen = backends.create(backend)

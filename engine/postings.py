@@ -11,17 +11,29 @@ The builder holds at most a chunk of about a million tokens as strings: each chu
 (a new term takes the next id as it is met) and (term, doc, tf) triples, each term's together; the
 index's backend (:mod:`bm25lab.engine.backends`) keeps the vocabulary and makes the triples. Raw
 text never accumulates, so memory follows the postings.
+
+Documents may come as raw texts instead (:meth:`PostingsBuilder.add_texts`, for an analysis that
+:class:`~bm25lab.engine.tokenization.Tokenizer.splits_at_whitespace`): a backend that splits texts
+(:class:`SplitsTexts`, the numba one) turns chunks of them, as UTF-8, into triples over a vocabulary
+of each chunk's own, on ``threads`` threads (its kernels let go of the GIL), and the chunks' terms
+are merged into the index's vocabulary in document order, so the ids, the postings and the terms
+are those of the token path. On another backend the texts are analysed and added as tokens.
 """
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from . import selection
 from .selection import code_point_order
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 
 
@@ -54,7 +66,53 @@ class Builds(Protocol):
                       num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(term, document, tf) triples of the token ids of consecutive documents (each term's together)."""
 
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(offsets, documents, tfs) of the postings of ``chunks`` (in document order), term ``t`` of a
+        chunk becoming term ``new_id[t]`` (on up to ``threads`` threads)."""
+
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.code_point_order`."""
+
+
+Triples = tuple[np.ndarray, np.ndarray, np.ndarray]  # (term, document, tf), each term's triples together
+
+
+@dataclass(frozen=True, eq=False)
+class TextChunk:
+    """A chunk of documents' texts reduced by :meth:`SplitsTexts.split_texts`: triples over the
+    chunk's own term ids, and the chunk's terms (term ``e``: ``text[term_starts[e]:][:term_lengths[e]]``)."""
+
+    text: np.ndarray          # the documents' UTF-8 (uint8)
+    triples: Triples
+    doc_lengths: np.ndarray   # int32: each document's number of terms
+    term_hashes: np.ndarray   # uint64
+    term_starts: np.ndarray   # int64
+    term_lengths: np.ndarray  # int64
+
+
+@runtime_checkable
+class SplitsTexts(Protocol):
+    """A backend that analyses raw texts itself (see the module docstring)."""
+
+    def split_texts(self, text: np.ndarray, bounds: np.ndarray, first_doc: int) -> TextChunk:
+        """The documents ``text[bounds[d]:bounds[d + 1]]`` (UTF-8: ASCII text raw, other text analysed
+        already, its terms joined by spaces) numbered from ``first_doc``, reduced to a chunk."""
+
+    def vocabulary(self, terms: Sequence[str] = ()) -> MergesChunks:
+        """A building vocabulary that also takes in chunks' terms."""
+
+
+class MergesChunks(Vocabulary, Protocol):
+    def merged_ids(self, chunk: TextChunk) -> np.ndarray:
+        """The id of each of ``chunk``'s terms, in its order (a new term takes the next id), as
+        :meth:`Vocabulary.term_ids` gives them for the chunk's tokens."""
+
+
 _CHUNK_TOKENS = 1 << 20
+_TEXT_FLUSH_CHARS = 1 << 24  # texts pending before ``auto`` chooses (~2.5 M tokens here: enough to buy the kernels)
+_TEXT_JOB_CHARS = 1 << 20  # the texts of one job of a thread (smaller: more merging; larger: fewer cache hits)
+_JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits for the oldest
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,9 +170,12 @@ def concat_ranges(starts: np.ndarray | Sequence[int], lengths: np.ndarray | Sequ
 class PostingsBuilder:
     """Accumulates tokenized documents, :meth:`add_many` per batch of documents, then :meth:`finish`."""
 
-    def __init__(self, backend: Builds, vocabulary: Sequence[str] | None = None) -> None:
+    def __init__(self, backend: Builds, vocabulary: Sequence[str] | None = None, *,
+                 analyse: Callable[[str], list[str]] | None = None, threads: int = 1) -> None:
         """With ``vocabulary``, documents are added as arrays of indices into it (no string is looked
-        up); without, as sequences of token strings, whose vocabulary ``backend`` keeps."""
+        up); without, as sequences of token strings, whose vocabulary ``backend`` keeps. ``analyse``
+        (the tokenizer's, one that splits at whitespace) lets documents be added as raw texts
+        (:meth:`add_texts`), whose chunks are analysed on up to ``threads`` threads."""
         self._backend = backend
         self._given = None if vocabulary is None else list(vocabulary)
         if self._given is not None and len(set(self._given)) != len(self._given):
@@ -127,15 +188,30 @@ class PostingsBuilder:
         self._pending_tokens = 0
         self._flushed_docs = 0
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._analyse = analyse
+        self._threads = max(1, threads)
+        self._texts: list[str] = []  # raw texts not yet handed to a job (add_texts)
+        self._text_chars = 0
+        self._text_flush = _TEXT_FLUSH_CHARS  # until a backend that splits texts is chosen
+        self._jobs: deque[Future[tuple[Triples, np.ndarray]]] = deque()  # merged jobs, in document order
+        self._pool: ThreadPoolExecutor | None = None
+        self._merger: ThreadPoolExecutor | None = None  # takes the jobs' terms into the vocabulary, in order
+        self._num_docs = 0
 
     @property
     def num_docs(self) -> int:
-        return len(self._lengths)
+        return self._num_docs
 
     def add_many(self, docs: Sequence[Sequence[str] | np.ndarray], joined: Sequence[str] | None = None) -> int:
         """Add documents' tokens (indices into the vocabulary, if one was given); returns the first one's
         document number. ``joined``, when the caller has it, is ``" ".join(tokens)`` of each document."""
-        first = len(self._lengths)
+        self._wait_for_texts()
+        first = self._num_docs
+        self._num_docs += len(docs)
+        self._add_tokens(docs, joined)
+        return first
+
+    def _add_tokens(self, docs: Sequence[Sequence[str] | np.ndarray], joined: Sequence[str] | None = None) -> None:
         lengths = list(map(len, docs))
         self._lengths.extend(lengths)
         self._pending.extend(docs)
@@ -144,7 +220,6 @@ class PostingsBuilder:
             self._joined.extend(compress(map(" ".join, docs) if joined is None else joined, lengths))
         if self._pending_tokens >= _CHUNK_TOKENS:
             self._flush()
-        return first
 
     def _flush(self) -> None:
         """Map the pending documents' tokens to term ids (new terms get unused ids: :meth:`finish`
@@ -171,6 +246,94 @@ class PostingsBuilder:
         self._pending_tokens = 0
         self._flushed_docs = len(self._lengths)
 
+    def add_texts(self, texts: list[str]) -> int:
+        """Add documents as their raw texts (the builder analyses them: see the module docstring);
+        returns the first one's document number."""
+        assert self._analyse is not None and self._given is None, "raw texts need the analysis that splits them"
+        first = self._num_docs
+        self._num_docs += len(texts)
+        self._texts.extend(texts)
+        self._text_chars += sum(map(len, texts))
+        if self._text_chars >= self._text_flush:
+            self._flush_texts()
+        return first
+
+    def _flush_texts(self) -> None:
+        """Hand the pending texts to the backend ``auto`` chooses for their size: a backend that
+        splits texts gets them as jobs of about ``_TEXT_JOB_CHARS`` characters, run on the threads in
+        the background; another gets their tokens."""
+        texts, self._texts, self._text_chars = self._texts, [], 0
+        if not texts:
+            return
+        first = self._num_docs - len(texts)
+        cuts = _cuts(texts, _TEXT_JOB_CHARS)
+        jobs = [_utf8(texts[start:end], self._analyse) for start, end in cuts]
+        estimate = sum(int(np.count_nonzero(text == 32)) + bounds.shape[0] for text, bounds in jobs)  # ~tokens
+        backend = self._backend.for_build(estimate)
+        if not isinstance(backend, SplitsTexts):
+            assert self._analyse is not None
+            self._wait_for_texts()
+            self._add_tokens(list(map(self._analyse, texts)))
+            return
+        self._flush()  # tokens added before go first
+        self._text_flush = _TEXT_JOB_CHARS  # chosen: from now on each job goes as soon as it is read
+        if backend is not self._vocabulary_owner:
+            self._wait_for_texts()  # the vocabulary changes hands only when no job is merging into it
+        vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
+        for (start, _), (text, bounds) in zip(cuts, jobs):
+            self._run(backend, vocabulary, text, bounds, first + start)  # type: ignore[arg-type]
+
+    def _run(self, backend: SplitsTexts, vocabulary: MergesChunks, text: np.ndarray, bounds: np.ndarray,
+             first_doc: int) -> None:
+        """One job: here with one thread; else split on the pool's threads and merged by the merger
+        thread (one job at a time, in order), the builder waiting only when too many are running."""
+        if self._threads == 1:
+            self._take(_merged(vocabulary, backend.split_texts(text, bounds, first_doc)))
+            return
+        if self._pool is None or self._merger is None:
+            from concurrent.futures import ThreadPoolExecutor  # not on a search's import path
+
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bm25lab-build")
+            self._merger = ThreadPoolExecutor(1, thread_name_prefix="bm25lab-merge")
+        split = self._pool.submit(backend.split_texts, text, bounds, first_doc)
+        self._jobs.append(self._merger.submit(lambda: _merged(vocabulary, split.result())))
+        while len(self._jobs) > _JOBS_PER_THREAD * self._threads:
+            self._take(self._jobs.popleft().result())
+
+    def _wait_for_texts(self) -> None:
+        """Take in every text job still running (they come before whatever is added next)."""
+        if self._texts:
+            self._flush_texts()
+        while self._jobs:
+            self._take(self._jobs.popleft().result())
+
+    def _take(self, merged: tuple[Triples, np.ndarray]) -> None:
+        """A merged job's triples and document lengths, after those before it."""
+        triples, doc_lengths = merged
+        self._chunks.append(triples)
+        self._lengths.frombytes(doc_lengths.astype(np.int32, copy=False).tobytes())
+        self._flushed_docs = len(self._lengths)
+
+    def close(self) -> None:
+        """Stop the threads (after :meth:`finish`, or when the build is abandoned)."""
+        for job in self._jobs:
+            job.cancel()
+        self._jobs.clear()
+        for pool in (self._pool, self._merger):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._merger = None
+
+    def id_ranks(self, doc_ids: list[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.id_ranks` of the documents' ids, sorted by the backend that
+        built the postings (the numba one sorts them as it sorts the terms)."""
+        backend = self._vocabulary_owner
+        if backend is None:
+            return selection.id_ranks(doc_ids)
+        ranks = np.empty(len(doc_ids), dtype=np.int32)
+        ranks[backend.code_point_order(doc_ids)] = np.arange(len(doc_ids), dtype=np.int32)
+        return ranks
+
     def _vocabulary_of(self, backend: Builds) -> Vocabulary:
         """The building vocabulary, of ``backend``'s kind: handed over, ids kept, when ``auto`` moved
         the build to another backend between chunks."""
@@ -186,8 +349,10 @@ class PostingsBuilder:
 
         No global sort: within a chunk the triples are grouped by term with documents ascending, and
         chunks come in document order, so each chunk's groups are scattered to the next free places
-        of their terms (a counting sort, linear in the postings).
+        of their terms (a counting sort, linear in the postings: the backend's :meth:`Builds.lay_out`).
         """
+        self._wait_for_texts()
+        self.close()
         self._flush()
         if self._given is not None:
             order = code_point_order(self._given)
@@ -198,23 +363,8 @@ class PostingsBuilder:
             terms, order = [], np.zeros(0, dtype=np.int64)
         new_id = np.empty(len(terms), dtype=np.int64)
         new_id[order] = np.arange(len(terms), dtype=np.int64)
-        df = np.zeros(len(terms), dtype=np.int64)
-        for chunk_terms, _, _ in self._chunks:
-            df += np.bincount(new_id[chunk_terms], minlength=len(terms))
-        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(df, out=offsets[1:])
-        doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
-        tfs = np.empty(int(offsets[-1]), dtype=np.int32)
-        free = offsets[:-1].copy()
-        for chunk_terms, chunk_docs, chunk_tfs in self._chunks:
-            n = chunk_terms.shape[0]
-            starts = np.flatnonzero(np.concatenate(([True], chunk_terms[1:] != chunk_terms[:-1])))
-            sizes = np.diff(np.append(starts, n))
-            group_terms = new_id[chunk_terms[starts]]
-            places = concat_ranges(free[group_terms], sizes)
-            doc_nums[places] = chunk_docs
-            tfs[places] = chunk_tfs
-            free[group_terms] += sizes
+        backend = self._backend.for_build(sum(chunk[0].shape[0] for chunk in self._chunks))
+        offsets, doc_nums, tfs = backend.lay_out(self._chunks, new_id, self._threads)
         self._chunks = []
         return Postings(
             terms=terms,
@@ -223,3 +373,66 @@ class PostingsBuilder:
             tfs=tfs,
             doc_lengths=np.frombuffer(self._lengths, dtype=np.int32).copy(),
         )
+
+
+def lay_out(chunks: Sequence[Triples], new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:meth:`Builds.lay_out` in numpy: the terms' document frequencies give the offsets, then each
+    chunk's groups are scattered to the next free places of their terms."""
+    num_terms = new_id.shape[0]
+    df = np.zeros(num_terms, dtype=np.int64)
+    for chunk_terms, _, _ in chunks:
+        df += np.bincount(new_id[chunk_terms], minlength=num_terms)
+    offsets = np.zeros(num_terms + 1, dtype=np.int64)
+    np.cumsum(df, out=offsets[1:])
+    doc_nums = np.empty(int(offsets[-1]), dtype=np.int32)
+    tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+    free = offsets[:-1].copy()
+    for chunk_terms, chunk_docs, chunk_tfs in chunks:
+        n = chunk_terms.shape[0]
+        starts = np.flatnonzero(np.concatenate(([True], chunk_terms[1:] != chunk_terms[:-1])))
+        sizes = np.diff(np.append(starts, n))
+        group_terms = new_id[chunk_terms[starts]]
+        places = concat_ranges(free[group_terms], sizes)
+        doc_nums[places] = chunk_docs
+        tfs[places] = chunk_tfs
+        free[group_terms] += sizes
+    return offsets, doc_nums, tfs
+
+
+def _merged(vocabulary: MergesChunks, chunk: TextChunk) -> tuple[Triples, np.ndarray]:
+    """A chunk's triples with the vocabulary's term ids (its terms taken in), and its document lengths."""
+    ids = vocabulary.merged_ids(chunk)
+    terms, docs, tfs = chunk.triples
+    return (ids[terms], docs, tfs), chunk.doc_lengths
+
+
+def _cuts(texts: list[str], chars: int) -> list[tuple[int, int]]:
+    """``texts`` cut into consecutive runs of about ``chars`` characters (at least one text each)."""
+    cuts, start, size = [], 0, 0
+    for i, length in enumerate(map(len, texts)):
+        size += length + 1
+        if size >= chars:
+            cuts.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < len(texts):
+        cuts.append((start, len(texts)))
+    return cuts
+
+
+def _utf8(texts: list[str], analyse: Callable[[str], list[str]] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' UTF-8 joined by spaces and where each begins (``bounds``: n + 1 places, the last one
+    past the end): ASCII texts as they are, the others analysed (``analyse``) and their terms joined
+    by spaces (lone surrogates pass as in "surrogatepass", whose byte order is the code point order)."""
+    joined = " ".join(texts)
+    if not joined.isascii():
+        assert analyse is not None
+        texts = [text if text.isascii() else " ".join(analyse(text)) for text in texts]
+        pieces = [text.encode("utf-8", "surrogatepass") for text in texts]
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        data = b" ".join(pieces)
+    else:
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        data = joined.encode("ascii")
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(sizes + 1, out=bounds[1:])
+    return np.frombuffer(data, dtype=np.uint8), bounds

@@ -23,6 +23,7 @@ was before or as it is after.
 from __future__ import annotations
 
 import json
+import os
 import time
 import sqlite3
 from collections import deque
@@ -172,11 +173,15 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
             names = check_fields(fields)
             batches = _analysed_fields(docs, tokenizer, workers, seen, source, names)
             builders = [PostingsBuilder(chosen) for _ in names]
+        elif not pretokenized and tokenizer.splits_at_whitespace():  # the builder analyses the texts
+            batches = _raw_texts(docs, seen, source)
+            names, builders = (), []
         else:
             batches = (_given_tokens(docs, seen, source, vocabulary is None) if pretokenized
                        else _analysed(docs, tokenizer, workers, seen, source))
             names, builders = (), []
-        builder = PostingsBuilder(chosen, vocabulary if pretokenized else None)
+        builder = PostingsBuilder(chosen, vocabulary if pretokenized else None, analyse=tokenizer.tokenize,
+                                  threads=_thread_count(workers))
         return BuiltSegment(_build(batches, builder, seen, progress, workdir.path, names, builders), workdir)
     except BaseException:
         workdir.cleanup()
@@ -210,6 +215,7 @@ class _Batch:
     tokens: list[Sequence[str]]
     joined: list[str] | None = None
     field_tokens: list[list[Sequence[str]]] | None = None  # per field, each document's tokens in it
+    texts: list[str] | None = None  # instead of tokens: the texts the builder analyses (add_texts)
 
 
 def check_fields(fields: Sequence[str]) -> tuple[str, ...]:
@@ -306,6 +312,36 @@ def _given_tokens(docs: Iterable[tuple[str, Sequence[str]]], seen: dict[str, int
         yield _Batch((ids, repeat(""), repeat("") if texts is None else texts, repeat("")), tokens, texts)
 
 
+def _raw_texts(docs: Iterable[DocLike], seen: dict[str, int], source: str | Path | None) -> Iterator[_Batch]:
+    """Batches of documents with their full texts, for a builder that analyses them itself: a batch of
+    ``(id, text)`` string pairs is checked and numbered in C calls, any other one document by document."""
+    items = iter(docs)
+    while batch := list(islice(items, _BATCH_DOCS)):
+        if set(map(type, batch)) == {tuple} and set(map(len, batch)) == {2}:
+            ids, texts = (list(column) for column in zip(*batch))
+            if set(map(type, ids)) == {str} and set(map(type, texts)) == {str}:
+                _register_all(seen, ids, source)
+                yield _Batch((ids, repeat(""), texts, repeat("")), [], texts=texts)
+                continue
+        rows, texts = [], []
+        for item in batch:
+            doc = as_document(item)
+            _register(seen, doc.id, source)
+            rows.append(fields(doc))
+            texts.append(doc.full_text)
+        yield _Batch(tuple(zip(*rows)), [], texts=texts)  # type: ignore[arg-type]
+
+
+def _thread_count(workers: int | None) -> int:
+    """Threads of a build that analyses texts itself: ``workers``, or every usable core."""
+    if workers is not None:
+        return max(1, int(workers))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def _refuse_first(items: list[Any], bad: Callable[[Any], bool], source: str | Path | None) -> None:
     """An InputError naming the first of ``items`` that is ``bad`` (none: nothing happens)."""
     for item in items:
@@ -320,7 +356,10 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
     try:  # the store inserts each batch in its own thread while the builder works
         for batch in batches:
             writer.add_columns(builder.num_docs, *batch.columns)
-            builder.add_many(batch.tokens, batch.joined)
+            if batch.texts is not None:
+                builder.add_texts(batch.texts)
+            else:
+                builder.add_many(batch.tokens, batch.joined)
             for field_builder, tokens in zip(field_builders, batch.field_tokens or ()):
                 field_builder.add_many(tokens)
             if progress is not None:
@@ -328,8 +367,9 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
         postings = builder.finish()
         fields = _aligned_fields(postings, names, [b.finish() for b in field_builders]) if names else None
         doc_ids = list(seen)
-        ranks = id_ranks(doc_ids)
+        ranks = builder.id_ranks(doc_ids)
     finally:
+        builder.close()
         writer.close()
     if progress is not None and not postings.num_docs:
         progress(0)

@@ -625,6 +625,12 @@ class Tokenizer:
         """The terms of ``text``, in text order (duplicates kept)."""
         return self._spec.analyse(self, unicodedata.normalize("NFKC", text))
 
+    def splits_at_whitespace(self) -> bool:
+        """Whether the terms of an ASCII text are exactly its pieces between whitespace that hold a
+        letter or digit (``whitespace`` without stopwords; NFKC leaves ASCII as it is), which the
+        index builder then finds in the text's bytes (:meth:`bm25lab.engine.postings.PostingsBuilder.add_texts`)."""
+        return self._language == "whitespace" and not self._stopset
+
     def tokenize_many(self, texts: Iterable[str], workers: int | None = None, chunksize: int = 256) -> Iterator[list[str]]:
         """Tokenize a stream of texts, in order, on ``workers`` processes (``None`` = all usable cores).
 

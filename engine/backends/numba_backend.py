@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from ..errors import BM25LabError
+from ..postings import TextChunk, Triples
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from . import Backend, Ranked
@@ -44,6 +45,7 @@ SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engi
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
 COMPILE_SECONDS = 30.0
+_THREADED_LAY_OUT = 1 << 20  # postings from which a build lays out documents and tfs on two threads
 
 
 @lru_cache(maxsize=1)
@@ -246,6 +248,52 @@ class NumbaBackend(Backend):
                       num_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._kernels.group_by_term(term_ids, lengths, first_doc, num_terms)
 
+    def split_texts(self, text: np.ndarray, bounds: np.ndarray, first_doc: int) -> TextChunk:
+        """A chunk of raw texts analysed and grouped by :func:`._kernels.split_texts` (lets go of the
+        GIL: the builder runs chunks on several threads)."""
+        terms, docs, tfs, lengths, hashes, starts, sizes = self._kernels.split_texts(text, bounds, first_doc)
+        return TextChunk(text, (terms, docs, tfs), lengths, hashes, starts, sizes)
+
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        """:func:`bm25lab.engine.selection.code_point_order` by :func:`._kernels.sort_terms` on the strings'
+        UTF-8 ("surrogatepass": its byte order is the code point order; equal strings keep their order)."""
+        joined = "".join(strings)
+        if joined.isascii():
+            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+            data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        else:
+            pieces = [string.encode("utf-8", "surrogatepass") for string in strings]
+            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+            data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        return self._kernels.sort_terms(starts, lengths, data, len(strings))
+
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`bm25lab.engine.postings.lay_out` by the kernels, chunk by chunk (no copy of them all):
+        the offsets from every chunk's terms (:func:`._kernels.count_terms`), then the documents and the
+        tfs scattered (:func:`._kernels.scatter_by_term`), the two on two threads when ``threads`` > 1."""
+        counts = np.zeros(len(new_id) + 1, dtype=np.int64)
+        for terms, _, _ in chunks:
+            self._kernels.count_terms(terms, new_id, counts)
+        offsets = np.cumsum(counts)  # counts[t + 1]: term t's postings
+        total = int(offsets[-1])
+
+        def scatter(column: int) -> np.ndarray:
+            out = np.empty(total, dtype=np.int32)
+            free = offsets[:-1].copy()
+            for chunk in chunks:
+                self._kernels.scatter_by_term(chunk[0], chunk[column], new_id, free, out)
+            return out
+
+        if threads < 2 or total < _THREADED_LAY_OUT:
+            return offsets, scatter(1), scatter(2)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="bm25lab-lay-out") as pool:
+            tfs = pool.submit(scatter, 2)
+            return offsets, scatter(1), tfs.result()
+
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
     """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
@@ -308,6 +356,13 @@ class CompiledVocabulary:
             ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=num_tokens))
             text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
         ids, *state = self._kernels.encode_tokens(text, ends, num_tokens, insert, *self._state)
+        self._state = tuple(state)
+        return ids
+
+    def merged_ids(self, chunk: TextChunk) -> np.ndarray:
+        """The id of each of a chunk's terms (:func:`._kernels.merge_terms`), a new term numbered next."""
+        ids, *state = self._kernels.merge_terms(chunk.text, chunk.term_hashes, chunk.term_starts, chunk.term_lengths,
+                                                *self._state)
         self._state = tuple(state)
         return ids
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..postings import Triples, lay_out
 from ..selection import code_point_order
 from . import Backend, Ranked
 
@@ -50,6 +51,13 @@ class NumpyBackend(Backend):
         docs = np.repeat(np.arange(first_doc, first_doc + lengths.shape[0], dtype=np.int64), lengths)
         keys, counts = np.unique((term_ids.astype(np.int64) << 32) | docs, return_counts=True)
         return (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
+
+    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
+        return code_point_order(strings)
+
+    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return lay_out(chunks, new_id)
 
 
 class DictVocabulary:
