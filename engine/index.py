@@ -16,7 +16,6 @@ committed index; on an index that was never saved they change it in memory only.
 """
 from __future__ import annotations
 
-import os
 import weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,7 +30,7 @@ from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
 from .scratch import Scratch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values
-from .segments import Change, DocLike, Part, Progress, as_document
+from .segments import Change, DocLike, Part, Progress, as_document, worker_count
 from .tokenization import Tokenizer
 
 FieldValues = str | Mapping[str, float] | None
@@ -360,7 +359,7 @@ class Index:
         k = _check_k(k)
         params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
         batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
-        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), _worker_count(workers))
+        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), worker_count(workers))
 
     def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
         """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
@@ -431,13 +430,3 @@ def _manifest_changed(directory: Path, raw: bytes) -> bool:
         return storage.read_manifest_bytes(directory) != raw
     except IndexFormatError:
         return False
-
-
-# ---------------------------------------------------------------------- parallel batches
-def _worker_count(workers: int | None) -> int:
-    if workers is not None:
-        return max(1, int(workers))
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1

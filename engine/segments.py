@@ -23,7 +23,6 @@ was before or as it is after.
 from __future__ import annotations
 
 import json
-import os
 import time
 import sqlite3
 from collections import deque
@@ -44,7 +43,7 @@ from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
 from .scratch import Scratch
 from .selection import id_ranks
-from .tokenization import Tokenizer
+from .tokenization import Tokenizer, usable_cores
 
 DocLike = Document | tuple[str, str] | Mapping[str, Any]
 Progress = Callable[[int], None]
@@ -181,7 +180,7 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
                        else _analysed(docs, tokenizer, workers, seen, source))
             names, builders = (), []
         builder = PostingsBuilder(chosen, vocabulary if pretokenized else None, analyse=tokenizer.tokenize,
-                                  threads=_thread_count(workers))
+                                  threads=worker_count(workers))
         return BuiltSegment(_build(batches, builder, seen, progress, workdir.path, names, builders), workdir)
     except BaseException:
         workdir.cleanup()
@@ -332,14 +331,9 @@ def _raw_texts(docs: Iterable[DocLike], seen: dict[str, int], source: str | Path
         yield _Batch(tuple(zip(*rows)), [], texts=texts)  # type: ignore[arg-type]
 
 
-def _thread_count(workers: int | None) -> int:
-    """Threads of a build that analyses texts itself: ``workers``, or every usable core."""
-    if workers is not None:
-        return max(1, int(workers))
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+def worker_count(workers: int | None) -> int:
+    """Threads of a batch search or of a build that analyses texts itself: ``workers``, or every usable core."""
+    return max(1, int(workers)) if workers is not None else usable_cores()
 
 
 def _refuse_first(items: list[Any], bad: Callable[[Any], bool], source: str | Path | None) -> None:

@@ -1228,9 +1228,9 @@ def _manifest_changed(directory: Path, raw: bytes) -> bool:
 
 
 def _worker_count(workers: int | None) -> int:
-    from .index import _worker_count as count
+    from .segments import worker_count
 
-    return count(workers)
+    return worker_count(workers)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -876,12 +876,17 @@ def _jieba_version() -> str:
         return "unknown"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def _resolve_workers(workers: int | None) -> int:
     if workers is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return os.cpu_count() or 1
+        return usable_cores()
     if workers < 1:
         raise ParameterError(f"workers must be at least 1, got {workers}")
     return workers

@@ -793,6 +793,60 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
     return b
 
 
+_FNV_OFFSET = np.uint64(14695981039346656037)  # FNV-1a over a term's UTF-8 bytes, then _mixed
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mixed(h: np.uint64) -> np.uint64:
+    """splitmix64's finaliser over an FNV-1a hash: FNV's low bits, the table's slots, are weak for short keys."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _term_id(text: np.ndarray, a: int, length: int, h: np.uint64, insert: bool, table: np.ndarray,
+             hashes: np.ndarray, term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray,
+             distinct: int, used: int) -> tuple:
+    """The id of the term ``text[a:a + length]`` (hash ``h``) in the vocabulary arrays of
+    :func:`encode_tokens`; a new term takes the next id with ``insert``, else is -1. Returns (id,
+    table, hashes, term_starts, term_lengths, term_bytes, distinct, used): arrays grown as needed,
+    the table doubled when half full."""
+    cap = table.shape[0]
+    slot = h & np.uint64(cap - 1)
+    while True:
+        e = table[slot]
+        if e < 0 and not insert:
+            return np.int64(-1), table, hashes, term_starts, term_lengths, term_bytes, distinct, used
+        if e < 0:
+            if distinct == hashes.shape[0]:
+                hashes = _grown(hashes, distinct + 1)
+                term_starts = _grown(term_starts, distinct + 1)
+                term_lengths = _grown(term_lengths, distinct + 1)
+            if used + length > term_bytes.shape[0]:
+                term_bytes = _grown(term_bytes, used + length)
+            term_bytes[used:used + length] = text[a:a + length]
+            term_starts[distinct] = used
+            term_lengths[distinct] = length
+            hashes[distinct] = h
+            table[slot] = distinct
+            if 2 * (distinct + 1) > cap:
+                table = _rehash(hashes, distinct + 1, 2 * cap)
+            return (np.int64(distinct), table, hashes, term_starts, term_lengths, term_bytes, distinct + 1,
+                    used + length)
+        if hashes[e] == h and term_lengths[e] == length:
+            s = term_starts[e]
+            same = True
+            for j in range(np.uint64(length)):
+                if term_bytes[np.uint64(s) + j] != text[np.uint64(a) + j]:
+                    same = False
+                    break
+            if same:
+                return np.int64(e), table, hashes, term_starts, term_lengths, term_bytes, distinct, used
+        slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
+
+
 @njit(cache=True, nogil=True)
 def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, table: np.ndarray, hashes: np.ndarray,
                   term_starts: np.ndarray, term_lengths: np.ndarray, term_bytes: np.ndarray, distinct: int,
@@ -806,7 +860,6 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
     larger ones."""
     by_space = ends.shape[0] == 0
     ids = np.empty(n, dtype=np.int32)
-    cap = table.shape[0]
     a = 0
     b = -1
     for t in range(n):
@@ -819,48 +872,12 @@ def encode_tokens(text: np.ndarray, ends: np.ndarray, n: int, insert: bool, tabl
         else:
             b = ends[t]
         length = b - a
-        h = np.uint64(14695981039346656037)
+        h = _FNV_OFFSET
         for j in range(np.uint64(a), np.uint64(b)):
-            h = (h ^ np.uint64(text[j])) * np.uint64(1099511628211)
-        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finaliser: FNV's
-        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)  # low bits are weak for short keys
-        h = h ^ (h >> np.uint64(31))
-        slot = h & np.uint64(cap - 1)
-        while True:
-            e = table[slot]
-            if e < 0 and not insert:
-                ids[t] = -1
-                break
-            if e < 0:
-                if distinct == hashes.shape[0]:
-                    hashes = _grown(hashes, distinct + 1)
-                    term_starts = _grown(term_starts, distinct + 1)
-                    term_lengths = _grown(term_lengths, distinct + 1)
-                if used + length > term_bytes.shape[0]:
-                    term_bytes = _grown(term_bytes, used + length)
-                term_bytes[used:used + length] = text[a:a + length]
-                term_starts[distinct] = used
-                term_lengths[distinct] = length
-                hashes[distinct] = h
-                used += length
-                table[slot] = distinct
-                ids[t] = distinct
-                distinct += 1
-                if 2 * distinct > cap:
-                    cap *= 2
-                    table = _rehash(hashes, distinct, cap)
-                break
-            if hashes[e] == h and term_lengths[e] == length:
-                s = term_starts[e]
-                same = True
-                for j in range(np.uint64(length)):
-                    if term_bytes[np.uint64(s) + j] != text[np.uint64(a) + j]:
-                        same = False
-                        break
-                if same:
-                    ids[t] = e
-                    break
-            slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
+            h = (h ^ np.uint64(text[j])) * _FNV_PRIME
+        term, table, hashes, term_starts, term_lengths, term_bytes, distinct, used = _term_id(
+            text, a, length, _mixed(h), insert, table, hashes, term_starts, term_lengths, term_bytes, distinct, used)
+        ids[t] = term
     return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
 
 
@@ -1073,21 +1090,19 @@ def split_texts(text: np.ndarray, bounds: np.ndarray, first_doc: int) -> tuple:
                 i += 1
             a = i
             kinds = 0  # the classes of the piece's bytes, or-ed
-            h = np.uint64(14695981039346656037)  # encode_tokens's hash, computed as the piece is read
+            h = _FNV_OFFSET  # encode_tokens's hash, computed as the piece is read
             while i < end:
                 c = text[np.uint64(i)]
                 kind = _BYTE_CLASS[c]
                 if kind == 1:
                     break
                 kinds |= kind
-                h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
+                h = (h ^ np.uint64(c)) * _FNV_PRIME
                 i += 1
             if kinds == 0:  # no letter or digit: not a term
                 continue
             length = i - a
-            h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            h = h ^ (h >> np.uint64(31))
+            h = _mixed(h)
             slot = h & np.uint64(cap - 1)
             while True:
                 e = table[slot]
@@ -1152,44 +1167,11 @@ def merge_terms(text: np.ndarray, local_hashes: np.ndarray, local_starts: np.nda
     the same tokens in the same order). Returns (each local term's id, then the arrays as
     :func:`encode_tokens` returns them)."""
     ids = np.empty(local_hashes.shape[0], dtype=np.int32)
-    cap = table.shape[0]
     for t in range(local_hashes.shape[0]):
-        a = local_starts[t]
-        length = local_lengths[t]
-        h = local_hashes[t]
-        slot = h & np.uint64(cap - 1)
-        while True:
-            e = table[slot]
-            if e < 0:
-                if distinct == hashes.shape[0]:
-                    hashes = _grown(hashes, distinct + 1)
-                    term_starts = _grown(term_starts, distinct + 1)
-                    term_lengths = _grown(term_lengths, distinct + 1)
-                if used + length > term_bytes.shape[0]:
-                    term_bytes = _grown(term_bytes, used + length)
-                term_bytes[used:used + length] = text[a:a + length]
-                term_starts[distinct] = used
-                term_lengths[distinct] = length
-                hashes[distinct] = h
-                used += length
-                table[slot] = distinct
-                ids[t] = distinct
-                distinct += 1
-                if 2 * distinct > cap:
-                    cap *= 2
-                    table = _rehash(hashes, distinct, cap)
-                break
-            if hashes[e] == h and term_lengths[e] == length:
-                s = term_starts[e]
-                same = True
-                for j in range(np.uint64(length)):
-                    if term_bytes[np.uint64(s) + j] != text[np.uint64(a) + j]:
-                        same = False
-                        break
-                if same:
-                    ids[t] = e
-                    break
-            slot = (slot + np.uint64(1)) & np.uint64(cap - 1)
+        term, table, hashes, term_starts, term_lengths, term_bytes, distinct, used = _term_id(
+            text, local_starts[t], local_lengths[t], local_hashes[t], True, table, hashes, term_starts, term_lengths,
+            term_bytes, distinct, used)
+        ids[t] = term
     return ids, table, hashes, term_starts, term_lengths, term_bytes, distinct, used
 
 

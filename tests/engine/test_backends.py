@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from recording import RecordingAuto
+
 from bm25lab.engine import backends
 from bm25lab.engine.backends import numba_backend
 from bm25lab.engine.backends.numba_backend import CompiledVocabulary, NumbaBackend
@@ -291,17 +293,6 @@ def test_every_backend_by_name_through_the_public_api(backend, cranfield) -> Non
         assert index.search(text, k=20, variant="okapi") == reference.search(text, k=20, variant="okapi")
 
 
-class _RecordingAuto(backends.Auto):
-    def __init__(self) -> None:
-        super().__init__()
-        self.chosen: list[str] = []
-
-    def choose(self, numpy_seconds: float) -> backends.Backend:
-        chosen = super().choose(numpy_seconds)
-        self.chosen.append(chosen.name)
-        return chosen
-
-
 def test_auto_moves_a_build_to_the_kernels_between_chunks(monkeypatch) -> None:
     # the vocabulary is handed over with its ids: the index equals the numpy backend's
     from bm25lab.engine import Index, Tokenizer, postings, segments
@@ -312,7 +303,7 @@ def test_auto_moves_a_build_to_the_kernels_between_chunks(monkeypatch) -> None:
     monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_TOKEN", numba_backend.LOAD_SECONDS / 1800)
     rng = np.random.default_rng(11)
     docs = [(f"d{i}", [f"t{w}" for w in rng.integers(0, 400, size=int(rng.integers(0, 40)))]) for i in range(300)]
-    auto = _RecordingAuto()
+    auto = RecordingAuto()
     tokenizer = Tokenizer("whitespace", stopwords=None)
     built = segments.build_segment(docs, tokenizer, pretokenized=True, backend=auto)
     moved = Index(built.segment, tokenizer, None, built.workdir, auto)

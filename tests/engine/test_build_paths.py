@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from recording import RecordingAuto
+
 from bm25lab.engine import Index, Tokenizer, backends, postings, segments, storage
 from bm25lab.engine.backends import numba_backend
 from bm25lab.engine.backends.numba_backend import NumbaBackend
@@ -45,19 +47,6 @@ def _corpus(n: int = 1500, seed: int = 3) -> list:  # n > 1200
     docs[901] = {"id": "d901", "text": "w3 w3", "title": "t", "lang": "x"}
     docs[1200] = ("d1200", None)
     return docs
-
-
-class _RecordingAuto(backends.Auto):
-    """``auto``, recording the backend it chooses for each operation."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chosen: list[str] = []
-
-    def choose(self, numpy_seconds: float) -> backends.Backend:
-        chosen = super().choose(numpy_seconds)
-        self.chosen.append(chosen.name)
-        return chosen
 
 
 def _small_chunks(monkeypatch) -> None:
@@ -140,7 +129,7 @@ def test_texts_and_tokens_interleave_in_document_order(monkeypatch) -> None:
     monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     docs = _corpus()
-    auto = _RecordingAuto()
+    auto = RecordingAuto()
     built = segments.build_segment(docs, WHITESPACE, backend=auto, workers=2)
     moved = Index(built.segment, WHITESPACE, None, built.workdir, auto)
     assert auto.chosen[0] == "numpy" and auto.chosen[-1] == "numba"
@@ -152,7 +141,7 @@ def test_a_small_build_with_auto_stays_on_numpy(monkeypatch) -> None:
     monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     docs = _corpus()[:200]
-    auto = _RecordingAuto()
+    auto = RecordingAuto()
     built = segments.build_segment(docs, WHITESPACE, backend=auto)
     assert set(auto.chosen) == {"numpy"}
     _assert_same_index(Index(built.segment, WHITESPACE, None, built.workdir, auto), _plain(monkeypatch, docs, "numpy"))
