@@ -172,6 +172,55 @@ class DocIds(Sequence[str]):
         return string_hashes(self.column)
 
 
+class RankedRows(Sequence[tuple[np.ndarray, np.ndarray]]):
+    """A batch's rankings as flat columns: query ``i``'s best documents are ``doc_nums[offsets[i]:
+    offsets[i + 1]]`` with ``scores`` (float64) alongside, best first. A sequence of (document
+    numbers, scores) pairs to read; :meth:`Results.of` takes its columns as they are."""
+
+    __slots__ = ("offsets", "doc_nums", "scores")
+
+    def __init__(self, offsets: np.ndarray, doc_nums: np.ndarray, scores: np.ndarray) -> None:
+        self.offsets = offsets
+        self.doc_nums = doc_nums
+        self.scores = scores
+
+    @classmethod
+    def of_padded(cls, docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray) -> "RankedRows":
+        """Row ``i`` of the 2-d ``docs`` and ``scores`` (C-contiguous, given up to this), cut to
+        ``lengths[i]`` (what lies past it is never read), in their own memory: the rows after the first
+        short one moved up behind it."""
+        rows, width = docs.shape
+        offsets = np.zeros(rows + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat_docs, flat_scores = docs.reshape(-1), scores.reshape(-1)
+        short = np.flatnonzero(lengths < width)
+        if short.size:
+            for i, (start, n) in enumerate(zip(offsets[1:-1].tolist(), lengths[1:].tolist()), 1):
+                if i > short[0]:
+                    flat_docs[start:start + n] = flat_docs[i * width:i * width + n]
+                    flat_scores[start:start + n] = flat_scores[i * width:i * width + n]
+        total = int(offsets[-1])
+        return cls(offsets, flat_docs[:total], flat_scores[:total])
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[np.ndarray, np.ndarray]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[np.ndarray, np.ndarray] | Sequence[tuple[np.ndarray, np.ndarray]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        a, z = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.doc_nums[a:z], self.scores[a:z]
+
+
 class Results(Mapping[str, Hits]):
     """A batch's results: for each query, in the order given, its best documents as :class:`Hits`.
 
@@ -195,7 +244,11 @@ class Results(Mapping[str, Hits]):
     @classmethod
     def of(cls, qids: Sequence[str], ranked: Sequence[tuple[np.ndarray, np.ndarray]], doc_ids: DocIds,
            fetch: Callable[[str], Document | None] | None = None) -> "Results":
-        """The results of ``qids[i]`` = ``ranked[i]`` (document numbers, scores), laid end to end."""
+        """The results of ``qids[i]`` = ``ranked[i]`` (document numbers, scores), laid end to end
+        (:class:`RankedRows` are already)."""
+        if isinstance(ranked, RankedRows):
+            return cls(qids, ranked.offsets, ranked.doc_nums.astype(np.int64, copy=False),
+                       ranked.scores.astype(np.float64, copy=False), doc_ids, fetch)
         offsets = np.zeros(len(ranked) + 1, dtype=np.int64)
         np.cumsum([docs.shape[0] for docs, _ in ranked], out=offsets[1:])
         if ranked:

@@ -61,7 +61,7 @@ class Backend(ABC):
         """The best ``k`` documents of one query: score descending, ties by document id descending."""
 
     @abstractmethod
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> list[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
         """:meth:`top_k` of every query of ``batch``, with up to ``workers`` threads or processes."""
 
     @abstractmethod
@@ -143,7 +143,7 @@ class Auto(Backend):
             work *= 3  # a cold search computes its postings' weights too
         return self.choose(work).top_k(scorer, query, k, params)
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> list[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
         work = search_seconds(len(batch), scorer.postings_of(batch))
         return self.choose(work).top_k_batch(scorer, batch, k, params, workers)
 

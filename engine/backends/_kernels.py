@@ -202,16 +202,68 @@ _SIGN = np.uint64(1 << 63)
 _BYTE = np.uint64(255)
 
 
+# _order_ascending puts keys into this many buckets of equal width, then sorts each bucket
+_ORDER_BUCKETS = 2048
+# a bucket of more keys than this is radix sorted, fewer by insertion
+_ORDER_FEW = 32
+
+
 @njit(cache=True, nogil=True)
 def _radix_order(values: np.ndarray, m: int) -> np.ndarray:
-    """Positions of ``values[:m]`` in ascending order, by :func:`_radix_sort` of the float64 bits
-    made order-preserving (negative: all bits flipped; else the sign bit set)."""
+    """Positions of ``values[:m]`` in ascending order, stably, by :func:`_order_ascending` of the
+    float64 bits made order-preserving (negative: all bits flipped; else the sign bit set)."""
     bits = values[:m].view(np.uint64)
     keys = np.empty(m, np.uint64)
     for i in range(m):
         x = bits[i]
         keys[i] = ~x if x & _SIGN else x | _SIGN
-    return _radix_sort(keys, np.arange(m), m)
+    return _order_ascending(keys, m)
+
+
+@njit(cache=True, nogil=True)
+def _order_ascending(keys: np.ndarray, m: int) -> np.ndarray:
+    """Positions of ``keys[:m]`` (uint64) in ascending order, stably: a counting pass into
+    :data:`_ORDER_BUCKETS` buckets of equal width between the least and the greatest key, then each
+    bucket by insertion (a crowded one by :func:`_radix_sort`). O(m) whatever the data; for the top
+    k of a search, 2-3x faster than a radix sort of every byte (most bytes of close scores differ)."""
+    order = np.empty(m, np.int64)
+    if m == 0:
+        return order
+    lo = keys[0]
+    hi = keys[0]
+    for i in range(m):
+        lo = min(lo, keys[i])
+        hi = max(hi, keys[i])
+    shift = np.uint64(0)
+    while ((hi - lo) >> shift) >= np.uint64(_ORDER_BUCKETS):
+        shift += np.uint64(1)
+    starts = np.zeros(_ORDER_BUCKETS + 1, np.int64)
+    for i in range(m):
+        starts[((keys[i] - lo) >> shift) + np.uint64(1)] += 1
+    for b in range(_ORDER_BUCKETS):
+        starts[b + 1] += starts[b]
+    free = starts.copy()
+    for i in range(m):
+        b = (keys[i] - lo) >> shift
+        order[free[b]] = i
+        free[b] += 1
+    for b in range(_ORDER_BUCKETS):
+        a, z = starts[b], starts[b + 1]
+        if z - a > _ORDER_FEW:
+            sub = np.empty(z - a, np.uint64)
+            for x in range(a, z):
+                sub[x - a] = keys[order[x]]
+            order[a:z] = _radix_sort(sub, order[a:z].copy(), z - a)
+        else:
+            for x in range(a + 1, z):
+                o = order[x]
+                key = keys[o]
+                y = x
+                while y > a and keys[order[y - 1]] > key:
+                    order[y] = order[y - 1]
+                    y -= 1
+                order[y] = o
+    return order
 
 
 @njit(cache=True, nogil=True)
@@ -408,6 +460,11 @@ def _dense_floor(acc: np.ndarray, const: float, k: int, top: float, stride: int)
     return (edge + const) - _MARGIN * (edge + abs(top) + abs(const))
 
 
+# documents per block of _list_and_clear's test (measured on the Zipf benchmark: 16 halves the time of
+# a test per document, 8 is as fast, 32 and more are slower)
+_LIST_BLOCK = 16
+
+
 @njit(cache=True, nogil=True)
 def _list_and_clear(acc: np.ndarray, const: float, floor: float, keep: np.ndarray, buf: np.ndarray) -> int:
     """List the scored documents with ``acc[d] + const >= floor`` in ``keep`` and their scores in
@@ -419,8 +476,25 @@ def _list_and_clear(acc: np.ndarray, const: float, floor: float, keep: np.ndarra
     if low > 0.0:
         # an integer comparison passes over most documents: below ``low`` (which is below every
         # acc[d] that reaches the floor) no score can, and -0.0 has the lowest bits of all
+        # in blocks of _LIST_BLOCK: the test of a whole block compiles to vector instructions
         low_bits = _as_bits(low)
-        for d in range(np.uint64(n)):
+        blocks = n // _LIST_BLOCK
+        for block in range(blocks):
+            first = block * _LIST_BLOCK
+            hit = False
+            for d in range(first, first + _LIST_BLOCK):
+                hit |= bits[d] >= low_bits
+            if hit:
+                for d in range(first, first + _LIST_BLOCK):
+                    if bits[d] >= low_bits:
+                        s = acc[d] + const
+                        if s >= floor:
+                            keep[m] = d
+                            buf[m] = s
+                            m += 1
+            for d in range(first, first + _LIST_BLOCK):
+                acc[d] = -0.0
+        for d in range(blocks * _LIST_BLOCK, n):
             if bits[d] >= low_bits:
                 s = acc[d] + const
                 if s >= floor:

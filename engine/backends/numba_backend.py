@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import BM25LabError
 from ..postings import TextChunk, Triples
+from ..records import RankedRows
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from . import Backend, Ranked
@@ -227,19 +228,19 @@ class NumbaBackend(Backend):
             scratch.lock.release()
         return docs[:n], scores[:n]
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> list[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
         weights = scorer.prepare(params)
         upper, prunable = scorer.bounds(params)
         offsets = np.asarray(scorer.postings.offsets)
         k_eff = max(1, min(k, scorer.n_docs))
-        out_docs = np.full((len(batch), k_eff), -1, dtype=np.int64)
-        out_scores = np.zeros((len(batch), k_eff), dtype=np.float64)
+        out_docs = np.empty((len(batch), k_eff), dtype=np.int64)  # each row is read up to its length only
+        out_scores = np.empty((len(batch), k_eff), dtype=np.float64)
         out_len = np.zeros(len(batch), dtype=np.int64)
         self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
                                   _constants(scorer, batch, params), scorer.postings.doc_nums, weights,
                                   scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
                                   out_docs, out_scores, out_len)
-        return _rows(out_docs, out_scores, out_len)
+        return RankedRows.of_padded(out_docs, out_scores, out_len)
 
     def vocabulary(self, terms: Sequence[str] = ()) -> CompiledVocabulary:
         return CompiledVocabulary.of_terms(self._kernels, terms)
@@ -303,16 +304,6 @@ def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
     if zero_tf_part(params):
         return np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
     return np.zeros(len(batch))
-
-
-def _rows(docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray) -> list[Ranked]:
-    """Row ``i`` of ``docs`` and ``scores``, cut to ``lengths[i]``: the rows as views (made in C), the
-    few short ones cut again."""
-    doc_rows, score_rows = list(docs), list(scores)
-    for i in np.flatnonzero(lengths < docs.shape[1]).tolist():
-        n = int(lengths[i])
-        doc_rows[i], score_rows[i] = doc_rows[i][:n], score_rows[i][:n]
-    return list(zip(doc_rows, score_rows))
 
 
 class CompiledVocabulary:

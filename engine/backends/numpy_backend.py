@@ -36,7 +36,7 @@ class NumpyBackend(Backend):
     def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
         return scorer.top(query, k, params, use_prepared=scorer.warm_for(params))
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> list[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
         scorer.prepare(params)
         queries = [batch.query(i) for i in range(len(batch))]
         if workers <= 1 or len(queries) < _MIN_PARALLEL_QUERIES:
@@ -123,7 +123,7 @@ def _score_range(bounds: tuple[int, int]) -> list[Ranked]:
     return [scorer.top(q, k, params, use_prepared=True) for q in terms[bounds[0]:bounds[1]]]
 
 
-def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Params, workers: int) -> list[Ranked]:
+def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Params, workers: int) -> Sequence[Ranked]:
     """Score contiguous slices of the batch in forked workers that share the prepared weights."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

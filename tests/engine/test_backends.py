@@ -390,3 +390,74 @@ def test_the_dense_floor_never_rises_above_the_kth_best_score() -> None:
             if scored.size >= k:
                 kth = np.sort(scored + const)[-k]
                 assert floor <= kth and int(np.sum(scored + const >= floor)) >= k
+
+
+def test_the_kernels_order_equals_a_stable_argsort() -> None:
+    # the bucketed order of the top k: equal-width buckets between the least and greatest key, each
+    # sorted by insertion or, when crowded, by radix; ties keep their positions (the tie rule then
+    # orders them by id). Spreads that put everything in one bucket, huge spans, negatives, -0.0
+    from bm25lab.engine.backends import _kernels
+
+    rng = np.random.default_rng(5)
+    cases = [np.zeros(0), np.array([2.5]), np.zeros(700), np.repeat([1.0, -2.0, 3.0], 300),
+             rng.normal(size=1_000), rng.integers(0, 5, 1_000).astype(np.float64),
+             np.concatenate([rng.normal(size=900), np.full(100, 1e300)]),
+             np.concatenate([1.0 + rng.random(2_000) * 1e-12, [1e-300, 1e300]]),
+             np.array([0.0, -0.0, 0.0, -0.0, 1.0]), -np.sort(rng.gamma(5, 2, 3_000))[:1_000]]
+    for values in cases:
+        values = rng.permutation(values)
+        m = values.shape[0]
+        order = _kernels._radix_order(values.copy(), m)
+        bits = values.view(np.uint64)  # the documented order: of the bits, -0.0 before 0.0
+        keys = np.where(bits >> np.uint64(63) == 1, ~bits, bits | np.uint64(1 << 63))
+        assert order.tolist() == np.argsort(keys, kind="stable").tolist()
+        assert np.all(np.diff(values[order]) >= 0)
+
+
+def test_listing_and_clearing_a_dense_batch_of_scores_in_blocks() -> None:
+    # every document at or above the floor listed in order with its final score, whatever the
+    # array's length next to the block, and every score back at -0.0 (bits and all)
+    from bm25lab.engine.backends import _kernels
+
+    rng = np.random.default_rng(8)
+    for n in (1, 15, 16, 17, 31, 1_000, 4_099):
+        acc = rng.random(n) * 5.0
+        acc[rng.random(n) < 0.4] = -0.0
+        for const, floor in ((0.0, 2.5), (0.7, 3.0), (-1.0, 0.5), (0.0, -np.inf), (0.0, 4.9999)):
+            work = acc.copy()
+            keep, buf = np.empty(n, np.int64), np.empty(n)
+            m = _kernels._list_and_clear(work, const, floor, keep, buf)
+            scored = np.signbit(acc) == 0
+            expected = np.flatnonzero(scored & (acc + const >= floor))
+            assert keep[:m].tolist() == expected.tolist()
+            assert buf[:m].tolist() == (acc[expected] + const).tolist()
+            assert (work.view(np.int64) == np.int64(-(2 ** 63))).all()
+
+
+def test_ranked_rows_from_padded_rows_read_each_row_to_its_length() -> None:
+    from bm25lab.engine.records import DocIds, RankedRows, Results
+
+    rng = np.random.default_rng(2)
+    for _ in range(200):  # short rows anywhere (rows move up in the arrays' own memory)
+        n_rows, width = int(rng.integers(1, 30)), int(rng.integers(1, 50))
+        docs, scores = rng.integers(0, 10 ** 6, (n_rows, width)), rng.random((n_rows, width))
+        lengths = np.where(rng.random(n_rows) < 0.3, rng.integers(0, width + 1, n_rows), width)
+        expected = [(docs[i, :n].tolist(), scores[i, :n].tolist()) for i, n in enumerate(lengths)]
+        got = RankedRows.of_padded(docs, scores, lengths)
+        assert [(d.tolist(), s.tolist()) for d, s in got] == expected
+
+    docs = np.arange(12, dtype=np.int64).reshape(3, 4)
+    scores = -docs.astype(np.float64)
+    for lengths in ([4, 4, 4], [4, 0, 2], [0, 0, 0], [1, 4, 3]):
+        rows = RankedRows.of_padded(docs.copy(), scores.copy(), np.array(lengths))  # takes the arrays' memory
+        assert len(rows) == 3
+        for i, n in enumerate(lengths):
+            assert rows[i][0].tolist() == docs[i, :n].tolist() and rows[i][1].tolist() == scores[i, :n].tolist()
+        assert [r[0].tolist() for r in rows[1:]] == [docs[i, :n].tolist() for i, n in enumerate(lengths)][1:]
+        assert rows[-1][0].tolist() == docs[2, :lengths[2]].tolist()
+        with pytest.raises(IndexError):
+            rows[3]
+        ids = DocIds([f"d{i}" for i in range(12)])
+        flat, listed = Results.of(["a", "b", "c"], rows, ids), Results.of(["a", "b", "c"], list(rows), ids)
+        assert flat.offsets.tolist() == listed.offsets.tolist()
+        assert flat.doc_nums.tolist() == listed.doc_nums.tolist() and flat.scores.tolist() == listed.scores.tolist()
