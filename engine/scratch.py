@@ -9,6 +9,11 @@ the folder is in use. The kernel releases a ``flock`` when its holder exits, how
 the folder of a process killed with ``kill -9`` is recognisable as abandoned: whoever makes a new
 scratch folder in the same parent first removes the abandoned ones. Nothing else is ever removed:
 a folder without the marker (someone else's, whatever its name) or with the marker held stays.
+
+A folder is made under a name of its own, ``[.]bm25lab-scratch-making-<random>``, and renamed to its
+scratch name once its marker is in it and locked, so that a process killed in between leaves no
+marker-less folder under a scratch name. A making folder whose marker (or the marker's ``.new``
+file, while it is being locked) nobody holds is abandoned too; its maker, if alive, starts again.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from pathlib import Path
 
 MARKER = ".bm25lab-scratch"
 _PREFIX = "bm25lab-scratch-"
+_MAKING = "making-"  # after the prefix: a folder whose marker is being put in place
+_ATTEMPTS = 8  # makings another process may take away (as abandoned) before this one gives up
 
 
 def is_scratch_name(name: str) -> bool:
@@ -29,11 +36,23 @@ def is_scratch_name(name: str) -> bool:
 
 def held(folder: Path) -> bool | None:
     """Whether a live process holds ``folder``'s marker: True, False (abandoned), or None when
-    ``folder`` has no marker (not a scratch folder; never to be touched)."""
+    ``folder`` has no marker (not a scratch folder; never to be touched). A making folder (see the
+    module docstring) without a held marker is abandoned."""
+    making = folder.name.lstrip(".").startswith(_PREFIX + _MAKING)
+    # the ".new" first: it becomes the marker by a rename, locked throughout, so one of the two is seen held
+    for name in (f"{MARKER}.new", MARKER) if making else (MARKER,):
+        state = _marker_held(folder / name)
+        if state is not None:
+            return state
+    return False if making else None
+
+
+def _marker_held(marker: Path) -> bool | None:
+    """Whether a live process holds the ``flock`` of ``marker``; None when there is no such file."""
     import fcntl
 
     try:
-        fd = os.open(folder / MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
@@ -72,20 +91,27 @@ class Scratch:
         where = Path(parent) if parent is not None else Path(tempfile.gettempdir())
         remove_abandoned(where)
         prefix = _PREFIX if parent is None else f".{_PREFIX}"  # hidden among an index's own files
-        try:
-            self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(where)) from None
-        fd = -1
-        try:  # the marker appears under its name already locked: nobody can find it unheld meanwhile
-            fd = os.open(self.path / f"{MARKER}.new", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened: never blocks
-            os.rename(self.path / f"{MARKER}.new", self.path / MARKER)
-        except OSError as exc:
-            if fd >= 0:
-                os.close(fd)
-            shutil.rmtree(self.path, ignore_errors=True)
-            raise OSError(exc.errno, exc.strerror, str(self.path / MARKER)) from None
+        for attempt in range(_ATTEMPTS):
+            try:
+                making = Path(tempfile.mkdtemp(prefix=prefix + _MAKING, dir=where))
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(where)) from None
+            fd = -1
+            try:  # the marker appears under its name already locked: nobody can find it unheld meanwhile
+                fd = os.open(making / f"{MARKER}.new", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened: never blocks
+                os.rename(making / f"{MARKER}.new", making / MARKER)
+                path = where / (prefix + making.name[len(prefix + _MAKING):])
+                os.rename(making, path)  # a new random name: taken only if someone made it meanwhile
+            except OSError as exc:
+                if fd >= 0:
+                    os.close(fd)
+                shutil.rmtree(making, ignore_errors=True)
+                if isinstance(exc, FileNotFoundError) and attempt + 1 < _ATTEMPTS:
+                    continue  # another process took the folder for abandoned before its marker was held
+                raise OSError(exc.errno, exc.strerror, str(making / MARKER)) from None
+            break
+        self.path = path
         self._finalizer = weakref.finalize(self, _remove, self.path, fd)
 
     @property

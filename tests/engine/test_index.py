@@ -413,3 +413,58 @@ def test_search_many_takes_a_list_of_texts_numbered_by_position(cranfield_index)
     assert [list(by_position[q].doc_ids) for q in by_position] == [list(by_id[q].doc_ids) for q in by_id]
     with pytest.raises(ParameterError, match="not one string"):
         cranfield_index.search_many("boundary layer")
+
+
+def test_a_scratch_folder_killed_while_being_made_is_removed_by_the_next(tmp_path: Path) -> None:
+    # a process killed between making its folder and locking the marker in it leaves a "making"
+    # folder (empty, or with an unlocked marker.new or marker): abandoned, removed by the next one;
+    # one whose marker is held, and a marker-less folder under a scratch name, stay
+    import fcntl
+
+    from bm25lab.engine import scratch
+
+    empty = tmp_path / "bm25lab-scratch-making-a1"
+    with_new = tmp_path / "bm25lab-scratch-making-b2"
+    with_marker = tmp_path / ".bm25lab-scratch-making-c3"
+    locked = tmp_path / "bm25lab-scratch-making-d4"
+    foreign = tmp_path / "bm25lab-scratch-e5"
+    for folder in (empty, with_new, with_marker, locked, foreign):
+        folder.mkdir()
+    (with_new / f"{scratch.MARKER}.new").write_text("")
+    (with_marker / scratch.MARKER).write_text("")
+    (locked / f"{scratch.MARKER}.new").write_text("")
+    fd = os.open(locked / f"{scratch.MARKER}.new", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert [scratch.held(f) for f in (empty, with_new, with_marker, locked, foreign)] == [False, False, False,
+                                                                                            True, None]
+        live = scratch.Scratch(tmp_path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([locked.name, foreign.name, live.path.name])
+        assert live.path.name.startswith(".bm25lab-scratch-") and "making" not in live.path.name
+        assert scratch.held(live.path) is True
+        live.cleanup()
+    finally:
+        os.close(fd)
+    assert scratch.remove_abandoned(tmp_path) == [locked.name] and foreign.exists()
+
+
+def test_a_scratch_folder_taken_away_while_being_made_is_made_again(tmp_path: Path, monkeypatch) -> None:
+    # another process may take a making folder for abandoned before its marker is locked (it looks
+    # empty): the maker starts again rather than fail
+    from bm25lab.engine import scratch
+
+    real_mkdtemp = scratch.tempfile.mkdtemp
+    taken = []
+
+    def mkdtemp_then_taken(**kwargs):
+        path = real_mkdtemp(**kwargs)
+        if len(taken) < 2:
+            taken.append(path)
+            os.rmdir(path)  # what remove_abandoned in another process does to an empty making folder
+        return path
+
+    monkeypatch.setattr(scratch.tempfile, "mkdtemp", mkdtemp_then_taken)
+    live = scratch.Scratch(tmp_path)
+    assert len(taken) == 2 and scratch.held(live.path) is True
+    assert [p.name for p in tmp_path.iterdir()] == [live.path.name]
+    live.cleanup()
