@@ -465,6 +465,27 @@ def _dense_floor(acc: np.ndarray, const: float, k: int, top: float, stride: int)
 _LIST_BLOCK = 16
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _list_block(acc: np.ndarray, bits: np.ndarray, first: int, last: int, low_bits: int, const: float, floor: float,
+                keep: np.ndarray, buf: np.ndarray, m: int) -> int:
+    """:func:`_list_and_clear` of the documents ``first:last`` (``bits``: ``acc`` viewed as int64;
+    those below ``low_bits`` cannot reach ``floor``); returns the new count of listed documents."""
+    hit = False
+    for d in range(first, last):
+        hit |= bits[d] >= low_bits
+    if hit:
+        for d in range(first, last):
+            if bits[d] >= low_bits:
+                s = acc[d] + const
+                if s >= floor:
+                    keep[m] = d
+                    buf[m] = s
+                    m += 1
+    for d in range(first, last):
+        acc[d] = -0.0
+    return m
+
+
 @njit(cache=True, nogil=True)
 def _list_and_clear(acc: np.ndarray, const: float, floor: float, keep: np.ndarray, buf: np.ndarray) -> int:
     """List the scored documents with ``acc[d] + const >= floor`` in ``keep`` and their scores in
@@ -480,28 +501,9 @@ def _list_and_clear(acc: np.ndarray, const: float, floor: float, keep: np.ndarra
         low_bits = _as_bits(low)
         blocks = n // _LIST_BLOCK
         for block in range(blocks):
-            first = block * _LIST_BLOCK
-            hit = False
-            for d in range(first, first + _LIST_BLOCK):
-                hit |= bits[d] >= low_bits
-            if hit:
-                for d in range(first, first + _LIST_BLOCK):
-                    if bits[d] >= low_bits:
-                        s = acc[d] + const
-                        if s >= floor:
-                            keep[m] = d
-                            buf[m] = s
-                            m += 1
-            for d in range(first, first + _LIST_BLOCK):
-                acc[d] = -0.0
-        for d in range(blocks * _LIST_BLOCK, n):
-            if bits[d] >= low_bits:
-                s = acc[d] + const
-                if s >= floor:
-                    keep[m] = d
-                    buf[m] = s
-                    m += 1
-            acc[d] = -0.0
+            m = _list_block(acc, bits, block * _LIST_BLOCK, (block + 1) * _LIST_BLOCK, low_bits, const, floor, keep,
+                            buf, m)
+        m = _list_block(acc, bits, blocks * _LIST_BLOCK, n, low_bits, const, floor, keep, buf, m)
     else:
         for d in range(np.uint64(n)):
             s = acc[d] + const
