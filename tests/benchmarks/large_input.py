@@ -5,6 +5,7 @@ evaluating a ~2 GB run file. A measurement script, not a test (it takes minutes 
     python tests/benchmarks/large_input.py index --docs 200000 # a smaller corpus, then add and optimize
     python tests/benchmarks/large_input.py text                # the text-heavy corpus only
     python tests/benchmarks/large_input.py run --gigabytes 0.5
+    python tests/benchmarks/large_input.py scale --docs 10000000   # build, save, load and search 10 M
 
 Each measured step runs in a fresh Python process; its peak resident memory is the kernel's
 ``ru_maxrss`` of that process (``getrusage``) and, for the tokenizer's worker processes, of its
@@ -18,6 +19,10 @@ largest child. What is measured:
 - ``text``: ``--text-heavy N`` documents whose words are padded to 500 characters: about 5 GB of
   text for N = 200,000 with a fifth of the postings, so a peak far below the text's size shows that
   the text streams through.
+- ``scale``: ``Index.build`` of ``--docs`` streamed documents and ``save`` (as ``index``), then in
+  another fresh process ``Index.load`` and batches of 1,000 queries (2-7 words drawn by the corpus's
+  word frequencies) through ``search_many`` at k = 10 and k = 1,000: seconds of each batch (the
+  first, which prepares the weights, and the best of the next two) and the peak memory of each process.
 - ``run``: ``bm25lab evaluate`` of a generated TREC run of the requested size (queries x 1,000
   documents) against generated qrels. The readers parse with pyarrow into columns, so no Python
   object is made per line; the peak is reported next to the file's size.
@@ -57,6 +62,30 @@ built = time.perf_counter() - started
 index.save(directory)
 print(json.dumps({"seconds_build": built, "seconds_total": time.perf_counter() - started,
                   "text_bytes": stats["text_bytes"], "counts": index.counts(),
+                  "peak_rss_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "peak_rss_children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+
+# argv = [this folder, index dir, queries]; loads the index and times batches; prints one JSON line.
+SEARCH_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from large_input import synthetic_queries
+from bm25lab.engine import Index
+
+started = time.perf_counter()
+index = Index.load(sys.argv[2])
+loaded = time.perf_counter() - started
+queries = synthetic_queries(int(sys.argv[3]), seed=5)
+batches = {}
+for k in (10, 1000):
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        results = index.search_many(queries, k=k)
+        times.append(time.perf_counter() - started)
+    batches[str(k)] = {"first": times[0], "best_next": min(times[1:]), "results": results.num_results}
+print(json.dumps({"seconds_load": loaded, "batches": batches,
                   "peak_rss_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "peak_rss_children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
 """
@@ -104,13 +133,25 @@ def synthetic_documents(count: int, seed: int, stats: dict | None = None, prefix
             yield f"{prefix}{start + first + i}", text
 
 
+def synthetic_queries(count: int, seed: int) -> list[str]:
+    """``count`` queries of 2 to 7 distinct words of :func:`synthetic_documents`'s vocabulary, drawn by
+    its word frequencies (as its documents are)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / (np.arange(100_000) + 2.7) ** 1.1
+    probabilities = weights / weights.sum()
+    return [" ".join(f"w{r}" for r in rng.choice(100_000, size=int(n), replace=False, p=probabilities))
+            for n in rng.integers(2, 8, size=count)]
+
+
 def _child(code: str, *args: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bm25lab-large-cwd-") as cwd:
         result = subprocess.run([sys.executable, "-c", code, str(HERE), *args], capture_output=True, text=True,
                                 cwd=cwd, env=dict(os.environ, COLUMNS="200"))
     if result.returncode != 0:
         raise SystemExit(f"child failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    line = result.stdout.strip().splitlines()[-1] if code is INDEX_CHILD else result.stderr.strip().splitlines()[-1]
+    line = result.stderr.strip().splitlines()[-1] if code is CLI_CHILD else result.stdout.strip().splitlines()[-1]
     facts = json.loads(line)
     if facts.get("code", 0):
         raise SystemExit(f"command failed:\n{result.stderr[-3000:]}")
@@ -152,6 +193,16 @@ def measure_grow(workdir: Path, directory: Path, docs: int) -> None:
         print(f"{args[0]:<6} {facts['seconds']:.0f} s, {_peak(facts)}: {facts['stdout']}")
 
 
+def measure_scale(workdir: Path, docs: int, queries: int = 1000) -> None:
+    directory = measure_index(workdir, docs)
+    facts = _child(SEARCH_CHILD, str(directory), str(queries))
+    for k, batch in facts["batches"].items():
+        print(f"search {queries:,} queries, k = {k}: first batch {batch['first']:.2f} s (prepares the weights), "
+              f"then {batch['best_next']:.3f} s = {queries / batch['best_next']:,.0f} queries/s; "
+              f"{batch['results']:,} results")
+    print(f"search process: load {facts['seconds_load']:.2f} s; {_peak(facts)}")
+
+
 def write_run(path: Path, qrels: Path, gigabytes: float) -> int:
     """A TREC run of ``queries x 1,000`` lines of about ``gigabytes`` GB, and qrels for its queries."""
     import numpy as np
@@ -187,7 +238,7 @@ def measure_run(workdir: Path, gigabytes: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", choices=["all", "index", "text", "run"], default="all")
+    parser.add_argument("what", nargs="?", choices=["all", "index", "text", "run", "scale"], default="all")
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--text-heavy", type=int, default=200_000, help="documents of the padded-words corpus")
     parser.add_argument("--gigabytes", type=float, default=2.0)
@@ -203,6 +254,8 @@ def main() -> None:
             shutil.rmtree(measure_index(workdir, args.text_heavy, pad=500))
         if args.what in ("all", "run"):
             measure_run(workdir, args.gigabytes)
+        if args.what == "scale":
+            measure_scale(workdir, args.docs)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
