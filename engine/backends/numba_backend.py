@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import BM25LabError
 from ..postings import TextChunk, Triples
 from ..records import RankedRows
+from ..selection import utf8_pieces
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from . import Backend, Ranked
@@ -258,14 +259,7 @@ class NumbaBackend(Backend):
     def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
         """:func:`bm25lab.engine.selection.code_point_order` by :func:`._kernels.sort_terms` on the strings'
         UTF-8 ("surrogatepass": its byte order is the code point order; equal strings keep their order)."""
-        joined = "".join(strings)
-        if joined.isascii():
-            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-            data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-        else:
-            pieces = [string.encode("utf-8", "surrogatepass") for string in strings]
-            lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-            data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        data, lengths = utf8_pieces(strings)
         starts = np.cumsum(lengths) - lengths
         return self._kernels.sort_terms(starts, lengths, data, len(strings))
 

@@ -329,6 +329,28 @@ def test_code_point_order_by_pyarrow_and_by_python(monkeypatch) -> None:
                                                                           key=with_surrogate.__getitem__)
 
 
+def test_code_point_order_of_many_strings_never_imports_pandas(tmp_path: Path) -> None:
+    # pyarrow imports pandas, where it is installed, on pa.array of Python strings and on to_numpy
+    # (0.15-0.3 s of a command's start): a stand-in pandas records any attempt, installed or not
+    import subprocess
+    import sys
+
+    fake = tmp_path / "site" / "pandas"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "pandas-imported"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
+    code = ("import numpy as np; from bm25lab.engine.selection import code_point_order\n"
+            "s = [f'd{i}' for i in np.random.default_rng(0).permutation(30_000)] + ['é', '中']\n"
+            "assert code_point_order(s).tolist() == sorted(range(len(s)), key=s.__getitem__)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
+    assert not marker.exists()
+    # the stand-in works: pyarrow's conversion of Python strings does try to import it
+    subprocess.run([sys.executable, "-c", "import pyarrow as pa; pa.array(['x']).to_numpy(zero_copy_only=False)"],
+                   check=True, cwd=tmp_path, env=env)
+    assert marker.exists()
+
+
 @pytest.mark.parametrize("batch", [3, 1000])
 def test_build_tokens_in_batches_names_the_first_bad_document(monkeypatch, batch: int) -> None:
     from collections import namedtuple
