@@ -7,18 +7,19 @@ function, so that a run made from search results needs no hashing of its own.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["arrow_array", "numpy_values", "string_array", "string_hashes"]
+__all__ = ["arrow_array", "numpy_values", "string_array", "string_hashes", "utf8_pieces"]
 
 
 def string_array(values: Any) -> pa.Array | pa.ChunkedArray:
-    """A pyarrow string array (chunked arrays stay chunked) from pyarrow data or a sequence of str."""
+    """A pyarrow string array (chunked arrays stay chunked) from pyarrow data or a sequence of str (a
+    list or tuple of them made from their UTF-8, without ``pa.array``'s import of pandas)."""
     import pyarrow as pa
 
     if isinstance(values, pa.ChunkedArray):
@@ -29,7 +30,30 @@ def string_array(values: Any) -> pa.Array | pa.ChunkedArray:
         if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
             values = values.cast(pa.string())
         return values
-    return pa.array(values, type=pa.string())
+    if isinstance(values, (list, tuple)):
+        try:
+            data, lengths = utf8_pieces(values, "strict")
+        except (TypeError, UnicodeEncodeError):
+            pass  # not all str, or a lone surrogate: pyarrow's own error below
+        else:
+            if data.size < 2 ** 31:  # a string array's offsets are int32
+                offsets = np.zeros(len(values) + 1, dtype=np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets.astype(np.int32)),
+                                                   pa.py_buffer(data))
+    return pa.array(values, type=pa.string())  # imports pandas where installed (0.15-0.3 s)
+
+
+def utf8_pieces(strings: Sequence[str], errors: str = "surrogatepass") -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 of ``strings`` end to end (uint8) and each one's length in bytes (int64); ``errors``
+    as ``str.encode``'s ("strict" raises UnicodeEncodeError on a lone surrogate)."""
+    joined = "".join(strings)
+    if joined.isascii():
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+        return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), lengths
+    pieces = [string.encode("utf-8", errors) for string in strings]
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8), lengths
 
 
 def numpy_values(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -23,6 +23,8 @@ def code_point_order(strings: Sequence[str]) -> np.ndarray:
     UTF-8 (a lone surrogate) makes Python sort them.
     """
     if len(strings) >= _ARROW_MIN_STRINGS:
+        from .columns import numpy_values, utf8_pieces
+
         try:
             data, lengths = utf8_pieces(strings, "strict")
         except UnicodeEncodeError:
@@ -31,25 +33,11 @@ def code_point_order(strings: Sequence[str]) -> np.ndarray:
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            from .columns import numpy_values
-
             offsets = np.zeros(len(strings) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
             column = pa.LargeStringArray.from_buffers(len(strings), pa.py_buffer(offsets), pa.py_buffer(data))
             return numpy_values(pc.sort_indices(column)).astype(np.int64)
     return np.asarray(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
-
-
-def utf8_pieces(strings: Sequence[str], errors: str = "surrogatepass") -> tuple[np.ndarray, np.ndarray]:
-    """The UTF-8 of ``strings`` end to end (uint8) and each one's length in bytes (int64); ``errors``
-    as ``str.encode``'s ("strict" raises UnicodeEncodeError on a lone surrogate)."""
-    joined = "".join(strings)
-    if joined.isascii():
-        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-        return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), lengths
-    pieces = [string.encode("utf-8", errors) for string in strings]
-    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    return np.frombuffer(b"".join(pieces), dtype=np.uint8), lengths
 
 
 def id_ranks(doc_ids: list[str]) -> np.ndarray:

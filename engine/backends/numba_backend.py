@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
+from ..columns import utf8_pieces
 from ..errors import BM25LabError
 from ..postings import TextChunk, Triples
 from ..records import RankedRows
-from ..selection import utf8_pieces
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from . import Backend, Ranked

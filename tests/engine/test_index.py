@@ -490,3 +490,35 @@ def test_a_scratch_folder_taken_away_while_being_made_is_made_again(tmp_path: Pa
     assert len(taken) == 2 and scratch.held(live.path) is True
     assert [p.name for p in tmp_path.iterdir()] == [live.path.name]
     live.cleanup()
+
+
+def test_string_columns_from_python_strings_never_import_pandas(tmp_path: Path) -> None:
+    # the column of an index's document ids (a run made from search results reads it) was made by
+    # pa.array, which imports pandas where installed; made from the UTF-8 now, equal to pa.array's
+    import subprocess
+    import sys
+
+    fake = tmp_path / "site" / "pandas"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "pandas-imported"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
+    code = ("from bm25lab.engine.columns import string_array, string_hashes\n"
+            "ids = ['d1', 'é', '', '中文', 'a\\x00b', '\\U0001F600'] * 5\n"
+            "column = string_array(ids)\n"
+            "assert column.type == 'string' and column.to_pylist() == ids and len(string_hashes(column)) == 30\n"
+            "assert string_array(tuple(ids)).to_pylist() == ids\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
+    assert not marker.exists()
+
+
+def test_string_columns_refuse_what_pyarrow_refuses() -> None:
+    import pyarrow as pa
+
+    from bm25lab.engine.columns import string_array
+
+    for bad in (["a", 1], ["a", "\ud800"]):
+        with pytest.raises((pa.ArrowException, TypeError, UnicodeEncodeError)) as ours:
+            string_array(bad)
+        with pytest.raises(type(ours.value)):
+            pa.array(bad, type=pa.string())
