@@ -1,6 +1,9 @@
 """Test helpers shared by test modules (``tests/`` is on ``sys.path`` under pytest, as for ``fuzzing``)."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from bm25lab.engine import backends
 
 
@@ -15,3 +18,15 @@ class RecordingAuto(backends.Auto):
         chosen = super().choose(numpy_seconds)
         self.chosen.append(chosen.name)
         return chosen
+
+
+def pandas_stand_in(folder: Path) -> tuple[dict[str, str], Path]:
+    """An environment for a child process in which ``import pandas`` finds a stand-in that creates
+    the returned marker file and fails (as if pandas were not installed): whether pandas is installed
+    or not, the marker tells whether anything tried to import it (pyarrow does on its conversions)."""
+    stand_in = folder / "stand-in-site" / "pandas"
+    stand_in.mkdir(parents=True)
+    marker = folder / "pandas-imported"
+    (stand_in / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
+    path = os.pathsep.join([str(stand_in.parent), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path}, marker

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from recording import pandas_stand_in
+
 from bm25lab.engine import Hit, Index, IndexFormatError, InputError, Tokenizer
 from bm25lab.engine.errors import ParameterError
 
@@ -335,14 +337,10 @@ def test_code_point_order_of_many_strings_never_imports_pandas(tmp_path: Path) -
     import subprocess
     import sys
 
-    fake = tmp_path / "site" / "pandas"
-    fake.mkdir(parents=True)
-    marker = tmp_path / "pandas-imported"
-    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
+    env, marker = pandas_stand_in(tmp_path)
     code = ("import numpy as np; from bm25lab.engine.selection import code_point_order\n"
             "s = [f'd{i}' for i in np.random.default_rng(0).permutation(30_000)] + ['é', '中']\n"
             "assert code_point_order(s).tolist() == sorted(range(len(s)), key=s.__getitem__)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
     assert not marker.exists()
     # the stand-in works: pyarrow's conversion of Python strings does try to import it
@@ -498,16 +496,12 @@ def test_string_columns_from_python_strings_never_import_pandas(tmp_path: Path) 
     import subprocess
     import sys
 
-    fake = tmp_path / "site" / "pandas"
-    fake.mkdir(parents=True)
-    marker = tmp_path / "pandas-imported"
-    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
+    env, marker = pandas_stand_in(tmp_path)
     code = ("from bm25lab.engine.columns import string_array, string_hashes\n"
             "ids = ['d1', 'é', '', '中文', 'a\\x00b', '\\U0001F600'] * 5\n"
             "column = string_array(ids)\n"
             "assert column.type == 'string' and column.to_pylist() == ids and len(string_hashes(column)) == 30\n"
             "assert string_array(tuple(ids)).to_pylist() == ids\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
     assert not marker.exists()
 
