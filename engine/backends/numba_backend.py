@@ -45,6 +45,9 @@ SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engi
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
 COMPILE_SECONDS = 30.0
+# What loading one kernel module costs once the other is loaded (numba imported, its registries read:
+# most of LOAD_SECONDS): the build kernels after jieba's compiled cut, measured 0.12 s.
+LOAD_SECONDS_AFTER_OTHER = 0.15
 _THREADED_LAY_OUT = 1 << 20  # postings from which a build lays out documents and tfs on two threads
 
 
@@ -104,11 +107,23 @@ def ready() -> bool:
         return False
 
 
+def numba_loaded() -> bool:
+    """Whether this process has loaded one of bm25lab's kernel modules (so numba is imported and set up)."""
+    return KERNELS in sys.modules or SEGMENT_KERNELS in sys.modules
+
+
+def load_seconds() -> float:
+    """What loading a kernel module costs this process now: :data:`LOAD_SECONDS`, or
+    :data:`LOAD_SECONDS_AFTER_OTHER` once the other module has set numba up (:func:`numba_loaded`)."""
+    return LOAD_SECONDS_AFTER_OTHER if numba_loaded() else LOAD_SECONDS
+
+
 def worth_loading(numpy_seconds: float) -> bool:
     """Whether ``numpy_seconds`` of numpy work (counted so far, the next operation included) pay for
-    taking the kernels: their loading time once compiled; before that, the first time it would have
-    paid, a background process compiles them, and only work worth the compilation itself waits for none."""
-    if numpy_seconds < LOAD_SECONDS or not available():
+    taking the kernels: their loading time once compiled (:func:`load_seconds`); before that, the first
+    time it would have paid, a background process compiles them, and only work worth the compilation
+    itself waits for none."""
+    if numpy_seconds < load_seconds() or not available():
         return False
     if ready():
         return True
