@@ -223,3 +223,13 @@ def test_auto_prices_the_other_kernels_lower_once_numba_is_set_up(monkeypatch) -
     assert not numba_backend.numba_loaded()
     monkeypatch.setitem(sys.modules, numba_backend.SEGMENT_KERNELS, segmentation)  # any module object
     assert numba_backend.numba_loaded()
+
+
+def test_compiling_ahead_fills_the_cache_for_the_next_process(monkeypatch, cache, made) -> None:
+    from bm25lab.engine import warmup
+
+    monkeypatch.setattr(warmup, "mark_compiled", lambda: cache / "marker")  # the installation's mark untouched
+    assert warmup.compile_all() == cache / "marker"
+    source = _dictionary_source(sys.modules["jieba"], None)
+    arrays = cached_dictionary(source, lambda: pytest.fail("made, not read from the cache compile_all filled"))
+    assert_same_arrays(arrays, made[None])
