@@ -75,7 +75,36 @@ def segment_kernels() -> ModuleType:
 def _import(name: str) -> ModuleType:
     if not available():
         raise BM25LabError("the numba backend needs numba: pip install numba (or use backend='numpy')")
+    if name not in sys.modules:
+        _import_arraymath_without_scipy()
     return importlib.import_module(name)
+
+
+_BLAS_MODULE = "scipy.linalg.cython_blas"
+
+
+def _import_arraymath_without_scipy() -> None:
+    """Import numba's ``numba.np.arraymath`` (which numba loads with the first compiled function of a
+    process) without importing ``scipy.linalg``: 0.15-0.3 s of a new process indexing Chinese, for
+    BLAS, which bm25lab's kernels never call.
+
+    numba's module asks once, on import, whether scipy's BLAS can be imported (``_HAVE_BLAS``, read
+    only when it types ``np.correlate``/``np.convolve``; ``np.dot`` and ``np.linalg`` import scipy
+    themselves when compiled). The import is made to fail for that moment, and ``_HAVE_BLAS`` then set
+    to whether scipy is installed (found, not imported): numba behaves as it would have, for any other
+    numba code of the process too, with scipy imported when such code first needs it. Nothing is done
+    if numba's module or scipy's BLAS is imported already, or numba's module has no such flag."""
+    if "numba.np.arraymath" in sys.modules or _BLAS_MODULE in sys.modules:
+        return
+    blocked = True
+    sys.modules[_BLAS_MODULE] = None  # type: ignore[assignment]  # makes ``import scipy.linalg.cython_blas`` raise
+    try:
+        arraymath = importlib.import_module("numba.np.arraymath")
+    finally:
+        if blocked and sys.modules.get(_BLAS_MODULE, 0) is None:
+            del sys.modules[_BLAS_MODULE]
+    if hasattr(arraymath, "_HAVE_BLAS"):
+        arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
 
 
 # ---------------------------------------------------------------------- compiled ahead, or not yet

@@ -233,3 +233,37 @@ def test_compiling_ahead_fills_the_cache_for_the_next_process(monkeypatch, cache
     source = _dictionary_source(sys.modules["jieba"], None)
     arrays = cached_dictionary(source, lambda: pytest.fail("made, not read from the cache compile_all filled"))
     assert_same_arrays(arrays, made[None])
+
+
+_NUMBA_BLAS = """
+import sys
+import numpy as np
+{load}
+import numba.np.arraymath as arraymath
+from numba import njit
+
+@njit(cache=False)
+def correlate(a, b):  # numba types it with BLAS (np.dot) when _HAVE_BLAS, else with a loop
+    return np.correlate(a, b)
+
+x = np.arange(7.0)
+print(int(loaded_without_scipy), int(arraymath._HAVE_BLAS), correlate(x, x[::-1].copy()).tolist())
+"""
+
+
+def test_the_kernels_load_without_scipy_linalg_and_numba_still_finds_blas(tmp_path: Path) -> None:
+    # a new process: bm25lab's kernels loaded (numba set up) without importing scipy.linalg; numba's
+    # BLAS flag as numba itself sets it in a process that never loaded bm25lab, and BLAS still usable
+    import subprocess
+
+    ours = _NUMBA_BLAS.format(load=(
+        "from bm25lab.engine.backends import numba_backend\n"
+        "k = numba_backend.segment_kernels()\n"
+        "k.build_trie(np.zeros(1, np.uint32), np.zeros(1, np.int64), np.ones(1, np.int64))\n"
+        "loaded_without_scipy = 'scipy.linalg' not in sys.modules"))
+    plain = _NUMBA_BLAS.format(load="loaded_without_scipy = False")
+    outputs = [subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                              timeout=300).stdout.split(maxsplit=2) for code in (ours, plain)]
+    assert outputs[0][0] == "1"
+    assert outputs[0][1:] == outputs[1][1:]
+    assert json.loads(outputs[0][2]) == np.correlate(np.arange(7.0), np.arange(7.0)[::-1]).tolist()
