@@ -87,7 +87,7 @@ def test_odd_text_is_cut_as_by_jieba(monkeypatch, no_force_split, text: str) -> 
 def test_the_tokenizer_takes_the_compiled_cut_once_it_pays(monkeypatch, no_force_split) -> None:
     from bm25lab.engine.backends import numba_backend
 
-    jt = _jieba_tokenizer("专用词 5\n")
+    _jieba_tokenizer("专用词 5\n")
     monkeypatch.delitem(segmentation._COMPILED, "专用词 5\n", raising=False)
     monkeypatch.setattr(segmentation, "_WORK", [0])
     monkeypatch.setattr(numba_backend, "ready", lambda: True)

@@ -189,7 +189,7 @@ def test_a_chunk_worth_the_compiled_cut_takes_it_at_once(monkeypatch, compiled, 
     user_dict = tmp_path / "user.txt"
     user_dict.write_text("专用词 5\n", encoding="utf-8")
     tokenizer = Tokenizer("zh", user_dict=user_dict)
-    jt = _jieba_tokenizer(tokenizer._user_dict)
+    _jieba_tokenizer(tokenizer._user_dict)
     monkeypatch.delitem(segmentation._COMPILED, tokenizer._user_dict, raising=False)
     monkeypatch.setattr(segmentation, "_WORK", [0])
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
