@@ -13,6 +13,15 @@ indexing a Chinese corpus does after its first few hundred thousand characters. 
 the Python cut for a jieba version it was not checked against and while jieba's global
 ``finalseg.Force_Split_Words`` is not empty (a user dictionary word of frequency 0 fills it).
 
+The compiled dictionary (trie, frequencies and their logarithms, jieba's HMM tables: 25 MB for
+jieba's own dictionary) is cached in ``cache_dir()`` (``$BM25LAB_CACHE_DIR``, else
+``~/.cache/bm25lab``) as ``jieba-compiled-<digest>.arrays``, one file per dictionary, named after
+everything it is made from (:func:`bm25lab.engine.tokenization._dictionary_source`: jieba's version,
+its dictionary and HMM files, the user dictionary's text; :data:`ARRAYS_FORMAT`). A new process
+reads it (about 20 ms) instead of reading jieba's dictionary and building the trie (about 0.5 s).
+A file that is truncated, damaged (CRC-32), of another format or source is made again and
+rewritten, silently; deleting the files only costs that time once.
+
 ``$BM25LAB_SEGMENTER`` (:data:`SEGMENTERS`) chooses the cut for a process and the tokenizer
 workers it forks: ``auto`` (the default, as above), ``python`` (the Python replica, never numba) or
 ``jieba`` (jieba's own ``Tokenizer.lcut`` / ``lcut_for_search``: the reference the others are
@@ -21,21 +30,25 @@ analyses queries identically under another; ``jieba`` exists to measure and chec
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import sys
+import tempfile
+import zlib
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from .errors import ParameterError
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    import jieba
-
-__all__ = ["CompiledJieba", "SEGMENTERS", "SEGMENTER_VARIABLE", "compiled_for", "nfkc_many", "segmenter",
-           "unpack_terms"]
+__all__ = ["ARRAYS_FORMAT", "CompiledJieba", "DictionaryArrays", "SEGMENTERS", "SEGMENTER_VARIABLE", "arrays_cache_path",
+           "cached_arrays", "cached_dictionary", "compiled_of", "dictionary_arrays", "nfkc_many", "read_arrays", "segmenter", "unpack_terms",
+           "write_arrays"]
 
 SEGMENTER_VARIABLE = "BM25LAB_SEGMENTER"
 SEGMENTERS = {
@@ -67,17 +80,23 @@ class CompiledJieba:
     """jieba's precise cut over one prefix dictionary (``freq``: word -> frequency, prefixes 0)."""
 
     def __init__(self, freq: dict[str, int], total: int, kernels: Any | None = None) -> None:
+        self._setup(dictionary_arrays(freq, total, kernels), kernels)
+
+    @classmethod
+    def from_arrays(cls, arrays: DictionaryArrays, kernels: Any | None = None) -> "CompiledJieba":
+        """The cut over a dictionary made already (:func:`dictionary_arrays`, or read from the cache)."""
+        compiled = cls.__new__(cls)
+        compiled._setup(arrays, kernels)
+        return compiled
+
+    def _setup(self, arrays: DictionaryArrays, kernels: Any | None) -> None:
         from .backends import numba_backend
 
         self._kernels = kernels or numba_backend.segment_kernels()
-        keys = list(freq)
-        self._cps, self._starts, self._lengths = _key_arrays(keys)
-        self._freq = np.fromiter(freq.values(), dtype=np.int64, count=len(keys))
-        self._log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
-                                     count=len(keys))
-        self._table, self._parent, self._last = self._kernels.build_trie(self._cps, self._starts, self._lengths)
-        self._log_total = math.log(total)
-        self._emit, self._start_p, self._trans, self._prev = _hmm_tables(self._kernels)
+        self.arrays = arrays
+        self._table, self._parent, self._last = arrays.table, arrays.parent, arrays.last
+        self._freq, self._log_freq, self._log_total = arrays.freq, arrays.log_freq, arrays.log_total
+        self._emit, self._start_p, self._trans, self._prev = arrays.emit, arrays.start_p, arrays.trans, arrays.prev
         self._stop_tries: dict[frozenset[str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def cut(self, text: str) -> list[str]:
@@ -136,6 +155,175 @@ def _key_arrays(keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return cps, np.cumsum(lengths) - lengths, lengths
 
 
+# ---------------------------------------------------------------------------------------------
+# The compiled dictionary as arrays, and their cache on disk
+# ---------------------------------------------------------------------------------------------
+
+ARRAYS_FORMAT = 1
+"""Version of the compiled dictionary's cache file: raise it when the arrays or their layout change."""
+_ARRAYS_MAGIC = b"bm25lab-compiled-jieba\n"
+
+
+@dataclass(frozen=True)
+class DictionaryArrays:
+    """One prefix dictionary and jieba's HMM as the kernels read them: the trie (hash-table slots,
+    each key's parent and last character), each key's frequency and its ``math.log`` (0.0 for a
+    prefix), ``log(total)``, and the HMM's emission, start, transition and predecessor tables
+    (:func:`_hmm_tables`)."""
+
+    table: np.ndarray
+    parent: np.ndarray
+    last: np.ndarray
+    freq: np.ndarray
+    log_freq: np.ndarray
+    emit: np.ndarray
+    start_p: np.ndarray
+    trans: np.ndarray
+    prev: np.ndarray
+    log_total: float
+
+
+_ARRAY_DTYPES = {"table": np.int64, "parent": np.int64, "last": np.int64, "freq": np.int64, "log_freq": np.float64,
+                 "emit": np.float64, "start_p": np.float64, "trans": np.float64, "prev": np.int64}
+"""The dtype of each array: the types the kernels were compiled for (another one would compile them anew)."""
+
+
+def dictionary_arrays(freq: dict[str, int], total: int, kernels: Any | None = None) -> DictionaryArrays:
+    """``freq`` (word -> frequency, prefixes 0) and ``total`` as :class:`DictionaryArrays`, the trie
+    built by the ``build_trie`` kernel; jieba's HMM from ``jieba.finalseg``."""
+    if kernels is None:
+        from .backends import numba_backend
+
+        kernels = numba_backend.segment_kernels()
+    keys = list(freq)
+    cps, starts, lengths = _key_arrays(keys)
+    table, parent, last = kernels.build_trie(cps, starts, lengths)
+    log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
+                           count=len(keys))
+    emit, start_p, trans, prev = _hmm_tables(kernels)
+    return DictionaryArrays(table, parent, last, np.fromiter(freq.values(), dtype=np.int64, count=len(keys)), log_freq,
+                            emit, start_p, trans, prev, math.log(total))
+
+
+def arrays_cache_path(kind: str, source: dict[str, Any]) -> Path:
+    """Where the arrays of ``kind`` made from ``source`` (what they depend on, e.g.
+    :func:`bm25lab.engine.tokenization._dictionary_source`) are cached: ``cache_dir()``, under a name
+    that is a digest of ``source`` and :data:`ARRAYS_FORMAT`, so that other sources never read it."""
+    from .tokenization import cache_dir
+
+    facts = json.dumps({"format": ARRAYS_FORMAT, "kind": kind, "source": source}, sort_keys=True)
+    return cache_dir() / f"{kind}-{hashlib.sha256(facts.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}.arrays"
+
+
+def write_arrays(path: Path, source: dict[str, Any], arrays: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
+    """Write ``arrays`` and ``scalars`` made from ``source`` atomically (a temporary file in the same
+    folder, then ``os.replace``). Layout: a magic line, one JSON header line (format, source, the
+    scalars as ``float.hex``, each array's name, dtype and shape, payload size and CRC-32), then the
+    arrays' bytes end to end (8-byte items: every array read back is aligned)."""
+    parts = {name: np.ascontiguousarray(array) for name, array in arrays.items()}
+    crc = 0
+    for part in parts.values():
+        crc = zlib.crc32(memoryview(part).cast("B"), crc)
+    header = {"format": ARRAYS_FORMAT, "source": source, "scalars": {k: float(v).hex() for k, v in scalars.items()},
+              "arrays": [[name, part.dtype.str, list(part.shape)] for name, part in parts.items()],
+              "bytes": sum(part.nbytes for part in parts.values()), "crc32": crc}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(_ARRAYS_MAGIC + json.dumps(header).encode("utf-8", "surrogatepass") + b"\n")
+            for part in parts.values():
+                handle.write(memoryview(part).cast("B"))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_arrays(path: Path, source: dict[str, Any],
+                dtypes: dict[str, type]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The arrays (named and typed as ``dtypes``, in its order) and scalars :func:`write_arrays` wrote
+    for ``source``; ``OSError`` if the file cannot be read, ``ValueError`` if it is another format,
+    made from another source, truncated, overlong, damaged (CRC-32 of the payload) or holds other
+    arrays.
+
+    The payload is read into one writable, aligned buffer (not ``np.load(mmap_mode="r")``): numba
+    types a read-only array differently and would compile the kernels anew for it."""
+    with open(path, "rb") as handle:
+        if handle.readline(len(_ARRAYS_MAGIC)) != _ARRAYS_MAGIC:
+            raise ValueError("not a bm25lab arrays cache")
+        header = json.loads(handle.readline(1 << 16))
+        if not isinstance(header, dict) or header.get("format") != ARRAYS_FORMAT or header.get("source") != source:
+            raise ValueError("an arrays cache of another format or source")
+        size = header["bytes"]
+        if not isinstance(size, int) or size != os.fstat(handle.fileno()).st_size - handle.tell():
+            raise ValueError("a truncated or overlong arrays cache")
+        payload = bytearray(size)
+        if handle.readinto(payload) != size:
+            raise ValueError("a truncated arrays cache")
+    if zlib.crc32(payload) != header["crc32"]:
+        raise ValueError("a damaged arrays cache")
+    if [entry[0] for entry in header["arrays"]] != list(dtypes):
+        raise ValueError("an arrays cache with other arrays")
+    found: dict[str, np.ndarray] = {}
+    offset = 0
+    for name, dtype, shape in header["arrays"]:
+        expected = np.dtype(dtypes[name])
+        if dtype != expected.str or not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise ValueError(f"an arrays cache with a bad array {name!r}")
+        count = math.prod(shape)
+        found[name] = np.frombuffer(payload, dtype=expected, count=count, offset=offset).reshape(shape)
+        offset += count * expected.itemsize
+    if offset != len(payload):
+        raise ValueError("an arrays cache whose arrays do not fill it")
+    return found, {name: float.fromhex(value) for name, value in header["scalars"].items()}
+
+
+def cached_arrays(kind: str, source: dict[str, Any] | None, dtypes: dict[str, type],
+                  make: Callable[[], tuple[dict[str, np.ndarray], dict[str, float]]],
+                  check: Callable[[dict[str, np.ndarray], dict[str, float]], None] = lambda arrays, scalars: None,
+                  ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The arrays and scalars of ``kind`` made from ``source``: read from their cache file (and
+    accepted by ``check``, which raises ``ValueError`` otherwise), else made by ``make`` and written
+    there for the next process. A missing, stale or damaged file is rewritten silently; an unwritable
+    cache directory only costs the time of ``make``; ``source`` None: never cached."""
+    if source is None:
+        return make()
+    path = arrays_cache_path(kind, source)
+    try:
+        found = read_arrays(path, source, dtypes)
+        check(*found)
+        return found
+    except (OSError, ValueError, KeyError, TypeError, IndexError, OverflowError, MemoryError):
+        pass  # json's and UTF-8's errors are ValueErrors
+    made = make()
+    try:
+        write_arrays(path, source, *made)
+    except OSError:
+        pass
+    return made
+
+
+def cached_dictionary(source: dict[str, Any] | None, make: Callable[[], DictionaryArrays]) -> DictionaryArrays:
+    """:func:`cached_arrays` of a compiled dictionary (:class:`DictionaryArrays`) made from ``source``."""
+    def made() -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        arrays = make()
+        return {name: getattr(arrays, name) for name in _ARRAY_DTYPES}, {"log_total": arrays.log_total}
+
+    found, scalars = cached_arrays("jieba-compiled", source, _ARRAY_DTYPES, made, _check_dictionary)
+    return DictionaryArrays(**found, log_total=scalars["log_total"])
+
+
+def _check_dictionary(found: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
+    """``ValueError`` unless the arrays fit together as a :class:`DictionaryArrays`."""
+    keys = found["parent"].shape
+    if (set(scalars) != {"log_total"} or found["table"].ndim != 1 or found["table"].shape[0] < 2 * keys[0] + 2 or
+            any(found[name].shape != keys for name in ("last", "freq", "log_freq")) or
+            found["start_p"].shape != (4,) or found["trans"].shape != (4, 4) or found["emit"].shape[0] != 4 or
+            found["prev"].shape[0] != 4):
+        raise ValueError("a compiled-dictionary cache whose arrays do not fit together")
+
+
 def nfkc_many(texts: list[str]) -> list[str]:
     """``[unicodedata.normalize("NFKC", t) for t in texts]``, several times faster on text that is not
     normalised already (LeCaRD's full-width punctuation: 18 against 95 ns a character).
@@ -153,7 +341,7 @@ def nfkc_many(texts: list[str]) -> list[str]:
         if unicodedata.is_normalized("NFKC", text):
             out.append(text)
             continue
-        table = _nfkc_table()  # made on first need (0.2 s): text normalised already never pays for it
+        table = _nfkc_table()  # read or made on first need: text normalised already never needs it
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         mapped = np.where(codes < 65536, table[np.minimum(codes, 65535)], codes)
         replaced = mapped.tobytes().decode("utf-32-le", "surrogatepass")
@@ -161,9 +349,13 @@ def nfkc_many(texts: list[str]) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=1)
 def _nfkc_table() -> np.ndarray:
     """Every BMP code point mapped to its NFKC form when that is one character, else to itself."""
+    return _unicode_tables()["nfkc"]
+
+
+def _make_nfkc_table() -> np.ndarray:
+    """:func:`_nfkc_table`, computed (0.05 s)."""
     import unicodedata
 
     table = np.arange(65536, dtype=np.uint32)
@@ -215,20 +407,47 @@ def _python_term(word: str) -> str:
     return word.lower() if word.isalnum() or _is_word(word) else ""
 
 
-@lru_cache(maxsize=1)
 def _alnum_table() -> np.ndarray:
     """``str.isalnum()`` of every BMP character (uint8)."""
+    return _unicode_tables()["alnum"]
+
+
+def _make_alnum_table() -> np.ndarray:
     return np.fromiter((chr(c).isalnum() for c in range(65536)), dtype=np.uint8, count=65536)
 
 
-@lru_cache(maxsize=1)
 def _lower_table() -> np.ndarray:
     """``ord(c.lower())`` of every BMP character ``c`` (uint32), 0 where Python must lowercase the
     word: ``c.lower()`` is not one character (``İ``) or depends on the context (``Σ``, final sigma)."""
+    return _unicode_tables()["lower"]
+
+
+def _make_lower_table() -> np.ndarray:
     lowered = [chr(c).lower() for c in range(65536)]
     table = np.fromiter((ord(low) if len(low) == 1 else 0 for low in lowered), dtype=np.uint32, count=65536)
     table[0x03A3] = 0
     return table
+
+
+_UNICODE_DTYPES = {"nfkc": np.uint32, "lower": np.uint32, "alnum": np.uint8}
+
+
+@lru_cache(maxsize=1)
+def _unicode_tables() -> dict[str, np.ndarray]:
+    """The BMP tables of :func:`_nfkc_table`, :func:`_lower_table` and :func:`_alnum_table` (0.1-0.2 s
+    to compute), cached on disk per Python and Unicode version (:func:`cached_arrays`)."""
+    import unicodedata
+
+    source = {"python": sys.version.split()[0], "unicode": unicodedata.unidata_version, "byteorder": sys.byteorder}
+
+    def make() -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        return {"nfkc": _make_nfkc_table(), "lower": _make_lower_table(), "alnum": _make_alnum_table()}, {}
+
+    def check(found: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
+        if scalars or any(table.shape != (65536,) for table in found.values()):
+            raise ValueError("a Unicode tables cache of other shapes")
+
+    return cached_arrays("unicode-tables", source, _UNICODE_DTYPES, make, check)[0]
 
 
 def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -249,13 +468,20 @@ def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return emit, start, trans, prev
 
 
-def compiled_for(jt: "jieba.Tokenizer", num_chars: int) -> CompiledJieba | None:
-    """The compiled cut of ``jt``'s dictionary when it may be used and pays for itself now (made on
-    first use and kept on ``jt``), else None; ``num_chars`` of Python cutting are counted. Always
-    None unless :func:`segmenter` is ``auto``."""
+def compiled_of(user_dict: str | None, num_chars: int) -> CompiledJieba | None:
+    """The compiled cut of jieba's dictionary with ``user_dict``'s words added (the text of a user
+    dictionary) when it may be used and pays for itself now, else None; ``num_chars`` of Python
+    cutting are counted. Made once per process and dictionary, from its cache on disk when there is
+    one (:func:`cached_arrays`: jieba's dictionary is then never read into Python). Always None
+    unless :func:`segmenter` is ``auto``."""
     if segmenter() != "auto":
         return None
-    compiled = getattr(jt, "_bm25lab_compiled", None)
+    from .tokenization import _dictionary_source, _import_jieba, _jieba_tokenizer
+
+    if user_dict:
+        _jieba_tokenizer(user_dict)  # its words of frequency 0 reach jieba's global Force_Split_Words first
+    jieba_module = _import_jieba()
+    compiled = _COMPILED.get(user_dict or "")
     if compiled is not None:
         return compiled if _usable() else None
     if not _usable():
@@ -266,10 +492,19 @@ def compiled_for(jt: "jieba.Tokenizer", num_chars: int) -> CompiledJieba | None:
     loaded = numba_backend.SEGMENT_KERNELS in sys.modules
     if not (loaded or numba_backend.worth_loading(_WORK[0] * PYTHON_SECONDS_PER_CHAR)):
         return None
-    compiled = jt._bm25lab_compiled = CompiledJieba(jt.FREQ, jt.total)
+    kernels = numba_backend.segment_kernels()
+
+    def make() -> DictionaryArrays:
+        jt = _jieba_tokenizer(user_dict)
+        return dictionary_arrays(jt.FREQ, jt.total, kernels)
+
+    arrays = cached_dictionary(_dictionary_source(jieba_module, user_dict), make)
+    compiled = _COMPILED[user_dict or ""] = CompiledJieba.from_arrays(arrays, kernels)
     return compiled
 
 
+_COMPILED: dict[str, CompiledJieba] = {}
+"""This process's compiled cuts, by user dictionary text ("" for none); forked workers inherit them."""
 _WORK = [0]  # characters this process has cut in Python so far (what the compiled cut would have saved)
 
 

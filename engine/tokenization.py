@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
-from .segmentation import compiled_for, nfkc_many, segmenter, unpack_terms
+from .segmentation import compiled_of, nfkc_many, segmenter, unpack_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -238,14 +238,19 @@ def _write_freq_cache(path: Path, stamp: dict[str, Any], freq: dict[str, int], t
         raise
 
 
+def _dictionary_file(jieba_module: Any) -> tuple[Path, dict[str, Any]]:
+    """jieba's default dictionary file and its stamp (jieba's version, the file's size and mtime)."""
+    dict_path = Path(jieba_module.__file__).resolve().parent / jieba_module.DEFAULT_DICT_NAME
+    info = dict_path.stat()
+    return dict_path, {"jieba": jieba_module.__version__, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+
+
 def _base_prefix_dict() -> tuple[dict[str, int], int]:
     """jieba's default prefix dictionary (word -> frequency, 0 for prefixes) and its total, cached."""
     if _JIEBA_BASE:
         return _JIEBA_BASE[0]
     jieba_module = _import_jieba()
-    dict_path = Path(jieba_module.__file__).resolve().parent / jieba_module.DEFAULT_DICT_NAME
-    info = dict_path.stat()
-    stamp = {"jieba": jieba_module.__version__, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    dict_path, stamp = _dictionary_file(jieba_module)
     path = _freq_cache_path(jieba_module, dict_path)
     try:
         loaded = _read_freq_cache(path, stamp)
@@ -260,8 +265,24 @@ def _base_prefix_dict() -> tuple[dict[str, int], int]:
     return loaded
 
 
+def _dictionary_source(jieba_module: Any, user_dict: str | None) -> dict[str, Any]:
+    """Everything a private jieba tokenizer's dictionary and HMM are made from, the key of its compiled
+    form's cache (:func:`bm25lab.engine.segmentation.cached_arrays`): jieba's version and folder, its
+    dictionary file's and HMM tables' sizes and mtimes, the SHA-256 of the user dictionary's text,
+    the machine's byte order."""
+    dict_path, stamp = _dictionary_file(jieba_module)
+    hmm = [dict_path.parent / "finalseg" / f"prob_{name}.py" for name in ("start", "trans", "emit")]
+    user = hashlib.sha256((user_dict or "").encode("utf-8", "surrogatepass")).hexdigest() if user_dict else None
+    return {"jieba": jieba_module.__version__, "folder": str(dict_path.parent),
+            "dictionary": {"size": stamp["size"], "mtime_ns": stamp["mtime_ns"]},
+            "hmm": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] if p.exists() else [p.name] for p in hmm],
+            "user_dict_sha256": user, "byteorder": sys.byteorder}
+
+
 def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
-    """A private ``jieba.Tokenizer`` (one per user dictionary per process), ready without logging."""
+    """A private ``jieba.Tokenizer`` (one per user dictionary per process), ready without logging;
+    ``_bm25lab_user_dict`` on it is the user dictionary's text its words come from (the key of its
+    compiled cut, :func:`bm25lab.engine.segmentation.compiled_of`)."""
     key = user_dict or ""
     tokenizer = _JIEBA.get(key)
     if tokenizer is not None:
@@ -276,6 +297,7 @@ def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
     tokenizer.initialized = True
     for word, count, tag in _parse_user_dict(user_dict or ""):
         tokenizer.add_word(word, count, tag)
+    tokenizer._bm25lab_user_dict = user_dict
     _JIEBA[key] = tokenizer
     return tokenizer
 
@@ -307,7 +329,7 @@ def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
     jieba_module = sys.modules["jieba"]
     if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS or segmenter() == "jieba":
         return jt.lcut(text)
-    compiled = compiled_for(jt, len(text))
+    compiled = compiled_of(jt._bm25lab_user_dict, len(text)) if hasattr(jt, "_bm25lab_user_dict") else None
     if compiled is not None:
         return compiled.cut(text)
     re_han, re_skip = jieba_module.re_han_default, jieba_module.re_skip_default
@@ -470,11 +492,11 @@ def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
 
 def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
     stop = tok._stopset
-    jt = _jieba_tokenizer(tok._user_dict)
-    if tok._mode == "default" and sys.modules["jieba"].__version__ in _FAST_CUT_JIEBA_VERSIONS:
-        compiled = compiled_for(jt, len(text))
+    if tok._mode == "default" and _import_jieba().__version__ in _FAST_CUT_JIEBA_VERSIONS:
+        compiled = compiled_of(tok._user_dict, len(text))
         if compiled is not None:  # the same terms, made in the kernels (stopwords dropped there too)
             return unpack_terms(*compiled.packed_terms([text], stop))[0]
+    jt = _jieba_tokenizer(tok._user_dict)
     terms = []
     for word in MODES[tok._mode](jt, text):
         if word.isalnum() or _is_word(word):  # isalnum: the common, cheap case
@@ -688,12 +710,9 @@ class Tokenizer:
     def _compiled_cut(self, texts: list[str]) -> Any:
         """The compiled cut this tokenizer may take ``texts`` at once with, when it may be used and
         pays (their characters are counted ahead: a large chunk loads it at once)."""
-        if not self._packable():
+        if not self._packable() or _import_jieba().__version__ not in _FAST_CUT_JIEBA_VERSIONS:
             return None
-        jt = _jieba_tokenizer(self._user_dict)
-        if sys.modules["jieba"].__version__ not in _FAST_CUT_JIEBA_VERSIONS:
-            return None
-        return compiled_for(jt, sum(map(len, texts)))
+        return compiled_of(self._user_dict, sum(map(len, texts)))
 
     def config(self) -> dict[str, Any]:
         """Self-contained, JSON-serialisable description of the analysis chain."""
@@ -757,13 +776,16 @@ class Tokenizer:
 
     def _warm(self, sample: list[str]) -> None:
         """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice: the
-        compiled jieba cut too, when the sample alone is work enough to pay for it
-        (:func:`bm25lab.engine.segmentation.compiled_for`)."""
+        compiled jieba cut instead of jieba's dictionary, when the sample alone is work enough to pay for
+        it (:func:`bm25lab.engine.segmentation.compiled_of`)."""
         if any(self._spec.needs_jieba(text) for text in sample):
-            jt = _jieba_tokenizer(self._user_dict)
-            if self._mode == "default" and _jieba_version() in _FAST_CUT_JIEBA_VERSIONS:
-                if compiled_for(jt, int(self._work(sample))) is not None:
-                    self._tokenize_packed(sample[:1])  # its tables and stopword trie made here, once
+            compiled = None
+            if self._mode == "default" and _import_jieba().__version__ in _FAST_CUT_JIEBA_VERSIONS:
+                compiled = compiled_of(self._user_dict, int(self._work(sample)))
+            if compiled is None:
+                _jieba_tokenizer(self._user_dict)
+            else:
+                self._tokenize_packed(sample[:1])  # its tables and stopword trie made here, once
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:

@@ -47,6 +47,9 @@ SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engi
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
 COMPILE_SECONDS = 30.0
+# What loading one kernel module costs once the other is loaded (numba imported, its registries read:
+# most of LOAD_SECONDS): the build kernels after jieba's compiled cut, measured 0.12 s.
+LOAD_SECONDS_AFTER_OTHER = 0.15
 _THREADED_LAY_OUT = 1 << 20  # postings from which a build lays out documents and tfs on two threads
 
 
@@ -74,7 +77,36 @@ def segment_kernels() -> ModuleType:
 def _import(name: str) -> ModuleType:
     if not available():
         raise BM25LabError("the numba backend needs numba: pip install numba (or use backend='numpy')")
+    if name not in sys.modules:
+        _import_arraymath_without_scipy()
     return importlib.import_module(name)
+
+
+_BLAS_MODULE = "scipy.linalg.cython_blas"
+
+
+def _import_arraymath_without_scipy() -> None:
+    """Import numba's ``numba.np.arraymath`` (which numba loads with the first compiled function of a
+    process) without importing ``scipy.linalg``: 0.15-0.3 s of a new process indexing Chinese, for
+    BLAS, which bm25lab's kernels never call.
+
+    numba's module asks once, on import, whether scipy's BLAS can be imported (``_HAVE_BLAS``, read
+    only when it types ``np.correlate``/``np.convolve``; ``np.dot`` and ``np.linalg`` import scipy
+    themselves when compiled). The import is made to fail for that moment, and ``_HAVE_BLAS`` then set
+    to whether scipy is installed (found, not imported): numba behaves as it would have, for any other
+    numba code of the process too, with scipy imported when such code first needs it. Nothing is done
+    if numba's module or scipy's BLAS is imported already, or numba's module has no such flag."""
+    if "numba.np.arraymath" in sys.modules or _BLAS_MODULE in sys.modules:
+        return
+    blocked = True
+    sys.modules[_BLAS_MODULE] = None  # type: ignore[assignment]  # makes ``import scipy.linalg.cython_blas`` raise
+    try:
+        arraymath = importlib.import_module("numba.np.arraymath")
+    finally:
+        if blocked and sys.modules.get(_BLAS_MODULE, 0) is None:
+            del sys.modules[_BLAS_MODULE]
+    if hasattr(arraymath, "_HAVE_BLAS"):
+        arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
 
 
 # ---------------------------------------------------------------------- compiled ahead, or not yet
@@ -106,11 +138,23 @@ def ready() -> bool:
         return False
 
 
+def numba_loaded() -> bool:
+    """Whether this process has loaded one of bm25lab's kernel modules (so numba is imported and set up)."""
+    return KERNELS in sys.modules or SEGMENT_KERNELS in sys.modules
+
+
+def load_seconds() -> float:
+    """What loading a kernel module costs this process now: :data:`LOAD_SECONDS`, or
+    :data:`LOAD_SECONDS_AFTER_OTHER` once the other module has set numba up (:func:`numba_loaded`)."""
+    return LOAD_SECONDS_AFTER_OTHER if numba_loaded() else LOAD_SECONDS
+
+
 def worth_loading(numpy_seconds: float) -> bool:
     """Whether ``numpy_seconds`` of numpy work (counted so far, the next operation included) pay for
-    taking the kernels: their loading time once compiled; before that, the first time it would have
-    paid, a background process compiles them, and only work worth the compilation itself waits for none."""
-    if numpy_seconds < LOAD_SECONDS or not available():
+    taking the kernels: their loading time once compiled (:func:`load_seconds`); before that, the first
+    time it would have paid, a background process compiles them, and only work worth the compilation
+    itself waits for none."""
+    if numpy_seconds < load_seconds() or not available():
         return False
     if ready():
         return True

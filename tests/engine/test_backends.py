@@ -223,6 +223,7 @@ class _Counting:
     def __init__(self, monkeypatch, *, loaded: bool = False, ready: bool = True, available: bool = True) -> None:
         self.started = 0
         monkeypatch.setattr(numba_backend, "loaded", lambda: loaded)
+        monkeypatch.setattr(numba_backend, "numba_loaded", lambda: loaded)
         monkeypatch.setattr(numba_backend, "ready", lambda: ready)
         monkeypatch.setattr(numba_backend, "available", lambda: available)
         monkeypatch.setattr(numba_backend, "compile_in_background", self._start)

@@ -127,6 +127,7 @@ def test_texts_and_tokens_interleave_in_document_order(monkeypatch) -> None:
     _small_chunks(monkeypatch)
     monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_TOKEN", numba_backend.LOAD_SECONDS / 6000)
     monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
+    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: False)
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     docs = _corpus()
     auto = RecordingAuto()
@@ -139,6 +140,7 @@ def test_texts_and_tokens_interleave_in_document_order(monkeypatch) -> None:
 def test_a_small_build_with_auto_stays_on_numpy(monkeypatch) -> None:
     # a few documents are not worth loading the kernels for: their tokens go the numpy way
     monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
+    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: False)
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     docs = _corpus()[:200]
     auto = RecordingAuto()

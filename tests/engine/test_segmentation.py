@@ -27,7 +27,7 @@ def no_force_split(monkeypatch):
 
 def python_cut(monkeypatch, jt, text: str) -> list[str]:
     with monkeypatch.context() as m:
-        m.setattr(tokenization, "compiled_for", lambda *args: None)
+        m.setattr(tokenization, "compiled_of", lambda *args: None)
         return _cut_precise(jt, text)
 
 
@@ -57,7 +57,7 @@ def test_a_user_dictionary_and_search_mode(monkeypatch, no_force_split, tmp_path
     for text in texts:
         words = compiled.cut(text)
         assert words == python_cut(monkeypatch, jt, text) == jt.lcut(text)
-    jt._bm25lab_compiled = compiled  # search mode is the precise cut plus the dictionary's 2- and 3-grams
+    monkeypatch.setitem(segmentation._COMPILED, user, compiled)  # search mode is the precise cut plus the dictionary's 2- and 3-grams
     for text in texts[:100]:
         assert _cut_search(jt, text) == jt.lcut_for_search(text)
 
@@ -87,24 +87,24 @@ def test_odd_text_is_cut_as_by_jieba(monkeypatch, no_force_split, text: str) -> 
 def test_the_tokenizer_takes_the_compiled_cut_once_it_pays(monkeypatch, no_force_split) -> None:
     from bm25lab.engine.backends import numba_backend
 
-    jt = _jieba_tokenizer("专用词 5\n")
-    jt.__dict__.pop("_bm25lab_compiled", None)
+    _jieba_tokenizer("专用词 5\n")
+    monkeypatch.delitem(segmentation._COMPILED, "专用词 5\n", raising=False)
     monkeypatch.setattr(segmentation, "_WORK", [0])
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)  # not loaded: it must pay
     texts = corpus_texts()[:60]
     before = [Tokenizer("zh", user_dict=None).tokenize(t) for t in texts[:3]]
-    assert segmentation.compiled_for(jt, 10) is None  # ten characters never pay
+    assert segmentation.compiled_of("专用词 5\n", 10) is None  # ten characters never pay
     budget = numba_backend.LOAD_SECONDS / segmentation.PYTHON_SECONDS_PER_CHAR
-    assert segmentation.compiled_for(jt, int(budget)) is not None  # half a second of Python cutting does
-    assert jt._bm25lab_compiled is segmentation.compiled_for(jt, 1)
+    assert segmentation.compiled_of("专用词 5\n", int(budget)) is not None  # half a second of Python cutting does
+    assert segmentation._COMPILED["专用词 5\n"] is segmentation.compiled_of("专用词 5\n", 1)
     assert [Tokenizer("zh").tokenize(t) for t in texts[:3]] == before
 
 
 def test_a_word_of_frequency_zero_keeps_the_python_cut(tmp_path: Path, no_force_split) -> None:
     jt = _jieba_tokenizer("战国无双 0\n")  # jieba adds it to finalseg's global Force_Split_Words
     assert sys.modules["jieba.finalseg"].Force_Split_Words
-    assert segmentation.compiled_for(jt, 10**9) is None
+    assert segmentation.compiled_of("战国无双 0\n", 10**9) is None
     assert _cut_precise(jt, "战国无双是一款游戏") == jt.lcut("战国无双是一款游戏")
 
 
@@ -116,8 +116,8 @@ def test_terms_made_in_the_kernels_equal_the_python_filter(monkeypatch, no_force
     for stopwords in (None, "default"):
         tokenizer = Tokenizer("zh", stopwords=stopwords)
         jt = _jieba_tokenizer(None)
-        jt._bm25lab_compiled = _compiled(jt)
+        monkeypatch.setitem(segmentation._COMPILED, "", _compiled(jt))
         fast = [tokenizer.tokenize(text) for text in texts]
         with monkeypatch.context() as m:
-            m.setattr(tokenization, "compiled_for", lambda *args: None)
+            m.setattr(tokenization, "compiled_of", lambda *args: None)
             assert [tokenizer.tokenize(text) for text in texts] == fast

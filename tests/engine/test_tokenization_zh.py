@@ -26,15 +26,15 @@ def compiled(monkeypatch):
     monkeypatch.delenv(SEGMENTER_VARIABLE, raising=False)
     jt = _jieba_tokenizer(None)
     monkeypatch.setattr(sys.modules["jieba.finalseg"], "Force_Split_Words", set())
-    if getattr(jt, "_bm25lab_compiled", None) is None:
-        jt._bm25lab_compiled = CompiledJieba(jt.FREQ, jt.total)
-    return jt._bm25lab_compiled
+    if segmentation._COMPILED.get("") is None:
+        segmentation._COMPILED[""] = CompiledJieba(jt.FREQ, jt.total)
+    return segmentation._COMPILED[""]
 
 
 def python_terms(monkeypatch, tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
     """The terms of the text-by-text Python path (the compiled cut refused)."""
     with monkeypatch.context() as m:
-        m.setattr(tokenization, "compiled_for", lambda *args: None)
+        m.setattr(tokenization, "compiled_of", lambda *args: None)
         return [tokenizer.tokenize(text) for text in texts]
 
 
@@ -189,8 +189,8 @@ def test_a_chunk_worth_the_compiled_cut_takes_it_at_once(monkeypatch, compiled, 
     user_dict = tmp_path / "user.txt"
     user_dict.write_text("专用词 5\n", encoding="utf-8")
     tokenizer = Tokenizer("zh", user_dict=user_dict)
-    jt = _jieba_tokenizer(tokenizer._user_dict)
-    jt.__dict__.pop("_bm25lab_compiled", None)
+    _jieba_tokenizer(tokenizer._user_dict)
+    monkeypatch.delitem(segmentation._COMPILED, tokenizer._user_dict, raising=False)
     monkeypatch.setattr(segmentation, "_WORK", [0])
     monkeypatch.setattr(numba_backend, "ready", lambda: True)
     monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)  # not loaded: it must pay
