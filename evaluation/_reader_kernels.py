@@ -102,23 +102,6 @@ def _valid_utf8(data: np.ndarray, start: int, end: int) -> bool:
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _field_end(data: np.ndarray, i: int, hi: int) -> int:
-    """The end of the field starting at ``i``: the first whitespace byte after it (or ``hi``)."""
-    while i < hi and not _is_space(data[i]):
-        i += 1
-    return i
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _next_field(data: np.ndarray, i: int, hi: int) -> int:
-    """The start of the line's next field after whitespace at ``i``: its first byte, or the line's
-    ``\\n``, or ``hi``."""
-    while i < hi and data[i] != 10 and _is_space(data[i]):
-        i += 1
-    return i
-
-
 @njit(cache=True, nogil=True)
 def _decimal(data: np.ndarray, start: int, end: int) -> tuple:
     """(ok, value) of the score text ``data[start:end]``: ok when it is a decimal the fast path reads
@@ -223,107 +206,6 @@ def _intern(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, segm
     queries = 0
     for s in range(segments):
         q0, q1 = seg_starts[s], seg_ends[s]
-        length = q1 - q0
-        h = _string_hash(data, q0, q1)
-        slot = np.int64(h & np.uint64(mask))
-        code = -1
-        while table[slot] >= 0:
-            e = table[slot]
-            if q_hashes[e] == h and q_lengths[e] == length and _same_bytes(data, q0, q_starts[e], length):
-                code = e
-                break
-            slot = (slot + 1) & mask
-        if code < 0:
-            if not _valid_utf8(data, q0, q1):
-                seg_codes[s] = -1
-                return seg_codes, q_starts, q_lengths, queries
-            code = queries
-            q_starts[code], q_lengths[code], q_hashes[code] = q0, length, h
-            table[slot] = code
-            queries += 1
-        seg_codes[s] = code
-    return seg_codes, q_starts, q_lengths, queries
-
-
-@njit(cache=True, nogil=True)
-def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_offsets: np.ndarray,
-                   doc_bytes: np.ndarray, hashes: np.ndarray, scores: np.ndarray, slow_rows: np.ndarray,
-                   slow_starts: np.ndarray, slow_ends: np.ndarray, seg_rows: np.ndarray, seg_starts: np.ndarray,
-                   seg_ends: np.ndarray, seen_rows: np.ndarray, seen_marks: np.ndarray) -> tuple:
-    """Read the lines of ``data[lo:hi]`` (``lo`` at a line's start, ``hi`` after a ``\\n`` or at the end).
-
-    Row ``r`` gets its query's code ``codes[r]`` (the chunk's query ids numbered in first-appearance
-    order), its document id ``doc_bytes[doc_offsets[r]:doc_offsets[r + 1]]`` and that id's hash
-    ``hashes[r]``, and its score ``scores[r]``, or, for a score the fast path does not read, the
-    row and its text's bounds in ``slow_rows``/``slow_starts``/``slow_ends`` (``scores[r]`` is then
-    0.0). The output arrays must have room for every row (:func:`count_lines` plus one) and
-    ``doc_bytes`` for ``hi - lo`` bytes; so must the segments' arrays
-    ``seg_rows``/``seg_starts``/``seg_ends``. The hash set ``seen_rows``/``seen_marks`` (zeros, a power
-    of two of at least 1024 entries) holds the documents of a segment of up to half its size; past
-    that the kernel stops looking for repeated documents (the last value returned is then False).
-    Nothing is allocated in the loop: an array variable reassigned there costs numba reference
-    counting on every line (a third of the time).
-
-    Rows are grouped into segments, runs of consecutive rows of one query id (a run file lists a
-    query's documents together): the loop compares each row's query id with the previous row's only,
-    and the segments' ids are numbered once, at the end (:func:`_intern`).
-
-    A document repeated within a segment is refused (a hash set of the segment's documents, the
-    strings compared where hashes match); one repeated across two segments of a query is not seen
-    here: a chunk with fewer distinct queries than segments needs the full check of
-    :meth:`bm25lab.evaluation.ranking.Run.from_encoded`.
-
-    Returns (status, rows, slow, segments, query_starts, query_lengths, queries, checked): :data:`OK`,
-    :data:`REFUSED` or :data:`TOO_MANY_SLOW`; the rows, slow scores and segments written; where each
-    distinct query id's text is in ``data`` and how many there are; whether every segment was
-    checked for repeated documents.
-    """
-    segments = 0
-    mark = 0  # the hash set's entries marked ``mark`` are the current segment's documents
-    mask = 1023  # the part of the hash set in use: twice the current segment's rows at least
-    checking = True  # whether every segment so far fitted in the hash set
-    rows = 0
-    slow = 0
-    used = 0  # bytes of doc_bytes written
-    previous_start, previous_length = -1, -1
-    doc_offsets[0] = 0
-    empty = np.empty(0, dtype=np.int64)
-    i = lo
-    while i < hi:
-        while i < hi and _is_space(data[i]):
-            i += 1
-        if i >= hi:
-            break
-        if data[i] == 35:  # '#' opens a comment line
-            while i < hi and data[i] != 10:
-                i += 1
-            continue
-        q0 = i
-        i = _field_end(data, i, hi)
-        q1 = i
-        i = _next_field(data, i, hi)
-        if i >= hi or data[i] == 10:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
-        i = _next_field(data, _field_end(data, i, hi), hi)
-        if i >= hi or data[i] == 10:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
-        d0 = i
-        i = _field_end(data, i, hi)
-        d1 = i
-        i = _next_field(data, i, hi)
-        if i >= hi or data[i] == 10:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
-        i = _next_field(data, _field_end(data, i, hi), hi)
-        if i >= hi or data[i] == 10:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
-        s0 = i
-        i = _field_end(data, i, hi)
-        s1 = i
-        i = _next_field(data, i, hi)
-        if i >= hi or data[i] == 10:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
-        while i < hi and data[i] != 10:  # the tag, and whatever follows it (ignored, as trec_eval does)
-            i += 1
         length = q1 - q0
         h = _string_hash(data, q0, q1)
         slot = np.int64(h & np.uint64(mask))

@@ -72,6 +72,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import itertools
 import json
 import math
 import mmap
@@ -1012,7 +1013,7 @@ def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, n
 
     array = np.frombuffer(data, dtype=np.uint8)
     bounds = _line_chunks(data, max(min(2, usable_cores()), -(-len(data) // _CHUNK_LIMIT)))
-    spans = list(zip(bounds[:-1], bounds[1:]))
+    spans = list(itertools.pairwise(bounds))
     with ThreadPoolExecutor(min(2, len(spans))) as pool:  # the kernels let go of the interpreter
         caps = [lines + 1 for lines in pool.map(lambda span: kernels.count_lines(array, *span), spans)]
         bases = np.concatenate(([0], np.cumsum(caps))).tolist()

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from bm25lab.engine.columns import string_hashes
 from bm25lab.evaluation import InputError, readers
 from bm25lab.evaluation import _reader_kernels as kernels
 from bm25lab.evaluation.ranking import Run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------------------------
 # The pieces: hash, decimals, UTF-8
