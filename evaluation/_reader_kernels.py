@@ -228,6 +228,78 @@ def _intern(data: np.ndarray, seg_starts: np.ndarray, seg_ends: np.ndarray, segm
     return seg_codes, q_starts, q_lengths, queries
 
 
+_TIE_ROWS = 64  # tied rows (one query, one score) sorted by the kernel at most; longer runs of ties: the caller
+_TIE_BYTES = 1 << 16  # bytes of their document ids at most
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _greater(doc_bytes: np.ndarray, doc_offsets: np.ndarray, x: int, y: int) -> bool:
+    """Whether row ``x``'s document id comes after row ``y``'s in ``strcmp`` order (bytes, unsigned)."""
+    a, a_end = doc_offsets[x], doc_offsets[x + 1]
+    b, b_end = doc_offsets[y], doc_offsets[y + 1]
+    while a < a_end and b < b_end:
+        if doc_bytes[a] != doc_bytes[b]:
+            return doc_bytes[a] > doc_bytes[b]
+        a += 1
+        b += 1
+    return a < a_end  # a longer id after its own prefix
+
+
+@njit(cache=True, nogil=True)
+def _rank_ties(seg_rows: np.ndarray, segments: int, rows: int, scores: np.ndarray, hashes: np.ndarray,
+               doc_offsets: np.ndarray, doc_bytes: np.ndarray) -> bool:
+    """Put the rows of each segment in trec_eval's tie-rule order where they are in rank order but for
+    ties: each run of tied rows (a query's rows of one score) sorted by document id descending, their
+    ids and hashes moved within the run's own bytes. Returns whether every segment's scores are
+    non-increasing and every run of ties was short enough to sort here (:data:`_TIE_ROWS`,
+    :data:`_TIE_BYTES`); if not, the rows are left as they were but for the runs sorted already, which
+    the tie rule's sort (:meth:`bm25lab.evaluation.ranking.Run.from_encoded`) then finishes."""
+    order = np.empty(_TIE_ROWS, dtype=np.int64)
+    starts = np.empty(_TIE_ROWS + 1, dtype=np.int64)
+    kept_hashes = np.empty(_TIE_ROWS, dtype=np.uint64)
+    kept_bytes = np.empty(_TIE_BYTES, dtype=np.uint8)
+    for s in range(segments):
+        stop = seg_rows[s + 1] if s + 1 < segments else rows
+        a = seg_rows[s]
+        while a < stop:
+            b = a + 1
+            while b < stop and scores[b] == scores[a]:
+                b += 1
+            if b < stop and scores[b] > scores[a]:
+                return False
+            n = b - a
+            if n > 1:
+                if n > _TIE_ROWS or doc_offsets[b] - doc_offsets[a] > _TIE_BYTES:
+                    return False
+                for k in range(n):  # insertion sort, descending
+                    order[k] = a + k
+                    j = k
+                    while j > 0 and _greater(doc_bytes, doc_offsets, order[j], order[j - 1]):
+                        order[j], order[j - 1] = order[j - 1], order[j]
+                        j -= 1
+                moved = False
+                for k in range(n):
+                    moved |= order[k] != a + k
+                if moved:
+                    base = doc_offsets[a]
+                    for k in range(n + 1):
+                        starts[k] = doc_offsets[a + k] - base
+                    for k in range(doc_offsets[b] - base):
+                        kept_bytes[k] = doc_bytes[base + k]
+                    for k in range(n):
+                        kept_hashes[k] = hashes[a + k]
+                    at = base
+                    for k in range(n):
+                        r = order[k] - a
+                        for m in range(starts[r], starts[r + 1]):
+                            doc_bytes[at] = kept_bytes[m]
+                            at += 1
+                        doc_offsets[a + k + 1] = at
+                        hashes[a + k] = kept_hashes[r]
+            a = b
+    return True
+
+
 @njit(cache=True, nogil=True)
 def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_offsets: np.ndarray,
                    doc_bytes: np.ndarray, hashes: np.ndarray, scores: np.ndarray, slow_rows: np.ndarray,
@@ -256,10 +328,13 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
     here: a chunk with fewer distinct queries than segments needs the full check of
     :meth:`bm25lab.evaluation.ranking.Run.from_encoded`.
 
-    Returns (status, rows, slow, segments, query_starts, query_lengths, queries, checked): :data:`OK`,
-    :data:`REFUSED` or :data:`TOO_MANY_SLOW`; the rows, slow scores and segments written; where each
-    distinct query id's text is in ``data`` and how many there are; whether every segment was
-    checked for repeated documents.
+    Last, each segment's rows are put in the tie-rule order where they are in rank order but for ties
+    (:func:`_rank_ties`; a chunk with scores left to Python's ``float`` is not).
+
+    Returns (status, rows, slow, segments, query_starts, query_lengths, queries, checked, ranked):
+    :data:`OK`, :data:`REFUSED` or :data:`TOO_MANY_SLOW`; the rows, slow scores and segments written;
+    where each distinct query id's text is in ``data`` and how many there are; whether every segment
+    was checked for repeated documents; whether every segment's rows are in the tie-rule order.
     """
     segments = 0
     mark = 0  # the hash set's entries marked ``mark`` are the current segment's documents
@@ -299,7 +374,7 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
             if i >= hi or data[i] == 10:
                 break
         if fields < 6:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
+            return REFUSED, rows, slow, segments, empty, empty, 0, False, False
         length = q1 - q0
         if length != previous_length or not _same_bytes(data, q0, previous_start, length):
             seg_rows[segments], seg_starts[segments], seg_ends[segments] = rows, q0, q1
@@ -324,7 +399,7 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
             doc_bytes[used + k - d0] = b
             high |= b
         if high >= 0x80 and not _valid_utf8(data, d0, d1):
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
+            return REFUSED, rows, slow, segments, empty, empty, 0, False, False
         h = _string_hash(data, d0, d1)
         if checking:
             slot = np.int64(h & np.uint64(mask))
@@ -332,7 +407,7 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
                 e = seen_rows[slot]
                 if hashes[e] == h and doc_offsets[e + 1] - doc_offsets[e] == d1 - d0 and \
                         _same_document(doc_bytes, doc_offsets[e], data, d0, d1 - d0):
-                    return REFUSED, rows, slow, segments, empty, empty, 0, False
+                    return REFUSED, rows, slow, segments, empty, empty, 0, False, False
                 slot = (slot + 1) & mask
             seen_marks[slot], seen_rows[slot] = mark, rows
         used += d1 - d0
@@ -344,7 +419,7 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
             scores[rows] = value + 0.0  # -0.0 -> 0.0, as C compares them equal
         else:
             if slow == slow_rows.shape[0]:
-                return TOO_MANY_SLOW, rows, slow, segments, empty, empty, 0, False
+                return TOO_MANY_SLOW, rows, slow, segments, empty, empty, 0, False, False
             slow_rows[slow], slow_starts[slow], slow_ends[slow] = rows, s0, s1
             scores[rows] = 0.0
             slow += 1
@@ -352,7 +427,8 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
     seg_codes, q_starts, q_lengths, queries = _intern(data, seg_starts, seg_ends, segments)
     for s in range(segments):
         if seg_codes[s] < 0:
-            return REFUSED, rows, slow, segments, empty, empty, 0, False
+            return REFUSED, rows, slow, segments, empty, empty, 0, False, False
         stop = seg_rows[s + 1] if s + 1 < segments else rows
         codes[seg_rows[s]:stop] = seg_codes[s]
-    return OK, rows, slow, segments, q_starts, q_lengths, queries, checking
+    ranked = slow == 0 and _rank_ties(seg_rows, segments, rows, scores, hashes, doc_offsets, doc_bytes)
+    return OK, rows, slow, segments, q_starts, q_lengths, queries, checking, ranked

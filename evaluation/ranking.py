@@ -379,13 +379,15 @@ class Run:
     @classmethod
     def from_encoded(cls, q: np.ndarray, qids: tuple[str, ...], doc: Any, hashes: np.ndarray, scores: np.ndarray, *,
                      name: str = "", source: str | Path | None = None, lines: np.ndarray | None = None,
-                     unique: bool = False) -> Run:
+                     unique: bool = False, ranked: bool = False) -> Run:
         """A run from columns already encoded, as a reader that hashes while it parses gives them: query
         codes ``q`` (positions in ``qids``), document ids ``doc`` (pyarrow strings), their
         :func:`string_hashes` ``hashes`` and float64 ``scores`` without NaN or negative zero. ``hashes``
         and ``scores`` become the run's own (permuted in place where ties move). The duplicate check and
         the tie rule are :meth:`from_columns`' own; ``unique`` says the caller has made sure that no
-        (query, document) pair repeats (the compiled reader checks as it reads), and skips the check."""
+        (query, document) pair repeats (the compiled reader checks as it reads), and skips the check;
+        ``ranked`` that the rows are in the tie-rule order already, each query's rows together (the
+        compiled reader orders ties as it reads), and skips the tie rule's sort."""
         repeated = [] if unique else _repeated_pairs(q, doc, hashes, len(qids))
         if repeated:
             later = repeated[0][1]
@@ -396,7 +398,7 @@ class Run:
                 path,
                 line,
             )
-        order, rows, moved = _tie_rule_steps(q, scores, doc)
+        order, rows, moved = (None, None, None) if ranked else _tie_rule_steps(q, scores, doc)
         if order is not None:  # not in rank order: every column permuted
             if rows is not None:
                 order[rows] = order[moved]

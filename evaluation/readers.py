@@ -964,6 +964,7 @@ class _Chunk:
     docs: Any
     qids: list[str]
     grouped: bool
+    ranked: bool  # each segment's rows in the tie-rule order
 
 
 def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
@@ -982,7 +983,9 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         return None
     chunks, codes, hashes, scores = read
     box.clear()
-    codes, qids, checked = _global_codes(chunks, codes)
+    codes, qids, single = _global_codes(chunks, codes)
+    checked = single and all(chunk.grouped for chunk in chunks)
+    ranked = single and all(chunk.ranked for chunk in chunks) and _ranked_across_chunks(chunks, codes, scores)
     import pyarrow as pa
 
     docs = pa.chunked_array([chunk.docs for chunk in chunks], type=pa.string())
@@ -991,7 +994,8 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         return None
     del chunks
     try:
-        return Run.from_encoded(codes, qids, docs, hashes, scores, name=name, source=path, unique=checked)
+        return Run.from_encoded(codes, qids, docs, hashes, scores, name=name, source=path, unique=checked,
+                                ranked=ranked)
     except InputError:  # a repeated document: the usual readers name its line
         box.append(_load(path))
         return None
@@ -1064,7 +1068,7 @@ def _read_chunk(array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes
     room = _SLOW_SCORES + codes.size // 64
     slow = tuple(np.empty(room, dtype=np.int64) for _ in range(3))
     segments = tuple(np.empty(codes.size, dtype=np.int64) for _ in range(3))
-    status, rows, n_slow, n_segments, q_starts, q_lengths, queries, checked = kernels.parse_trec_run(
+    status, rows, n_slow, n_segments, q_starts, q_lengths, queries, checked, ranked = kernels.parse_trec_run(
         array, lo, hi, codes, offsets, doc_bytes, hashes, scores, *slow, *segments,
         np.zeros(_SEEN_DOCUMENTS, dtype=np.int64), np.zeros(_SEEN_DOCUMENTS, dtype=np.int64))
     if status != kernels.OK:
@@ -1077,13 +1081,14 @@ def _read_chunk(array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes
     qids = [data[a : a + n].decode("utf-8") for a, n in zip(q_starts[:queries].tolist(), q_lengths[:queries].tolist())]
     docs = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets[: rows + 1]),
                                        pa.py_buffer(doc_bytes[: int(offsets[rows])]))
-    return _Chunk(base, rows, docs, qids, checked and n_segments == queries)
+    return _Chunk(base, rows, docs, qids, checked and n_segments == queries, ranked and n_segments == queries)
 
 
 def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...], bool]:
     """The rows' query codes in the whole file's first-appearance order (``codes`` renumbered in place),
-    the query ids so ordered, and whether each query's rows are one segment (then the kernel's checks
-    for repeated documents cover the whole file but for the segments joined across two chunks)."""
+    the query ids so ordered, and whether each query's rows are one segment in the whole file (then the
+    kernel's checks for repeated documents and its tie-rule order cover the whole file but for the
+    segments two chunks share)."""
     position: dict[str, int] = {}
     at = 0
     segments = 0
@@ -1094,8 +1099,18 @@ def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, 
             np.take(local, part, out=part)
         segments += len(chunk.qids) - (k > 0 and chunk.rows > 0 and at > 0 and part[0] == codes[at - 1])
         at += chunk.rows
-    grouped = all(chunk.grouped for chunk in chunks) and segments == len(position)
-    return codes, tuple(position), grouped
+    return codes, tuple(position), segments == len(position)
+
+
+def _ranked_across_chunks(chunks: list[_Chunk], codes: np.ndarray, scores: np.ndarray) -> bool:
+    """Whether the rows of every query whose segment two chunks share stay in rank order across the
+    chunks' boundary, with no tie there (each kernel ordered its own part's ties)."""
+    at = 0
+    for chunk in chunks[:-1]:
+        at += chunk.rows
+        if 0 < at < codes.size and codes[at] == codes[at - 1] and not scores[at] < scores[at - 1]:
+            return False
+    return True
 
 
 def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Any, hashes: np.ndarray,
