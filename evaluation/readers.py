@@ -55,11 +55,19 @@ a relevance is due (NaN refused). A repeated (query, document) pair in a run is 
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
-Two parsing paths, one result. The fast path hands the bytes to pyarrow's CSV reader, whose
+Three parsing paths, one result. A TREC run of 16 MiB or more (:data:`_COMPILED_FROM`) is read by a
+compiled kernel (:mod:`bm25lab.evaluation._reader_kernels`, numba) on line-aligned chunks in two
+threads: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
+the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives), reads the scores
+(exactly: Clinger's fast path, else Python's ``float``), looks for a document repeated within a
+query's rows and orders each query's tied rows, so that the run needs no further sort, hashing or
+duplicate check when, as systems write runs, each query's documents come together in rank order.
+Any line the other paths would refuse, and any repeated document, sends the file to them (they
+name the line). Otherwise the fast path hands the bytes to pyarrow's CSV reader, whose
 delimiter is a single character: it is taken when the fields are separated by single spaces (or
 single tabs), with no comment lines. Whenever it cannot parse a file, or finds anything wrong in it,
 the file is parsed again line by line in Python, which defines the accepted syntax and names the
-line of the first error. Both split fields on ASCII whitespace only (C's ``isspace``), so an
+line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
 ideographic space inside a document id stays part of it, as in trec_eval.
 
 Large files (16 MiB and more, plain, not gzipped) are mapped into memory read-only rather than read

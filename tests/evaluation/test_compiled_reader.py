@@ -4,6 +4,7 @@ every spelling the usual readers accept, and the same error (message, file, line
 refuse; its hash against string_hashes, its decimals against Python's float."""
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -289,3 +290,58 @@ def test_a_file_cut_into_chunks_numbers_its_queries_in_first_appearance_order(mo
         chunks, codes, _, _ = readers._compiled_chunks(content)
         codes, qids, grouped = readers._global_codes(chunks, codes)
         assert qids == ("b", "a", "c", "d") and codes.tolist() == [0, 1, 2, 1, 3, 0] and not grouped
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs in rank order: the kernel orders their ties itself
+
+
+@st.composite
+def ranked_run_files(draw) -> bytes:
+    """A run as systems write it: each query's documents together, scores non-increasing, many ties."""
+    lines = []
+    for qid in draw(st.lists(st.sampled_from(["q1", "q2", "10", "é"]), min_size=1, max_size=4, unique=True)):
+        docs = draw(st.lists(st.text(alphabet="dD01é中z", min_size=1, max_size=4), min_size=1, max_size=40,
+                             unique=True))
+        scores = sorted(draw(st.lists(st.sampled_from([3.0, 2.5, 2.5, 1.0, 0.0, -0.0, -1e-3, 7.25]),
+                                      min_size=len(docs), max_size=len(docs))), reverse=True)
+        lines += [f"{qid} Q0 {doc} {rank} {score!r} tag" for rank, (doc, score) in enumerate(zip(docs, scores))]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=ranked_run_files(), chunk=st.sampled_from([None, 64, 301]))
+def test_a_run_in_rank_order_has_its_ties_ordered_by_the_kernel(tmp_path, monkeypatch, content, chunk):
+    # one chunk: the kernel orders every tie (the tie rule's sort is skipped); many chunks: a tie across
+    # two of them leaves the ordering to the tie rule
+    flags = []
+    original = Run.from_encoded.__func__
+
+    def recording(cls, *args, **kwargs):
+        if "ranked" in kwargs:  # the compiled reader's call (the usual readers' goes through from_columns)
+            flags.append(kwargs["ranked"])
+        return original(cls, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        if chunk is None:
+            patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])
+        else:
+            patch.setattr(readers, "_CHUNK_LIMIT", chunk)
+        patch.setattr(Run, "from_encoded", classmethod(recording))
+        _check_file(tmp_path, monkeypatch, content)
+    assert flags == [True] if chunk is None else len(flags) == 1
+
+
+def test_ties_the_kernel_cannot_order_are_left_to_the_tie_rule(tmp_path, monkeypatch):
+    long_tie = "".join(f"q Q0 d{i:03d} {i} 1.5 t\n" for i in range(100))  # 100 tied rows: more than the kernel sorts
+    out_of_order = "q Q0 a 1 1 t\nq Q0 b 2 2 t\nq Q0 c 3 2 t\n"
+    slow_score = "q Q0 a 1 inf t\nq Q0 b 2 1 t\nq Q0 c 3 1 t\n"
+    for text in (long_tie, out_of_order, slow_score):
+        monkeypatch.setattr(readers, "_CHUNK_LIMIT", 1 << 30)
+        with monkeypatch.context() as patch:
+            patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])  # one chunk
+            chunks = readers._compiled_chunks(text.encode())
+        assert chunks is not None and not chunks[0][0].ranked
+        run = _check_file(tmp_path, monkeypatch, text.encode())
+        assert isinstance(run, Run)
+    assert run.ranked("q") == [("a", math.inf), ("c", 1.0), ("b", 1.0)]
