@@ -1,11 +1,17 @@
-"""numba kernel of the compiled TREC run reader (imported only by :mod:`bm25lab.evaluation.readers`).
+"""numba kernels of the compiled TREC run reader (imported only by :mod:`bm25lab.evaluation.readers`).
 
 :func:`parse_trec_run` reads one line-aligned chunk of a TREC run's bytes in one pass: it splits the
 lines into fields as the Python path does (``bytes.split()`` on ASCII whitespace, lines on ``\\n``,
 blank lines and lines whose first field starts with ``#`` skipped), and for each line of at least six
-fields interns the query id, copies the document id into a string column, hashes it and reads its
-score. Whatever the Python path would refuse (fewer than six fields, an id that is not UTF-8) stops
-the kernel with :data:`REFUSED`: the caller then reads the file the usual way, which names the line.
+fields notes the query id's segment (a run of rows of one query), copies the document id into a
+string column, hashes it, looks for it among the segment's documents and reads its score; then it
+numbers the segments' query ids (:func:`_intern`) and orders each segment's ties (:func:`_rank_ties`).
+Whatever the Python path would refuse (fewer than six fields, an id that is not UTF-8), and any
+document repeated within a segment, stops the kernel with :data:`REFUSED`: the caller then reads the
+file the usual way, which names the line.
+
+Formulas and sources: the hash and the decimals below; the tie rule is trec_eval's (score descending,
+then document id descending in ``strcmp`` order: ``form_res_rels.c``, ``comp_sim_docno``).
 
 **Hash** (:func:`_string_hash`): that of :func:`bm25lab.engine.columns.string_hashes` (``length *
 golden ratio``, then splitmix64's finaliser after each 8 bytes xor-ed in, little-endian, the last
@@ -17,7 +23,7 @@ digits make an integer ``w <= 2**53`` and whose power of ten ``e`` has ``|e| <= 
 exact quotient or product correctly, to the float64 that C's ``strtod`` and Python's ``float`` give
 (Clinger, "How to read floating point numbers accurately", PLDI 1990, the fast path). Any other
 spelling (more digits, larger exponents, ``inf``, ``nan``, ``_``, anything else) is left to Python's
-``float``: the kernel lists those rows (:data:`SLOW`) and the caller converts their text.
+``float``: the kernel lists those rows and the caller converts their text.
 """
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ a relevance is due (NaN refused). A repeated (query, document) pair in a run is 
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
-Three parsing paths, one result. A TREC run of 16 MiB or more (:data:`_COMPILED_FROM`) is read by a
+Three parsing paths, one result. A TREC run of 256 MiB or more (:data:`_COMPILED_FROM`) is read by a
 compiled kernel (:mod:`bm25lab.evaluation._reader_kernels`, numba) on line-aligned chunks in two
 threads: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
 the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives), reads the scores
@@ -952,9 +952,13 @@ def _has_empty_field(data: bytes, start: int, delimiter: str, block_size: int = 
 # Fastest path: TREC runs read by a compiled kernel
 
 
-_COMPILED_FROM = 1 << 24
-"""TREC runs of at least this many bytes are read by the compiled kernel (:func:`_compiled_run`); below,
-numba's start-up (its import, the kernel loaded from its cache) costs more than the kernel saves."""
+_COMPILED_FROM = 1 << 28
+"""TREC runs of at least this many bytes (256 MiB) are read by the compiled kernel (:func:`_compiled_run`);
+below, numba's start-up in a fresh process (its import and its kernels loaded from their cache: about
+0.45 s, half of it the import of scipy.linalg that numba makes to check for a BLAS where scipy is
+installed) costs more than the kernel saves. Measured with ``bm25lab evaluate`` on 2 busy cores (load
+2.8-3.8, alternating): a 99 MB run took 1.39-1.72 s with the kernel, 1.09-1.18 s without; the 333 MB run
+of issue 20 2.58-3.48 s with it, 2.87-4.48 s without (8% less over 5 pairs)."""
 _CHUNK_LIMIT = 1 << 30  # bytes of a chunk at most: its document ids' offsets stay int32
 _SLOW_SCORES = 1 << 12  # scores Python's float may read per chunk, plus 1 in 64 rows, else the usual path
 _SEEN_DOCUMENTS = 1 << 16  # the kernel's hash set of a segment's documents: segments of up to 32k rows checked

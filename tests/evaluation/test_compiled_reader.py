@@ -263,7 +263,8 @@ def test_too_many_scores_for_pythons_float_send_the_file_to_the_usual_readers(tm
     _same_run(_read(path, monkeypatch, compiled=True), _read(path, monkeypatch, compiled=False))
 
 
-def test_runs_of_16_mib_and_more_are_read_by_the_compiled_reader(tmp_path, monkeypatch):
+def test_large_runs_are_read_by_the_compiled_reader(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_COMPILED_FROM", 1 << 24)  # 16 MiB here, as a mapped file (readers._MAP_FROM)
     rng = np.random.default_rng(1)
     lines = [f"q{q} Q0 D{d} {r} {s:.3f} a-run-tag-of-some-length" for r, (q, d, s) in
              enumerate(zip(np.repeat(np.arange(200), 1000), rng.permutation(200_000), rng.gamma(2.0, 3.0, 200_000)))]
