@@ -374,18 +374,31 @@ class Run:
             q, all_qids = _encode_queries(qid)
         else:
             q, all_qids = _codes_in(qid, qids)
-        hashes = string_hashes(doc)
-        repeated = _repeated_pairs(q, doc, hashes, len(all_qids))
+        return cls.from_encoded(q, all_qids, doc, string_hashes(doc), scores, name=name, source=source, lines=lines)
+
+    @classmethod
+    def from_encoded(cls, q: np.ndarray, qids: tuple[str, ...], doc: Any, hashes: np.ndarray, scores: np.ndarray, *,
+                     name: str = "", source: str | Path | None = None, lines: np.ndarray | None = None,
+                     unique: bool = False, ranked: bool = False) -> Run:
+        """A run from columns already encoded, as a reader that hashes while it parses gives them: query
+        codes ``q`` (positions in ``qids``), document ids ``doc`` (pyarrow strings), their
+        :func:`string_hashes` ``hashes`` and float64 ``scores`` without NaN or negative zero. ``hashes``
+        and ``scores`` become the run's own (permuted in place where ties move). The duplicate check and
+        the tie rule are :meth:`from_columns`' own; ``unique`` says the caller has made sure that no
+        (query, document) pair repeats (the compiled reader checks as it reads), and skips the check;
+        ``ranked`` that the rows are in the tie-rule order already, each query's rows together (the
+        compiled reader orders ties as it reads), and skips the tie rule's sort."""
+        repeated = [] if unique else _repeated_pairs(q, doc, hashes, len(qids))
         if repeated:
             later = repeated[0][1]
             path, line = _where(source, lines, later)
             raise InputError(
                 f"duplicate document {_take(doc, np.array([later]))[0].as_py()!r} for query "
-                f"{all_qids[int(q[later])]!r} (trec_eval refuses duplicates)",
+                f"{qids[int(q[later])]!r} (trec_eval refuses duplicates)",
                 path,
                 line,
             )
-        order, rows, moved = _tie_rule_steps(q, scores, doc)
+        order, rows, moved = (None, None, None) if ranked else _tie_rule_steps(q, scores, doc)
         if order is not None:  # not in rank order: every column permuted
             if rows is not None:
                 order[rows] = order[moved]
@@ -393,7 +406,7 @@ class Run:
         elif rows is not None:  # in rank order but for ties: only the tied rows' documents move
             hashes[rows] = hashes[moved]  # (their query and score are the same)
             doc = _move_tied_strings(doc, rows, moved)
-        return cls(all_qids, _offsets(q, len(all_qids)), doc, hashes, scores, name)
+        return cls(qids, _offsets(q, len(qids)), doc, hashes, scores, name)
 
     @classmethod
     def from_results(cls, results: Results, *, name: str = "") -> Run:

@@ -55,11 +55,19 @@ a relevance is due (NaN refused). A repeated (query, document) pair in a run is 
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
-Two parsing paths, one result. The fast path hands the bytes to pyarrow's CSV reader, whose
+Three parsing paths, one result. A TREC run of 256 MiB or more (:data:`_COMPILED_FROM`) is read by a
+compiled kernel (:mod:`bm25lab.evaluation._reader_kernels`, numba) on line-aligned chunks in two
+threads: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
+the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives), reads the scores
+(exactly: Clinger's fast path, else Python's ``float``), looks for a document repeated within a
+query's rows and orders each query's tied rows, so that the run needs no further sort, hashing or
+duplicate check when, as systems write runs, each query's documents come together in rank order.
+Any line the other paths would refuse, and any repeated document, sends the file to them (they
+name the line). Otherwise the fast path hands the bytes to pyarrow's CSV reader, whose
 delimiter is a single character: it is taken when the fields are separated by single spaces (or
 single tabs), with no comment lines. Whenever it cannot parse a file, or finds anything wrong in it,
 the file is parsed again line by line in Python, which defines the accepted syntax and names the
-line of the first error. Both split fields on ASCII whitespace only (C's ``isspace``), so an
+line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
 ideographic space inside a document id stays part of it, as in trec_eval.
 
 Large files (16 MiB and more, plain, not gzipped) are mapped into memory read-only rather than read
@@ -72,6 +80,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import itertools
 import json
 import math
 import mmap
@@ -191,6 +200,10 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
 
     box = [data]
     del data  # the parser lets the bytes go before the build
+    if chosen == "trec" and len(box[0]) >= _COMPILED_FROM:
+        run = _compiled_run(box, name, path)
+        if run is not None:
+            return run
     return _parse_and_build(box, layout, path, build, skip_header=False)
 
 
@@ -933,6 +946,221 @@ def _has_empty_field(data: bytes, start: int, delimiter: str, block_size: int = 
         if (((left == sep) & ((right == sep) | (right == 10) | (right == 13))) | ((left == 10) & (right == sep))).any():
             return True
     return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Fastest path: TREC runs read by a compiled kernel
+
+
+_COMPILED_FROM = 1 << 28
+"""TREC runs of at least this many bytes (256 MiB) are read by the compiled kernel (:func:`_compiled_run`);
+below, numba's start-up in a fresh process (its import and its kernels loaded from their cache: about
+0.45 s, half of it the import of scipy.linalg that numba makes to check for a BLAS where scipy is
+installed) costs more than the kernel saves. Measured with ``bm25lab evaluate`` on 2 busy cores (load
+2.8-3.8, alternating): a 99 MB run took 1.39-1.72 s with the kernel, 1.09-1.18 s without; the 333 MB run
+of issue 20 2.58-3.48 s with it, 2.87-4.48 s without (8% less over 5 pairs)."""
+_CHUNK_LIMIT = 1 << 30  # bytes of a chunk at most: its document ids' offsets stay int32
+_SLOW_SCORES = 1 << 12  # scores Python's float may read per chunk, plus 1 in 64 rows, else the usual path
+_SEEN_DOCUMENTS = 1 << 16  # the kernel's hash set of a segment's documents: segments of up to 32k rows checked
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk's columns as :func:`~bm25lab.evaluation._reader_kernels.parse_trec_run` left them: its
+    rows' query codes, hashes and scores at ``base`` in the arrays shared by all chunks, its document ids,
+    its query ids in first-appearance order, and whether each query id is one segment (rows in a row)
+    which the kernel checked for repeated documents."""
+
+    base: int
+    rows: int
+    docs: Any
+    qids: list[str]
+    grouped: bool
+    ranked: bool  # each segment's rows in the tie-rule order
+
+
+def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
+    """The run of the TREC run bytes ``box[0]``, read by the compiled kernel on line-aligned chunks in
+    threads, or None when the file needs the usual readers (any line they would refuse, a repeated
+    (query, document): they name the line).
+
+    The same run as :func:`_parse_and_build` gives: the query ids in first-appearance order, the same
+    document ids, hashes (:func:`~bm25lab.engine.columns.string_hashes`'s) and scores (Clinger's fast
+    path, or Python's ``float``), then :meth:`Run.from_encoded`; duplicates are looked for by the
+    kernel within each segment of a query's rows, so a run listing each query's documents together
+    (as every system writes them) needs no sort of its (query, document) keys. The bytes are let go
+    (``box`` emptied) before the run is built, as :func:`_parse_and_build` does."""
+    read = _compiled_chunks(box[0])
+    if read is None:
+        return None
+    chunks, codes, hashes, scores = read
+    box.clear()
+    codes, qids, single = _global_codes(chunks, codes)
+    checked = single and all(chunk.grouped for chunk in chunks)
+    ranked = single and all(chunk.ranked for chunk in chunks) and _ranked_across_chunks(chunks, codes, scores)
+    import pyarrow as pa
+
+    docs = pa.chunked_array([chunk.docs for chunk in chunks], type=pa.string())
+    if checked and _repeated_across_chunks(chunks, codes, docs, hashes, len(qids)):
+        box.append(_load(path))
+        return None
+    del chunks
+    try:
+        return Run.from_encoded(codes, qids, docs, hashes, scores, name=name, source=path, unique=checked,
+                                ranked=ranked)
+    except InputError:  # a repeated document: the usual readers name its line
+        box.append(_load(path))
+        return None
+
+
+def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:
+    """The chunks of ``data`` read by the kernel, in threads, with the query codes, hashes and scores of
+    all their rows, in order; None when a chunk is refused.
+
+    Each chunk's lines are counted first, so that every chunk writes its rows straight into the arrays
+    of the whole file, where they belong when no line is blank or a comment (else the later chunks'
+    rows are moved up, within memory already written): fresh memory, which the kernel zeroes page by
+    page, costs as much as the parsing on a busy machine; rows written at a bound and then moved would
+    touch a third more of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..engine.tokenization import usable_cores
+    from . import _reader_kernels as kernels
+
+    array = np.frombuffer(data, dtype=np.uint8)
+    bounds = _line_chunks(data, max(min(2, usable_cores()), -(-len(data) // _CHUNK_LIMIT)))
+    spans = list(itertools.pairwise(bounds))
+    with ThreadPoolExecutor(min(2, len(spans))) as pool:  # the kernels let go of the interpreter
+        caps = [lines + 1 for lines in pool.map(lambda span: kernels.count_lines(array, *span), spans)]
+        bases = np.concatenate(([0], np.cumsum(caps))).tolist()
+        codes = np.empty(bases[-1], dtype=np.int32)
+        hashes = np.empty(bases[-1], dtype=np.uint64)
+        scores = np.empty(bases[-1], dtype=np.float64)
+
+        def read(k: int) -> _Chunk | None:
+            window = slice(bases[k], bases[k + 1])
+            return _read_chunk(array, data, *spans[k], bases[k], codes[window], hashes[window], scores[window])
+
+        chunks = list(pool.map(read, range(len(spans))))
+    if any(chunk is None for chunk in chunks):
+        return None
+    rows = 0
+    for chunk in chunks:  # each chunk's rows moved to follow the previous chunk's
+        assert chunk is not None
+        if chunk.base != rows:
+            for column in (codes, hashes, scores):
+                column[rows : rows + chunk.rows] = column[chunk.base : chunk.base + chunk.rows]
+        rows += chunk.rows
+    return chunks, codes[:rows], hashes[:rows], scores[:rows]  # type: ignore[return-value]
+
+
+def _line_chunks(data: Any, pieces: int) -> list[int]:
+    """Bounds ``0 = b0 < b1 < ... = len(data)`` of about ``pieces`` chunks, each after a ``\\n``."""
+    bounds = [0]
+    for k in range(1, pieces):
+        at = data.find(b"\n", max(bounds[-1], k * len(data) // pieces)) + 1
+        if at <= 0 or at >= len(data):
+            break
+        if at > bounds[-1]:
+            bounds.append(at)
+    return [*bounds, len(data)] if len(data) > bounds[-1] or len(bounds) == 1 else bounds
+
+
+def _read_chunk(array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray, hashes: np.ndarray,
+                scores: np.ndarray) -> _Chunk | None:
+    """One chunk, ``data[lo:hi]``, read by the kernel into ``codes``, ``hashes`` and ``scores``, its
+    slow scores read by Python's ``float`` (:func:`_score`); None when the kernel refused it or a
+    score is not one the usual readers accept."""
+    import pyarrow as pa
+
+    from . import _reader_kernels as kernels
+
+    offsets = np.empty(codes.size + 1, dtype=np.int32)
+    doc_bytes = np.empty(hi - lo, dtype=np.uint8)
+    room = _SLOW_SCORES + codes.size // 64
+    slow = tuple(np.empty(room, dtype=np.int64) for _ in range(3))
+    segments = tuple(np.empty(codes.size, dtype=np.int64) for _ in range(3))
+    status, rows, n_slow, n_segments, q_starts, q_lengths, queries, checked, ranked = kernels.parse_trec_run(
+        array, lo, hi, codes, offsets, doc_bytes, hashes, scores, *slow, *segments,
+        np.zeros(_SEEN_DOCUMENTS, dtype=np.int64), np.zeros(_SEEN_DOCUMENTS, dtype=np.int64))
+    if status != kernels.OK:
+        return None
+    for row, start, end in zip(*(part[:n_slow].tolist() for part in slow)):
+        try:
+            scores[row] = _score(data[start:end], "", None) + 0.0  # -0.0 -> 0.0, as C compares them equal
+        except InputError:
+            return None
+    qids = [data[a : a + n].decode("utf-8") for a, n in zip(q_starts[:queries].tolist(), q_lengths[:queries].tolist())]
+    docs = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets[: rows + 1]),
+                                       pa.py_buffer(doc_bytes[: int(offsets[rows])]))
+    return _Chunk(base, rows, docs, qids, checked and n_segments == queries, ranked and n_segments == queries)
+
+
+def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...], bool]:
+    """The rows' query codes in the whole file's first-appearance order (``codes`` renumbered in place),
+    the query ids so ordered, and whether each query's rows are one segment in the whole file (then the
+    kernel's checks for repeated documents and its tie-rule order cover the whole file but for the
+    segments two chunks share)."""
+    position: dict[str, int] = {}
+    at = 0
+    segments = 0
+    for k, chunk in enumerate(chunks):
+        local = np.array([position.setdefault(qid, len(position)) for qid in chunk.qids], dtype=np.int32)
+        part = codes[at : at + chunk.rows]
+        if local.size and not (local == np.arange(local.size, dtype=np.int32)).all():
+            np.take(local, part, out=part)
+        segments += len(chunk.qids) - (k > 0 and chunk.rows > 0 and at > 0 and part[0] == codes[at - 1])
+        at += chunk.rows
+    return codes, tuple(position), segments == len(position)
+
+
+def _ranked_across_chunks(chunks: list[_Chunk], codes: np.ndarray, scores: np.ndarray) -> bool:
+    """Whether the rows of every query whose segment two chunks share stay in rank order across the
+    chunks' boundary, with no tie there (each kernel ordered its own part's ties)."""
+    at = 0
+    for chunk in chunks[:-1]:
+        at += chunk.rows
+        if 0 < at < codes.size and codes[at] == codes[at - 1] and not scores[at] < scores[at - 1]:
+            return False
+    return True
+
+
+def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Any, hashes: np.ndarray,
+                            queries: int) -> bool:
+    """Whether a document repeats within a query whose segment two chunks share (the kernel saw each
+    half apart)."""
+    from .ranking import _repeated_pairs
+
+    at = 0
+    for chunk in chunks[:-1]:
+        at += chunk.rows
+        if at == 0 or at >= codes.size or codes[at] != codes[at - 1]:
+            continue
+        lo, hi = _segment_around(codes, at)
+        if _repeated_pairs(codes[lo:hi], docs.slice(lo, hi - lo), hashes[lo:hi], queries):  # slices: no copy
+            return True
+    return False
+
+
+def _segment_around(codes: np.ndarray, at: int, window: int = 1 << 12) -> tuple[int, int]:
+    """The bounds of the segment (consecutive rows of one query) holding rows ``at - 1`` and ``at``, found
+    looking at windows of rows doubling in size outward from ``at`` (a segment's rows, not a chunk's)."""
+    code = codes[at]
+    lo, hi, step = at, at, window
+    while lo > 0:
+        other = np.flatnonzero(codes[max(0, lo - step) : lo] != code)
+        if other.size:
+            lo = max(0, lo - step) + int(other[-1]) + 1
+            break
+        lo, step = max(0, lo - step), 2 * step
+    step = window
+    while hi < codes.size:
+        other = np.flatnonzero(codes[hi : hi + step] != code)
+        if other.size:
+            hi += int(other[0])
+            break
+        hi, step = min(codes.size, hi + step), 2 * step
+    return lo, hi
 
 
 # ---------------------------------------------------------------------------------------------

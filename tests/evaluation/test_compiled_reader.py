@@ -1,0 +1,348 @@
+"""The compiled TREC run reader (evaluation/_reader_kernels.py, readers._compiled_run) against the usual
+readers: the same runs (query ids, documents, hashes, scores to the bit, tie-rule order, name) from
+every spelling the usual readers accept, and the same error (message, file, line) for everything they
+refuse; its hash against string_hashes, its decimals against Python's float."""
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bm25lab.engine.columns import string_hashes
+from bm25lab.evaluation import InputError, readers
+from bm25lab.evaluation import _reader_kernels as kernels
+from bm25lab.evaluation.ranking import Run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# ---------------------------------------------------------------------------------------------
+# The pieces: hash, decimals, UTF-8
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=40), min_size=1, max_size=20))
+def test_the_kernels_hash_is_string_hashes(texts):
+    import pyarrow as pa
+
+    data = b"".join(t.encode() for t in texts)
+    array = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
+    at, ours = 0, []
+    for text in texts:
+        n = len(text.encode())
+        ours.append(int(kernels._string_hash(array, at, at + n)))
+        at += n
+    assert ours == string_hashes(pa.array(texts, type=pa.string())).tolist()
+
+
+def _bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+ODD_SCORES = [
+    "0", "-0", "+0", "0.0", "-0.0", "00012", "5.", ".5", "+.5", "-.5", "+5", "1e5", "1E5", "1e+05", "1e-05",
+    "-1.5E-3", "12.5e2", "1e22", "1e23", "1e-22", "1e-23", "9007199254740992", "9007199254740993",
+    "9007199254740993e-5", "1234567890123456789", "12345678901234567890", "0.1234567890123456789",
+    "1.0000000000000000000000001", "0.000000000000000000000000001", "4.9e-324", "2.2250738585072014e-308",
+    "1.7976931348623157e308", "1e400", "-1e400", "1e-400", "1e0000000000000000000000005", "inf", "-inf", "+inf",
+    "Infinity", "-INF", "123.456", "3.141592653589793", "0.30000000000000004", "1" * 30, "0." + "0" * 30 + "1",
+    "nan", "NaN", "-nan", "1_0", "0x1p3", "1e", "e5", ".", "+", "-", "+-1", "1.2.3", "1e5.5", "1ee5", "١", "1d5",
+]
+
+
+@pytest.mark.parametrize("text", ODD_SCORES)
+def test_a_decimal_read_by_the_fast_path_is_pythons_float(text):
+    data = np.frombuffer(text.encode(), dtype=np.uint8)
+    ok, value = kernels._decimal(data, 0, data.size)
+    if ok:
+        assert _bits(value) == _bits(float(text))
+    else:  # left to Python's float: only what the fast path cannot read exactly
+        assert value == 0.0
+
+
+def test_the_fast_path_reads_the_plain_decimals_itself():
+    # the forms of run files: the fast path must take them (else every score would go through Python)
+    for text in ["24.56", "-1e-3", "0.5", "12", "1e5", ".5", "5.", "+3.25", "9007199254740992", "1e22", "1e-22"]:
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        ok, value = kernels._decimal(data, 0, data.size)
+        assert ok and _bits(value) == _bits(float(text)), text
+    for text in ["1e23", "9007199254740993", "12345678901234567890", "inf", "nan", "4.9e-324", "1_0"]:
+        data = np.frombuffer(text.encode(), dtype=np.uint8)
+        assert not kernels._decimal(data, 0, data.size)[0], text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.6e}"),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6).map(lambda x: f"{x:.3f}"),
+    st.tuples(st.integers(0, 10**25), st.integers(-40, 40)).map(lambda p: f"{p[0]}e{p[1]}"),
+    st.tuples(st.integers(0, 10**20), st.integers(0, 25)).map(lambda p: f"{str(p[0])[:max(1, len(str(p[0])) - p[1])]}."
+                                                                   f"{str(p[0])[max(1, len(str(p[0])) - p[1]):]}"),
+))
+def test_random_decimals_read_by_the_fast_path_are_pythons_float(text):
+    data = np.frombuffer(text.encode(), dtype=np.uint8)
+    ok, value = kernels._decimal(data, 0, data.size)
+    if ok:
+        assert _bits(value) == _bits(float(text)), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=0, max_size=12))
+def test_the_utf8_check_is_pythons_strict_decoder(raw):
+    try:
+        raw.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    data = np.frombuffer(b"x" + raw + b"x", dtype=np.uint8)
+    assert kernels._valid_utf8(data, 1, 1 + len(raw)) == valid
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole files: the compiled reader and the usual readers
+
+
+def _read(path: Path, monkeypatch, compiled: bool) -> Run:
+    with monkeypatch.context() as patch:
+        patch.setattr(readers, "_COMPILED_FROM", 0 if compiled else 1 << 62)
+        return readers.read_run(path)
+
+
+def _same_run(a: Run, b: Run) -> None:
+    assert a.qids == b.qids and a.name == b.name
+    assert np.array_equal(a.offsets, b.offsets)
+    assert a.doc_ids.to_pylist() == b.doc_ids.to_pylist()
+    assert np.array_equal(a.doc_hash, b.doc_hash)
+    assert a.score.tobytes() == b.score.tobytes()  # to the bit (no -0.0 either)
+
+
+def _outcome(path: Path, monkeypatch, compiled: bool) -> Run | str:
+    try:
+        return _read(path, monkeypatch, compiled)
+    except InputError as error:
+        return str(error)
+
+
+def _check_file(tmp_path: Path, monkeypatch, content: bytes) -> Run | str:
+    """The compiled reader's outcome equals the usual readers'; the compiled path itself read every
+    file the usual readers accept (it did not hand it back to them)."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(content)
+    taken = []
+    original = readers._compiled_run
+
+    def recording(*args, **kwargs):
+        run = original(*args, **kwargs)
+        taken.append(run is not None)
+        return run
+
+    with monkeypatch.context() as patch:
+        patch.setattr(readers, "_compiled_run", recording)
+        plain = _outcome(path, monkeypatch, compiled=False)
+        compiled = _outcome(path, monkeypatch, compiled=True)
+    if isinstance(plain, str):
+        assert compiled == plain
+    else:
+        assert isinstance(compiled, Run), compiled
+        _same_run(compiled, plain)
+        assert taken == [True]  # only compiled runs are recorded: the plain read never calls it
+    return plain
+
+
+SCORES = st.one_of(
+    st.sampled_from(["1", "2.5", "2.5", "0.125", "-1e-3", "+.5", "5.", "1E+2", "-0", "0.0", "12.000", "inf", "-inf",
+                     "4.9e-324", "9007199254740993", "0.1234567890123456789", "1e23"]),
+    st.floats(allow_nan=False).map(repr),
+)
+IDS = st.text(alphabet="abAB01é中_-.#", min_size=1, max_size=5).filter(lambda t: not t.startswith("#"))
+SEPARATORS = st.sampled_from([" ", "\t", "  ", " \t ", "\x0b", "\x0c", "\r"])
+
+
+@st.composite
+def run_files(draw) -> bytes:
+    rows = draw(st.lists(st.tuples(st.sampled_from(["q1", "q2", "10", "é"]), IDS, SCORES), min_size=0, max_size=30))
+    if draw(st.booleans()):  # most runs list each query's documents together
+        rows.sort(key=lambda row: row[0])
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    lines = []
+    for qid, doc, score in rows:
+        sep = draw(SEPARATORS)
+        fields = [qid, "Q0", doc, str(draw(st.integers(0, 9))), score, "tag"]
+        if draw(st.integers(0, 9)) == 0:
+            fields.append("more junk")
+        line = sep.join(fields)
+        if draw(st.integers(0, 9)) == 0:
+            line = draw(st.sampled_from([" ", "\t", "  "])) + line + draw(st.sampled_from([" ", "\t "]))
+        lines.append(line)
+        extra = draw(st.integers(0, 14))
+        if extra == 0:
+            lines.append("")
+        elif extra == 1:
+            lines.append("# a comment")
+        elif extra == 2:
+            lines.append(" \t ")
+    text = end.join(lines)
+    if lines and draw(st.booleans()):
+        text += end  # else: a last line without its newline
+    return text.encode("utf-8")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=run_files(), chunk=st.sampled_from([1 << 30, 40, 97]))
+def test_the_compiled_reader_reads_what_the_usual_readers_read(tmp_path, monkeypatch, content, chunk):
+    # chunk: small chunk limits cut the file into many chunks, queries' segments spanning them
+    monkeypatch.setattr(readers, "_CHUNK_LIMIT", chunk)
+    _check_file(tmp_path, monkeypatch, content)
+
+
+@pytest.mark.parametrize("chunk", [1 << 30, 30])
+@pytest.mark.parametrize("content", [
+    b"",
+    b"\n\n  \n",
+    b"# only a comment\n",
+    b"q Q0 d 1 1.5 t",  # no final newline
+    b"q Q0 d 1 1.5 t\r\nq Q0 e 2 1.5 t\r\n",
+    b"q\tQ0\td\t1\t1.5\tt\nq Q0 e 2 1.5 t  \n",
+    b"  q Q0 d 1 1.5 t\n\tq Q0 e 2 2.5 t more junk\n",
+    b"q Q0 d 1 1.5 t\nq Q0 e 1 1.5 t\nq Q0 f 1 1.5 t\n",  # ties: document id descending
+    b"q Q0 d 1 3 t\nr Q0 d 1 2 t\nq Q0 e 1 1 t\n",  # a query's documents in two segments
+    b"q Q0 d 1 -0 t\nq Q0 e 1 0 t\nq Q0 f 1 -0.0 t\n",  # -0.0 is 0.0, tied with 0
+    b"q Q0 d 1 inf t\nq Q0 e 1 -inf t\nq Q0 f 1 1e400 t\nq Q0 g 1 4.9e-324 t\n",
+    # refused, with the usual readers' message and line
+    b"q Q0 d 1 1.0 t\nq Q0 e 2 1.0\n",
+    b"q Q0 d 1 1.0 t\nq Q0 e 2 nan t\n",
+    b"q Q0 d 1 1_0 t\n",
+    b"q Q0 d 1 0x1p3 t\n",
+    b"q Q0 d 1 abc t\n",
+    b"q Q0 d 1 1.0 t\nq Q0 d 1 1.0 t\n",  # a repeated document in one segment
+    b"q Q0 d 1 1.0 t\nr Q0 x 1 1.0 t\nq Q0 d 1 2.0 t\n",  # ... in two segments of the query
+    b"q Q0 d 1 1.0 t\nq Q0 e 2 0.5 t\n\nq Q0 d 3 0.2 t\n",
+    b"q Q0 d 1 1.0 t\nq Q0 \xff\xfe 2 1.0 t\n",  # a document id that is not UTF-8
+    b"q Q0 d 1 1.0 t\n\xc3\x28 Q0 d 2 1.0 t\n",  # a query id that is not UTF-8
+    b"q Q0 d 1 1.0 t\nq Q0 \xed\xa0\x80 2 1.0 t\n",  # a surrogate
+    b"q Q0 d 1 1.0 t\nq  e 2 1.0 t\n",
+    b"q Q0 d 1 1.0 t\nq Q0 e 2 1.0  \n",
+])
+def test_odd_files_read_or_refused_as_the_usual_readers_do(tmp_path, monkeypatch, content, chunk):
+    monkeypatch.setattr(readers, "_CHUNK_LIMIT", chunk)
+    _check_file(tmp_path, monkeypatch, content)
+
+
+def test_a_repeated_document_across_two_chunks_names_its_line(tmp_path, monkeypatch):
+    lines = [f"q Q0 d{i} {i} {100 - i} t" for i in range(40)] + ["q Q0 d3 41 0.5 t"]
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(readers, "_CHUNK_LIMIT", 200)  # the query's segment spans several chunks
+    monkeypatch.setattr(readers, "_COMPILED_FROM", 0)
+    chunks = readers._compiled_chunks(path.read_bytes())
+    assert chunks is not None and len(chunks[0]) > 2  # the kernel saw no repeat within any chunk
+    with pytest.raises(InputError, match="duplicate document 'd3' for query 'q'") as caught:
+        readers.read_run(path)
+    assert (caught.value.path, caught.value.line) == (str(path), 41)
+
+
+def test_a_segment_longer_than_the_kernels_hash_set_is_checked_in_full(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_SEEN_DOCUMENTS", 1 << 10)  # segments of up to 512 rows checked
+    lines = [f"q Q0 d{i} {i} {i % 7} t" for i in range(3000)] + ["q Q0 d5 1 0.5 t"]
+    read = readers._compiled_chunks(("\n".join(lines[:-1]) + "\n").encode())
+    assert read is not None and not any(chunk.grouped for chunk in read[0])  # so the run gets the full check
+    _check_file(tmp_path, monkeypatch, ("\n".join(lines[:-1]) + "\n").encode())
+    message = _check_file(tmp_path, monkeypatch, ("\n".join(lines) + "\n").encode())
+    assert isinstance(message, str) and message.endswith("3001: duplicate document 'd5' for query 'q' "
+                                                         "(trec_eval refuses duplicates)")
+
+
+def test_too_many_scores_for_pythons_float_send_the_file_to_the_usual_readers(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_SLOW_SCORES", 0)
+    content = "".join(f"q Q0 d{i} 1 {'inf' if i % 2 else '1e400'} t\n" for i in range(200)).encode()
+    path = tmp_path / "run.trec"
+    path.write_bytes(content)
+    assert readers._compiled_chunks(content) is None
+    _same_run(_read(path, monkeypatch, compiled=True), _read(path, monkeypatch, compiled=False))
+
+
+def test_large_runs_are_read_by_the_compiled_reader(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "_COMPILED_FROM", 1 << 24)  # 16 MiB here, as a mapped file (readers._MAP_FROM)
+    rng = np.random.default_rng(1)
+    lines = [f"q{q} Q0 D{d} {r} {s:.3f} a-run-tag-of-some-length" for r, (q, d, s) in
+             enumerate(zip(np.repeat(np.arange(200), 1000), rng.permutation(200_000), rng.gamma(2.0, 3.0, 200_000)))]
+    path = tmp_path / "big.trec"
+    path.write_text("\n".join(lines) + "\n" + "\n".join(lines) + "\n")  # queries repeat, in two segments each
+    assert path.stat().st_size >= readers._COMPILED_FROM
+    calls = []
+    original = readers._compiled_run
+    monkeypatch.setattr(readers, "_compiled_run", lambda *a, **k: calls.append(1) or original(*a, **k))
+    with pytest.raises(InputError, match=r"big.trec:200001: duplicate document"):
+        readers.read_run(path)
+    copies = ["\n".join(lines).replace("Q0 D", f"Q0 {prefix}") for prefix in "DE"]
+    path.write_text("\n".join(copies) + "\n" + "\n".join(lines[:5]).replace(" a-run-tag-of-some-length", " run2").replace("Q0 D", "Q0 F"))
+    run = readers.read_run(path)
+    assert calls == [1, 1] and run.name == "run2" and len(run) == 400_005
+    monkeypatch.setattr(readers, "_COMPILED_FROM", 1 << 62)
+    _same_run(run, readers.read_run(path))
+
+
+def test_a_file_cut_into_chunks_numbers_its_queries_in_first_appearance_order(monkeypatch):
+    content = b"b Q0 x 1 1 t\na Q0 x 1 1 t\nc Q0 x 1 1 t\na Q0 y 1 1 t\nd Q0 x 1 1 t\nb Q0 y 1 1 t\n"
+    for limit in (1 << 30, 13, 26, 39):
+        monkeypatch.setattr(readers, "_CHUNK_LIMIT", limit)
+        chunks, codes, _, _ = readers._compiled_chunks(content)
+        codes, qids, grouped = readers._global_codes(chunks, codes)
+        assert qids == ("b", "a", "c", "d") and codes.tolist() == [0, 1, 2, 1, 3, 0] and not grouped
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs in rank order: the kernel orders their ties itself
+
+
+@st.composite
+def ranked_run_files(draw) -> bytes:
+    """A run as systems write it: each query's documents together, scores non-increasing, many ties."""
+    lines = []
+    for qid in draw(st.lists(st.sampled_from(["q1", "q2", "10", "é"]), min_size=1, max_size=4, unique=True)):
+        docs = draw(st.lists(st.text(alphabet="dD01é中z", min_size=1, max_size=4), min_size=1, max_size=40,
+                             unique=True))
+        scores = sorted(draw(st.lists(st.sampled_from([3.0, 2.5, 2.5, 1.0, 0.0, -0.0, -1e-3, 7.25]),
+                                      min_size=len(docs), max_size=len(docs))), reverse=True)
+        lines += [f"{qid} Q0 {doc} {rank} {score!r} tag" for rank, (doc, score) in enumerate(zip(docs, scores))]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=ranked_run_files(), chunk=st.sampled_from([None, 64, 301]))
+def test_a_run_in_rank_order_has_its_ties_ordered_by_the_kernel(tmp_path, monkeypatch, content, chunk):
+    # one chunk: the kernel orders every tie (the tie rule's sort is skipped); many chunks: a tie across
+    # two of them leaves the ordering to the tie rule
+    flags = []
+    original = Run.from_encoded.__func__
+
+    def recording(cls, *args, **kwargs):
+        if "ranked" in kwargs:  # the compiled reader's call (the usual readers' goes through from_columns)
+            flags.append(kwargs["ranked"])
+        return original(cls, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        if chunk is None:
+            patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])
+        else:
+            patch.setattr(readers, "_CHUNK_LIMIT", chunk)
+        patch.setattr(Run, "from_encoded", classmethod(recording))
+        _check_file(tmp_path, monkeypatch, content)
+    assert flags == [True] if chunk is None else len(flags) == 1
+
+
+def test_ties_the_kernel_cannot_order_are_left_to_the_tie_rule(tmp_path, monkeypatch):
+    long_tie = "".join(f"q Q0 d{i:03d} {i} 1.5 t\n" for i in range(100))  # 100 tied rows: more than the kernel sorts
+    out_of_order = "q Q0 a 1 1 t\nq Q0 b 2 2 t\nq Q0 c 3 2 t\n"
+    slow_score = "q Q0 a 1 inf t\nq Q0 b 2 1 t\nq Q0 c 3 1 t\n"
+    for text in (long_tie, out_of_order, slow_score):
+        monkeypatch.setattr(readers, "_CHUNK_LIMIT", 1 << 30)
+        with monkeypatch.context() as patch:
+            patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])  # one chunk
+            chunks = readers._compiled_chunks(text.encode())
+        assert chunks is not None and not chunks[0][0].ranked
+        run = _check_file(tmp_path, monkeypatch, text.encode())
+        assert isinstance(run, Run)
+    assert run.ranked("q") == [("a", math.inf), ("c", 1.0), ("b", 1.0)]
