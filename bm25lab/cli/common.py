@@ -30,21 +30,34 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallo
 _KEPT_BYTES = 1 << 30
 
 
-def reuse_freed_memory() -> None:
-    """Let this process reuse the memory it frees instead of handing it back to the system at once.
+def settle_memory_for_large_files() -> None:
+    """Memory settings of a process that reads large files once (``evaluate``, ``compare``): a
+    process-wide choice, so made by those commands, never on import; the memory is returned when the
+    command ends.
 
-    Reading a 10-million-line run makes many column-sized arrays (80 MB each) one after another.
-    By default glibc maps every one afresh and unmaps it when freed, and pyarrow's mimalloc returns
-    freed pages too, so the kernel zeroes each new array's pages again: half of ``bm25lab evaluate``'s
-    time on such a run was system time. Raising glibc's thresholds (``mallopt``) keeps freed blocks
-    for reuse, and pyarrow then allocates through glibc (its system pool). One arena for every thread
-    (``M_ARENA_MAX``): what pyarrow's and the hashing's threads free, the main thread reuses (with an
-    arena per thread it could not: a 10-million-line run's peak was 280 MB higher). A process-wide
-    choice, so made by the commands that read large files, never on import; the memory is returned
-    when the command ends. A no-op where glibc's ``mallopt`` is missing.
+    - Freed memory is kept for reuse instead of handed back to the system at once. Reading a
+      10-million-line run makes many column-sized arrays (80 MB each) one after another. By default
+      glibc maps every one afresh and unmaps it when freed, and pyarrow's mimalloc returns freed pages
+      too, so the kernel zeroes each new array's pages again: half of ``bm25lab evaluate``'s time on
+      such a run was system time. Raising glibc's thresholds (``mallopt``) keeps freed blocks for
+      reuse, and pyarrow then allocates through glibc (its system pool). One arena for every thread
+      (``M_ARENA_MAX``): what pyarrow's and the hashing's threads free, the main thread reuses (with
+      an arena per thread it could not: a 10-million-line run's peak was 280 MB higher). A no-op
+      where glibc's ``mallopt`` is missing.
+    - Small pages: numpy asks for transparent huge pages for its large arrays (``madvise``); where
+      the kernel defragments memory to make one on demand (Linux's default ``defrag`` setting,
+      "madvise"), touching a new array can stall for that compaction. A 333 MB run's evaluation took
+      2.0-2.6 s, 0.2-1.2 s of it system time, varying run to run; with small pages 2.0 s, 0.3-0.4 s
+      system time, every time (each page is touched once or twice: a huge page saves little).
     """
     import ctypes
 
+    import numpy as np
+
+    core = getattr(np, "_core", None) or np.core  # numpy 2, numpy 1
+    set_huge_pages = getattr(core.multiarray, "_set_madvise_hugepage", None)
+    if set_huge_pages is not None:
+        set_huge_pages(False)
     try:
         libc = ctypes.CDLL("libc.so.6")
         mallopt = libc.mallopt
@@ -89,7 +102,7 @@ __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_N
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
-           "reuse_freed_memory"]
+           "settle_memory_for_large_files"]
 
 
 def backend_name(choice: Optional[Enum]) -> Optional[str]:

@@ -13,7 +13,7 @@ from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.significance import TESTS
-from .common import TableFormat, _choices, console, handles_errors, reuse_freed_memory
+from .common import TableFormat, _choices, console, handles_errors, settle_memory_for_large_files
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def evaluate_cmd(
     measures = measure or DEFAULT_MEASURES
     rules = int(trec_eval.value)
     size = _collection_size(collection_size, index)
-    reuse_freed_memory()
+    settle_memory_for_large_files()
     judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
                                                 lambda: read_a_run(runs[0], run_format))
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
@@ -222,7 +222,7 @@ def compare_cmd(
         check_plot_path(plot)
     measures = list(expand_measures(measure or COMPARE_MEASURES).names)
     rules = int(trec_eval.value)
-    reuse_freed_memory()
+    settle_memory_for_large_files()
     judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):

@@ -1,5 +1,6 @@
-"""`bm25lab evaluate` and `compare` keep freed memory for reuse (glibc's mallopt, pyarrow's system pool):
-a process-wide choice made by the commands, never on import, that changes no figure."""
+"""`bm25lab evaluate` and `compare` keep freed memory for reuse (glibc's mallopt, pyarrow's system pool)
+and take small pages for numpy's arrays: process-wide choices made by the commands, never on import,
+that change no figure."""
 from __future__ import annotations
 
 import subprocess
@@ -20,16 +21,18 @@ def _python(code: str, cwd: Path) -> str:
 def test_the_evaluate_command_reuses_freed_memory_and_gives_the_library_figures(tmp_path):
     (tmp_path / "run").write_text(RUN)
     (tmp_path / "qrels").write_text(QRELS)
-    imported = _python("import sys, bm25lab.cli; import pyarrow as pa; print(pa.default_memory_pool().backend_name)",
-                       tmp_path)
-    assert imported.strip() != "system"  # importing the CLI changes nothing
+    # numpy's switch returns whether huge pages were asked for (np._core: numpy 2; np.core: numpy 1)
+    huge_pages = "(getattr(np, '_core', None) or np.core).multiarray._set_madvise_hugepage(True)"
+    imported = _python("import sys, bm25lab.cli; import numpy as np; import pyarrow as pa; "
+                       f"print(pa.default_memory_pool().backend_name, {huge_pages})", tmp_path)
+    assert imported.split()[0] != "system" and imported.split()[1] == "True"  # importing the CLI changes nothing
     command = _python(
-        "import sys; from bm25lab.cli import main; import pyarrow as pa\n"
+        "import sys; from bm25lab.cli import main; import numpy as np; import pyarrow as pa\n"
         "sys.argv = ['bm25lab', 'evaluate', 'qrels', 'run', '-m', 'AP', '-m', 'nDCG@10', '--format', 'trec']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(pa.default_memory_pool().backend_name)", tmp_path)
-    *lines, pool = command.strip().splitlines()
-    assert pool == "system"
+        f"print(pa.default_memory_pool().backend_name, {huge_pages})", tmp_path)
+    *lines, settings = command.strip().splitlines()
+    assert settings == "system False"
     from bm25lab.evaluation import evaluate, read_qrels, read_run
 
     result = evaluate(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"), ["AP", "nDCG@10"])
