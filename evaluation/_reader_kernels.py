@@ -108,6 +108,24 @@ def _valid_utf8(data: np.ndarray, start: int, end: int) -> bool:
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _digit_run(data: np.ndarray, i: int, end: int, mantissa: np.uint64, digits: int) -> tuple:
+    """The digits from ``data[i]`` on taken into ``mantissa`` (``digits`` significant ones so far;
+    leading zeros are not significant): (position after them, mantissa, significant digits, digits
+    read, ok); not ok once a 20th significant digit comes (the fast path then cannot read it)."""
+    read = 0
+    while i < end and 48 <= data[i] <= 57:
+        d = data[i] - 48
+        if digits or d:
+            if digits == 19:
+                return i, mantissa, digits, read, False
+            mantissa = mantissa * np.uint64(10) + np.uint64(d)
+            digits += 1
+        read += 1
+        i += 1
+    return i, mantissa, digits, read, True
+
+
 @njit(cache=True, nogil=True)
 def _decimal(data: np.ndarray, start: int, end: int) -> tuple:
     """(ok, value) of the score text ``data[start:end]``: ok when it is a decimal the fast path reads
@@ -117,33 +135,18 @@ def _decimal(data: np.ndarray, start: int, end: int) -> tuple:
     if i < end and (data[i] == 43 or data[i] == 45):  # + -
         negative = data[i] == 45
         i += 1
-    mantissa = np.uint64(0)
-    digits = 0  # significant digits taken into the mantissa
-    exponent = 0  # power of ten of the mantissa's last digit
-    seen = False  # any digit at all
-    while i < end and 48 <= data[i] <= 57:
-        seen = True
-        d = data[i] - 48
-        if digits or d:
-            if digits == 19:
-                return False, 0.0
-            mantissa = mantissa * np.uint64(10) + np.uint64(d)
-            digits += 1
-        i += 1
-    if i < end and data[i] == 46:  # .
-        i += 1
-        while i < end and 48 <= data[i] <= 57:
-            seen = True
-            d = data[i] - 48
-            if digits or d:
-                if digits == 19:
-                    return False, 0.0
-                mantissa = mantissa * np.uint64(10) + np.uint64(d)
-                digits += 1
-            exponent -= 1
-            i += 1
-    if not seen:
+    # digits: significant digits taken into the mantissa
+    i, mantissa, digits, whole, ok = _digit_run(data, i, end, np.uint64(0), 0)
+    if not ok:
         return False, 0.0
+    fraction = 0
+    if i < end and data[i] == 46:  # .
+        i, mantissa, digits, fraction, ok = _digit_run(data, i + 1, end, mantissa, digits)
+        if not ok:
+            return False, 0.0
+    if whole + fraction == 0:
+        return False, 0.0
+    exponent = -fraction  # power of ten of the mantissa's last digit
     if i < end and (data[i] == 101 or data[i] == 69):  # e E
         i += 1
         exp_negative = False
