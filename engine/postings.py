@@ -157,6 +157,20 @@ class Postings:
         return slice(int(self.offsets[term_id]), int(self.offsets[term_id + 1]))
 
 
+def release_pages(values: np.ndarray) -> None:
+    """Let go of the resident pages of ``values`` when it is a view of a whole read-only memory-mapped
+    file (a loaded index's array): the pages stay in the page cache, and a later read maps them
+    again. An array in the process's own memory is left alone."""
+    base: object = values
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    mapped = getattr(base, "_mmap", None)
+    if isinstance(base, np.memmap) and base.mode == "r" and mapped is not None and hasattr(mapped, "madvise"):
+        import mmap
+
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def concat_ranges(starts: np.ndarray | Sequence[int], lengths: np.ndarray | Sequence[int]) -> np.ndarray:
     """The ranges ``starts[i] : starts[i] + lengths[i]``, concatenated (int64), without a Python loop."""
     lengths = np.asarray(lengths, dtype=np.int64)

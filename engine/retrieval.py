@@ -7,8 +7,13 @@ visits them, so that every path adds the same numbers in the same order); ``sum_
 tf_part(0)`` (non-zero only for ``bm25l`` and ``bm25+``) is then added to every matching document.
 All arithmetic is float64.
 
-Single queries compute the weights of their own postings only. Batches compute the weights of all
-postings once per parameter set (:meth:`Scorer.prepare`) and then only gather and add.
+Single queries compute the weights of their own postings only. Batches prepare the weights of all
+postings once per parameter set (:meth:`Scorer.prepare`) and then only gather and add: a weight is
+its term's idf times the tf part of its (tf, document length) pair, and a collection has few such
+pairs (1,593 for 14.5 M postings of the Zipf benchmark), so each posting keeps a 16-bit (or 32-bit)
+code of its pair, computed once per index, and a parameter set costs a table of the pairs' tf parts
+(:class:`PreparedWeights`): a quarter of the memory of a float64 weight per posting, and the very
+same float64 products.
 
 A shard of a larger collection (:mod:`bm25lab.engine.shards`) is scored with the collection's
 statistics (:class:`CollectionStatistics`: N, the sum of lengths, every term's df) instead of its
@@ -27,11 +32,11 @@ from __future__ import annotations
 from collections import Counter
 from itertools import chain
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from .postings import Postings, concat_ranges
+from .postings import Postings, concat_ranges, release_pages
 from .scoring import Params, bm25f_tf_part, get_variant, query_term_weight, zero_tf_part
 from .selection import top_k
 
@@ -42,6 +47,9 @@ if TYPE_CHECKING:
 # denser queries use one dense array of N scores. Both add in the same order: same float results.
 _SPARSE_RATIO = 8
 _PREPARE_BLOCK = 1 << 20  # postings whose weights are computed together (work arrays of ~8 MB each)
+# (tf, length) pairs are numbered through a dense array over tf * distinct lengths up to this size;
+# past it (frequencies in the thousands in documents of thousands of distinct lengths) by sorting
+_DENSE_PAIR_KEYS = 1 << 24
 
 # Single searches with the same parameters that run before all postings' weights are prepared.
 WARM_AFTER = 8
@@ -181,6 +189,132 @@ def _positions(terms: Sequence[str], vocabulary: Sequence[str]) -> np.ndarray:
     return found.fill_null(-1).to_numpy().astype(np.int64)
 
 
+def _term_blocks(offsets: np.ndarray, n: int) -> Iterator[tuple[int, int, int, np.ndarray]]:
+    """Postings ``lo:hi``, ``_PREPARE_BLOCK`` at a time, with the first term that has postings there
+    and the bounds of those terms' postings within ``lo:hi`` (one more than the terms)."""
+    for lo in range(0, n, _PREPARE_BLOCK):
+        hi = min(lo + _PREPARE_BLOCK, n)
+        first, end = np.searchsorted(offsets, [lo, hi], side="right") - 1  # terms with postings in lo:hi
+        yield lo, hi, int(first), np.clip(offsets[first:end + 2], lo, hi)
+
+
+class PairCoder(Protocol):
+    """What :func:`posting_pairs` runs over every posting (the numba backend's kernels, or
+    :class:`NumpyPairCoder`): a posting's pair key is ``tf * n_lengths + length_rank[doc]``."""
+
+    def mark_pairs(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                   used: np.ndarray) -> None:
+        """Set ``used[key] = 1`` for every posting's key."""
+
+    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                    code_of: np.ndarray, out: np.ndarray) -> None:
+        """``out[p] = code_of[key of posting p]``."""
+
+
+class NumpyPairCoder:
+    """:class:`PairCoder` in numpy, ``_PREPARE_BLOCK`` postings at a time."""
+
+    @staticmethod
+    def _keys(doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int, lo: int,
+              hi: int) -> np.ndarray:
+        return tfs[lo:hi].astype(np.int64) * n_lengths + length_rank[doc_nums[lo:hi]]
+
+    def mark_pairs(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                   used: np.ndarray) -> None:
+        for lo in range(0, doc_nums.shape[0], _PREPARE_BLOCK):
+            used[self._keys(doc_nums, tfs, length_rank, n_lengths, lo, lo + _PREPARE_BLOCK)] = 1
+
+    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                    code_of: np.ndarray, out: np.ndarray) -> None:
+        for lo in range(0, doc_nums.shape[0], _PREPARE_BLOCK):
+            out[lo:lo + _PREPARE_BLOCK] = code_of[self._keys(doc_nums, tfs, length_rank, n_lengths, lo,
+                                                             lo + _PREPARE_BLOCK)]
+
+
+@dataclass(frozen=True)
+class PostingPairs:
+    """Every posting's (tf, document length) pair, numbered: ``codes[p]`` is posting ``p``'s pair, the
+    pairs being ``(tfs[c], lengths[c])``. Independent of the parameters; computed once per scorer."""
+
+    codes: np.ndarray  # uint16 when there are at most 2**16 pairs, else uint32
+    tfs: np.ndarray
+    lengths: np.ndarray
+
+
+def code_dtype(n_codes: int) -> type:
+    """The narrowest unsigned type that numbers ``n_codes`` codes (uint16 or uint32)."""
+    return np.uint16 if n_codes <= 1 << 16 else np.uint32
+
+
+def posting_pairs(postings: Postings, coder: PairCoder) -> PostingPairs:
+    """:class:`PostingPairs` of ``postings``: two passes of ``coder`` over the postings, the pairs
+    numbered in key order through a dense array (or, for a huge key space, by sorting the keys). The
+    pages of a memory-mapped ``tfs`` are then let go (:func:`~.postings.release_pages`)."""
+    doc_nums, tfs = postings.doc_nums, postings.tfs
+    length_values, length_rank = np.unique(np.asarray(postings.doc_lengths), return_inverse=True)
+    n_lengths = max(length_values.shape[0], 1)
+    max_tf = int(tfs.max()) if tfs.shape[0] else 0
+    key_space = (max_tf + 1) * n_lengths
+    length_rank = length_rank.astype(np.int64).reshape(-1)
+    if key_space > _DENSE_PAIR_KEYS:
+        keys = NumpyPairCoder._keys(doc_nums, tfs, length_rank, n_lengths, 0, doc_nums.shape[0])
+        pair_keys, inverse = np.unique(keys, return_inverse=True)
+        codes = inverse.reshape(-1).astype(code_dtype(pair_keys.shape[0]))
+    else:
+        used = np.zeros(key_space, dtype=np.uint8)
+        coder.mark_pairs(doc_nums, tfs, length_rank, n_lengths, used)
+        pair_keys = np.flatnonzero(used)
+        code_of = np.zeros(key_space, dtype=code_dtype(pair_keys.shape[0]))
+        code_of[pair_keys] = np.arange(pair_keys.shape[0])
+        codes = np.empty(doc_nums.shape[0], dtype=code_of.dtype)
+        coder.write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, codes)
+    release_pages(tfs)  # search reads the codes, not the frequencies
+    pair_lengths = length_values[pair_keys % n_lengths] if length_values.shape[0] else np.zeros(0, np.int64)
+    return PostingPairs(codes, pair_keys // n_lengths, pair_lengths)
+
+
+@dataclass(frozen=True)
+class PreparedWeights:
+    """The weights of all postings for one parameter set: posting ``p`` of term ``t`` weighs
+    ``scale[t] * table[codes[p]] + 0.0`` (the + 0.0 turns a -0.0 product, a negative idf times 0.0,
+    into 0.0: the compiled kernels take -0.0 for "no posting added yet"; sums are unchanged).
+
+    Without fields, ``codes`` are :class:`PostingPairs` codes, ``table`` the pairs' tf parts (less the
+    tf part of 0) and ``scale`` the idf: the same float64 product as
+    ``idf * (tf_part(tf, dl) - zero)`` computed per posting. With fields (BM25F, whose tf part reads
+    every field's frequency), ``table`` holds every posting's weight, ``codes`` number the postings and
+    ``scale`` is 1.0 (``1.0 * w + 0.0`` is ``w``)."""
+
+    params: Params
+    codes: np.ndarray
+    table: np.ndarray
+    scale: np.ndarray
+
+    def of_span(self, sl: slice, term: int) -> np.ndarray:
+        """The weights of postings ``sl`` of ``term``."""
+        return self.scale[term] * self.table[self.codes[sl]] + 0.0
+
+    def extremes(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every term's largest and smallest weight (0.0 for a term without postings), from the
+        table's entries ``_PREPARE_BLOCK`` postings at a time: the scale's product is monotonic, so
+        the extreme weights are the scale times the extreme entries."""
+        n_terms = offsets.shape[0] - 1
+        high = np.full(n_terms, -np.inf)
+        low = np.full(n_terms, np.inf)
+        for lo, hi, first, bounds in _term_blocks(offsets, self.codes.shape[0]):
+            nonempty = np.flatnonzero(np.diff(bounds) > 0)
+            entries = self.table[self.codes[lo:hi]]
+            terms = first + nonempty
+            starts = bounds[nonempty] - lo
+            high[terms] = np.maximum(high[terms], np.maximum.reduceat(entries, starts))
+            low[terms] = np.minimum(low[terms], np.minimum.reduceat(entries, starts))
+        largest, smallest = np.zeros(n_terms), np.zeros(n_terms)
+        held = np.flatnonzero(np.diff(offsets) > 0)  # (an empty term's idf may be infinite)
+        a, b = self.scale[held] * high[held] + 0.0, self.scale[held] * low[held] + 0.0
+        largest[held], smallest[held] = np.maximum(a, b), np.minimum(a, b)
+        return largest, smallest
+
+
 class Scorer:
     """Scores queries against one :class:`Postings` with collection statistics taken from it, or, for
     a shard of a larger collection, from ``statistics`` (see the module docstring); for BM25F, with the
@@ -207,7 +341,8 @@ class Scorer:
             self.avgdl = statistics.avgdl
             self.term_map = statistics.positions(postings.terms)
         self._idf: dict[str, np.ndarray] = {}
-        self._weights: tuple[Params, np.ndarray] | None = None
+        self._pairs: PostingPairs | None = None
+        self._weights: PreparedWeights | None = None
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
         self._single_searches: dict[Params, int] = {}
 
@@ -262,38 +397,43 @@ class Scorer:
                              [self.field_avgdl[i] for i in at], [w for _, w, _ in params.fields],
                              [b for _, _, b in params.fields], params.k1)
 
-    def prepare(self, params: Params) -> np.ndarray:
-        """Weights of all postings for ``params`` (resolved), computed once and kept for the next batch:
-        ``_PREPARE_BLOCK`` postings at a time, so the work arrays beside the weights stay small."""
-        if self._weights is not None and self._weights[0] == params:
-            return self._weights[1]
-        offsets = np.asarray(self.postings.offsets)
+    def prepare(self, params: Params, coder: PairCoder | None = None) -> PreparedWeights:
+        """The weights of all postings for ``params`` (resolved), kept for the next batch: the postings'
+        pairs (:func:`posting_pairs`, by ``coder``: the numba kernels, else numpy) are numbered once,
+        then each parameter set costs the pairs' tf parts. With fields, every posting's weight is
+        computed, ``_PREPARE_BLOCK`` postings at a time, so the work arrays beside them stay small."""
+        if self._weights is not None and self._weights.params == params:
+            return self._weights
         idf = self.idf(params.variant)
         zero = zero_tf_part(params)
-        weights = np.empty(self.postings.num_postings, dtype=np.float64)
-        for lo in range(0, weights.shape[0], _PREPARE_BLOCK):
-            hi = min(lo + _PREPARE_BLOCK, weights.shape[0])
-            first, end = np.searchsorted(offsets, [lo, hi], side="right") - 1  # terms with postings in lo:hi
-            bounds = np.clip(offsets[first:end + 2], lo, hi)
-            term_idf = np.repeat(idf[first:end + 1], np.diff(bounds))
-            # + 0.0 turns a -0.0 weight (a negative idf times 0.0) into 0.0: the compiled kernels take
-            # -0.0 for "no posting added yet" (backends._kernels._NO_POSTING); sums are unchanged
-            np.add(self._posting_weights(slice(lo, hi), term_idf, params, zero), 0.0, out=weights[lo:hi])
-        self._weights = (params, weights)
-        return weights
+        if params.fields is not None:
+            n = self.postings.num_postings
+            weights = np.empty(n, dtype=np.float64)
+            for lo, hi, first, bounds in _term_blocks(np.asarray(self.postings.offsets), n):
+                term_idf = np.repeat(idf[first:first + bounds.shape[0] - 1], np.diff(bounds))
+                np.add(self._posting_weights(slice(lo, hi), term_idf, params, zero), 0.0, out=weights[lo:hi])
+            prepared = PreparedWeights(params, np.arange(n, dtype=np.uint32 if n <= 1 << 32 else np.int64), weights,
+                                       np.ones(self.postings.num_terms))
+        else:
+            if self._pairs is None:
+                self._pairs = posting_pairs(self.postings, coder or NumpyPairCoder())
+            pairs = self._pairs
+            tf_part = get_variant(params.variant).tf_part(pairs.tfs, pairs.lengths, self.avgdl, params.k1, params.b,
+                                                          params.delta)
+            prepared = PreparedWeights(params, pairs.codes, tf_part - zero if zero else tf_part,
+                                       np.asarray(idf, dtype=np.float64))
+        self._weights = prepared
+        return prepared
 
     def bounds(self, params: Params) -> tuple[np.ndarray, bool]:
         """The largest prepared weight of every term (at least 0: a document without the term gets 0
         from it) and whether no weight is negative (what dynamic pruning needs); kept with the weights."""
-        weights = self.prepare(params)
+        prepared = self.prepare(params)
         if self._bounds is not None and self._bounds[0] == params:
             return self._bounds[1], self._bounds[2]
-        offsets = np.asarray(self.postings.offsets)
-        upper = np.zeros(self.postings.num_terms, dtype=np.float64)
-        nonempty = np.flatnonzero(np.diff(offsets) > 0)
-        if nonempty.shape[0]:
-            upper[nonempty] = np.maximum(np.maximum.reduceat(weights, offsets[nonempty]), 0.0)
-        prunable = bool(weights.shape[0] == 0 or weights.min() >= 0)
+        high, low = prepared.extremes(np.asarray(self.postings.offsets))
+        upper = np.maximum(high, 0.0)
+        prunable = bool(low.shape[0] == 0 or low.min() >= 0)
         self._bounds = (params, upper, prunable)
         return upper, prunable
 
@@ -309,7 +449,7 @@ class Scorer:
 
     def prepared_for(self, params: Params) -> bool:
         """Whether the weights of all postings are prepared for ``params``."""
-        return self._weights is not None and self._weights[0] == params
+        return self._weights is not None and self._weights.params == params
 
     def postings_of(self, queries: QueryTerms | TermBatch) -> int:
         """How many postings the query's (or the batch's) terms have: the work of searching it."""
@@ -349,7 +489,7 @@ class Scorer:
         doc_parts, weight_parts, upper = [], [], []
         given = query.upper
         for i, (t, n, sl) in enumerate(zip(query.term_ids, query.counts, spans)):
-            w = prepared[sl] if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
+            w = prepared.of_span(sl, int(t)) if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
             upper.append(_upper(w, n) if given is None else float(given[i]) * n)
             doc_parts.append(p.doc_nums[sl])
             weight_parts.append(w * n if n != 1 else w)

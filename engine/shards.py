@@ -906,7 +906,7 @@ class Shard:
             return GlobalTerms.empty(len(queries))
         batch = self.backend.term_batch(self.scorer, queries)
         if len(queries) > 1:
-            self.scorer.prepare(params)
+            self.scorer.prepare(params, self.backend.pair_coder())
         assert self.scorer.term_map is not None
         return GlobalTerms(batch.q_ptr, self.scorer.term_map[batch.term_ids], batch.counts,
                            self.scorer.term_upper(batch.term_ids, params))

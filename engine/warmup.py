@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from .backends.numba_backend import mark_compiled
 from .index import Index
@@ -30,9 +33,13 @@ def compile_all() -> Path:
         built = Index.build(docs, Tokenizer("whitespace", stopwords=None), workers=1, backend="numba")
         built.save(Path(folder) / "index")
         for index in (built, Index.load(Path(folder) / "index", backend="numba")):
-            for variant in ("lucene", "bm25l"):
-                index.search_many(queries, k=5, variant=variant, workers=1)
-                index.search("w1 w2", k=5, variant=variant)
+            for wide in (False, True):
+                for variant in ("lucene", "bm25l"):
+                    index.search_many(queries, k=5, variant=variant, workers=1)
+                    if wide:
+                        _widen_codes(index)
+                        index.search_many(queries, k=5, variant=variant, workers=1)
+                    index.search("w1 w2", k=5, variant=variant)
     jieba_tokenizer = _jieba_tokenizer(None)  # jieba's dictionary compiled, and cached for the next process
     source = _dictionary_source(sys.modules["jieba"], None)
     compiled = CompiledJieba.from_arrays(cached_dictionary(
@@ -40,6 +47,15 @@ def compile_all() -> Path:
     compiled.cut("我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n")
     compiled.packed_terms(["我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n", "ΣΑ"], frozenset({"的"}))
     return mark_compiled()
+
+
+def _widen_codes(index: Index) -> None:
+    """The index's prepared weights with 32-bit pair codes (what a collection of more than 2**16
+    (tf, length) pairs gets: :func:`~.retrieval.code_dtype`), for the kernels compiled for them."""
+    scorer = index._scorer
+    prepared = scorer._weights
+    assert prepared is not None
+    scorer._weights = replace(prepared, codes=prepared.codes.astype(np.uint32))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from ..errors import ParameterError
 from ..postings import Vocabulary
 
 if TYPE_CHECKING:
-    from ..retrieval import QueryTerms, Scorer, TermBatch
+    from ..retrieval import PairCoder, QueryTerms, Scorer, TermBatch
     from ..scoring import Params
 
 __all__ = ["BACKENDS", "Auto", "Backend", "Ranked", "Vocabulary", "create", "default_name"]
@@ -77,6 +77,12 @@ class Backend(ABC):
     def for_build(self, num_tokens: int) -> Backend:
         """The backend that builds a chunk of ``num_tokens`` tokens (:class:`Auto` chooses)."""
         return self
+
+    def pair_coder(self) -> PairCoder:
+        """What numbers the postings' (tf, length) pairs when weights are prepared (numpy here)."""
+        from ..retrieval import NumpyPairCoder
+
+        return NumpyPairCoder()
 
     def __repr__(self) -> str:
         return f"<{self.name} backend>"
@@ -149,6 +155,9 @@ class Auto(Backend):
 
     def for_build(self, num_tokens: int) -> Backend:
         return self.choose(num_tokens * NUMPY_SECONDS_PER_TOKEN)
+
+    def pair_coder(self) -> PairCoder:
+        return self.current().pair_coder()
 
     def vocabulary(self, terms: Sequence[str] = ()) -> Vocabulary:
         return self.current().vocabulary(terms)

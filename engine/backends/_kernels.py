@@ -651,13 +651,21 @@ _DENSE_LARGE_K = 32
 _GALLOP = 64
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _weight(codes: np.ndarray, table: np.ndarray, scale: float, p: int) -> float:
+    """The weight of posting ``p``: its term's ``scale`` (idf) times its entry of ``table`` (its tf part,
+    by its (tf, document length) pair ``codes[p]``), + 0.0 (a -0.0 product is 0.0: -0.0 means "no
+    posting added yet"); exactly :meth:`bm25lab.engine.retrieval.PreparedWeights.of_span`."""
+    return scale * table[codes[p]] + 0.0
+
+
 @njit(cache=True, nogil=True)
 def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarray, doc_nums: np.ndarray,
-                      weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
-    """Add a term's weights (postings ``lo:hi``) to the kept documents ``docs[:n]`` (ascending, marked
-    ``_KEPT`` in ``marks``) that have it: galloping from one kept document to the next when they are
-    few next to the postings (a gallop costs some dozens of postings' checks), else one pass over
-    the postings checking the marks."""
+                      codes: np.ndarray, table: np.ndarray, scale: float, lo: int, hi: int, mult: float) -> None:
+    """Add a term's weights (postings ``lo:hi``, see :func:`_weight`) to the kept documents ``docs[:n]``
+    (ascending, marked ``_KEPT`` in ``marks``) that have it: galloping from one kept document to the
+    next when they are few next to the postings (a gallop costs some dozens of postings' checks),
+    else one pass over the postings checking the marks."""
     if n * _GALLOP < hi - lo:
         pos = lo
         for i in range(n):
@@ -666,23 +674,26 @@ def _add_term_to_kept(docs: np.ndarray, n: int, marks: np.ndarray, acc: np.ndarr
             if pos >= hi:
                 return
             if doc_nums[pos] == d:
-                acc[d] += weights[pos] if mult == 1.0 else weights[pos] * mult
+                w = _weight(codes, table, scale, pos)
+                acc[d] += w if mult == 1.0 else w * mult
     else:
         for p in range(np.uint64(lo), np.uint64(hi)):
             d = np.uint32(doc_nums[p])
             if marks[d] == _KEPT:
-                acc[d] += weights[p] if mult == 1.0 else weights[p] * mult
+                w = _weight(codes, table, scale, p)
+                acc[d] += w if mult == 1.0 else w * mult
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _add_in_full(acc: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray, lo: int, hi: int, mult: float) -> None:
+def _add_in_full(acc: np.ndarray, doc_nums: np.ndarray, codes: np.ndarray, table: np.ndarray, scale: float,
+                 lo: int, hi: int, mult: float) -> None:
     """Add a term's weights (postings ``lo:hi``, times ``mult``) to every one of its documents."""
     if mult == 1.0:
         for p in range(np.uint64(lo), np.uint64(hi)):
-            acc[np.uint32(doc_nums[p])] += weights[p]
+            acc[np.uint32(doc_nums[p])] += _weight(codes, table, scale, p)
     else:
         for p in range(np.uint64(lo), np.uint64(hi)):
-            acc[np.uint32(doc_nums[p])] += weights[p] * mult
+            acc[np.uint32(doc_nums[p])] += _weight(codes, table, scale, p) * mult
 
 
 # the canonical term order, compiled from its one definition
@@ -690,12 +701,13 @@ _term_order = njit(cache=True, nogil=True)(term_order)
 
 
 @njit(cache=True, nogil=True)
-def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: np.ndarray, const: float,
-                doc_nums: np.ndarray, weights: np.ndarray, id_rank: np.ndarray, k: int, prune: bool,
+def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: np.ndarray, scale: np.ndarray,
+                const: float, doc_nums: np.ndarray, codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray, k: int, prune: bool,
                 acc: np.ndarray, marks: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
                 hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """Exact top-``k`` of one query (terms ``j`` = postings ``starts[j]:ends[j]``, multiplicity
-    ``mult[j]``, largest weight ``upper[j]``, already times ``mult[j]``); returns how many.
+    ``mult[j]``, largest weight ``upper[j]``, already times ``mult[j]``, idf ``scale[j]``: a posting
+    ``p`` weighs :func:`_weight` of ``codes``, ``table``); returns how many.
 
     Terms are added in the canonical order (largest weight first). Without pruning (``prune``
     False: some weight is negative) every posting is added. With pruning, a term-at-a-time MaxScore:
@@ -739,14 +751,16 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         if tracked and (nc + hi - lo) * dense > n_docs:
             tracked = False
         w_mult = mult[j]
+        s = scale[j]
         if tracked:
             for p in range(np.uint64(lo), np.uint64(hi)):
                 d = np.uint32(doc_nums[p])
                 cand[nc] = d  # branch-free: kept only if new
                 nc += bits[d] == _NO_POSTING
-                acc[d] += weights[p] if w_mult == 1.0 else weights[p] * w_mult
+                w = _weight(codes, table, s, p)
+                acc[d] += w if w_mult == 1.0 else w * w_mult
         else:
-            _add_in_full(acc, doc_nums, weights, lo, hi, w_mult)
+            _add_in_full(acc, doc_nums, codes, table, s, lo, hi, w_mult)
     if lookup_from < m:
         bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[lookup_from]
         ns = 0
@@ -759,7 +773,7 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
         keep[:ns] = _radix_sort(keep[:ns].astype(np.uint64), keep[:ns].copy(), ns)  # ascending, to gallop
         for i in range(lookup_from, m):
             j = order[i]
-            _add_term_to_kept(keep, ns, marks, acc, doc_nums, weights, starts[j], ends[j], mult[j])
+            _add_term_to_kept(keep, ns, marks, acc, doc_nums, codes, table, scale[j], starts[j], ends[j], mult[j])
             if i + 1 < m and ns > k:
                 theta = _kth_largest(acc, keep, min(ns, _subset(k)), k, buf)
                 bound = theta - _MARGIN * (abs(theta) + rest[0]) - rest[i + 1]
@@ -786,7 +800,8 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
             count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores, True)
             if count < 0:
                 for i in range(m):
-                    _add_in_full(acc, doc_nums, weights, starts[order[i]], ends[order[i]], mult[order[i]])
+                    j = order[i]
+                    _add_in_full(acc, doc_nums, codes, table, scale[j], starts[j], ends[j], mult[j])
                 count = _dense_top_k(acc, const, k, top, id_rank, keep, buf, scratch, out_docs, out_scores, False)
             return count
         else:
@@ -808,22 +823,24 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
 
 @njit(parallel=True, cache=True, nogil=True)
 def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, offsets: np.ndarray,
-                term_upper: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray, weights: np.ndarray,
-                id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
+                term_upper: np.ndarray, term_scale: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray,
+                codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
                 out_scores: np.ndarray, out_len: np.ndarray) -> None:
     """:func:`query_top_k` for every query of a :class:`bm25lab.engine.retrieval.TermBatch` (``q_ptr``,
     ``term_ids``, ``counts``) with ``offsets`` of the postings and each term's largest weight
-    ``term_upper``, in ``n_chunks`` parallel chunks (queries ``c``, ``c + n_chunks``, ...)."""
+    ``term_upper`` and idf ``term_scale``, in ``n_chunks`` parallel chunks (queries ``c``, ``c + n_chunks``, ...)."""
     nq = q_ptr.shape[0] - 1
     n_spans = term_ids.shape[0]
     span_start = np.empty(n_spans, np.int64)
     span_end = np.empty(n_spans, np.int64)
     span_upper = np.empty(n_spans, np.float64)
+    span_scale = np.empty(n_spans, np.float64)
     for j in range(n_spans):
         t = term_ids[j]
         span_start[j] = offsets[t]
         span_end[j] = offsets[t + 1]
         span_upper[j] = term_upper[t] * counts[j]
+        span_scale[j] = term_scale[t]
     for c in prange(n_chunks):
         acc = np.full(n_docs, -0.0)
         marks = np.zeros(n_docs, np.uint8)
@@ -836,8 +853,24 @@ def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, off
         for qi in range(c, nq, n_chunks):
             a, z = q_ptr[qi], q_ptr[qi + 1]
             out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], counts[a:z], span_upper[a:z],
-                                      q_const[qi], doc_nums, weights, id_rank, k, prune, acc, marks, cand,
+                                      span_scale[a:z], q_const[qi], doc_nums, codes, table, id_rank, k, prune, acc, marks, cand,
                                       keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
+
+
+@njit(cache=True, nogil=True)
+def mark_pairs(doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+               used: np.ndarray) -> None:
+    """Mark ``used[tf * n_lengths + length_rank[doc]]`` for every posting (its (tf, length) pair)."""
+    for p in range(np.uint64(doc_nums.shape[0])):
+        used[np.uint64(tfs[p]) * np.uint64(n_lengths) + np.uint64(length_rank[np.uint32(doc_nums[p])])] = 1
+
+
+@njit(cache=True, nogil=True)
+def write_codes(doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                code_of: np.ndarray, out: np.ndarray) -> None:
+    """``out[p]``: the code (``code_of`` by pair key, as :func:`mark_pairs`) of every posting's pair."""
+    for p in range(np.uint64(doc_nums.shape[0])):
+        out[p] = code_of[np.uint64(tfs[p]) * np.uint64(n_lengths) + np.uint64(length_rank[np.uint32(doc_nums[p])])]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -248,7 +248,7 @@ class NumbaBackend(Backend):
     def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
         """In the calling thread, with per-document work arrays kept for the index (fresh ones when
         another thread is using them)."""
-        weights = scorer.prepare(params)
+        weights = scorer.prepare(params, self.pair_coder())
         upper, prunable = scorer.bounds(params)
         offsets = scorer.postings.offsets
         terms = query.term_ids
@@ -265,8 +265,9 @@ class NumbaBackend(Backend):
             scores = np.empty(k_eff, dtype=np.float64)
             term_upper = upper[terms] if query.upper is None else query.upper
             n = self._kernels.query_top_k(
-                offsets[terms], offsets[terms + 1], query.counts, term_upper * query.counts,
-                scorer.constant(query, params), scorer.postings.doc_nums, weights, scorer.id_rank, k_eff, prunable,
+                offsets[terms], offsets[terms + 1], query.counts, term_upper * query.counts, weights.scale[terms],
+                scorer.constant(query, params), scorer.postings.doc_nums, weights.codes, weights.table, scorer.id_rank,
+                k_eff, prunable,
                 scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
                 np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores)
         finally:
@@ -274,7 +275,7 @@ class NumbaBackend(Backend):
         return docs[:n], scores[:n]
 
     def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
-        weights = scorer.prepare(params)
+        weights = scorer.prepare(params, self.pair_coder())
         upper, prunable = scorer.bounds(params)
         offsets = np.asarray(scorer.postings.offsets)
         k_eff = max(1, min(k, scorer.n_docs))
@@ -282,10 +283,24 @@ class NumbaBackend(Backend):
         out_scores = np.empty((len(batch), k_eff), dtype=np.float64)
         out_len = np.zeros(len(batch), dtype=np.int64)
         self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
-                                  _constants(scorer, batch, params), scorer.postings.doc_nums, weights,
-                                  scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
+                                  weights.scale, _constants(scorer, batch, params), scorer.postings.doc_nums,
+                                  weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
                                   out_docs, out_scores, out_len)
         return RankedRows.of_padded(out_docs, out_scores, out_len)
+
+    def pair_coder(self) -> "NumbaBackend":
+        """This backend: its kernels number the pairs (:meth:`mark_pairs`, :meth:`write_codes`)."""
+        return self
+
+    def mark_pairs(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                   used: np.ndarray) -> None:
+        """:meth:`bm25lab.engine.retrieval.PairCoder.mark_pairs` by :func:`._kernels.mark_pairs`."""
+        self._kernels.mark_pairs(doc_nums, tfs, length_rank, n_lengths, used)
+
+    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
+                    code_of: np.ndarray, out: np.ndarray) -> None:
+        """:meth:`bm25lab.engine.retrieval.PairCoder.write_codes` by :func:`._kernels.write_codes`."""
+        self._kernels.write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, out)
 
     def vocabulary(self, terms: Sequence[str] = ()) -> CompiledVocabulary:
         return CompiledVocabulary.of_terms(self._kernels, terms)

@@ -3,8 +3,10 @@ float64 scores, same order, for every variant and for k below and above the cand
 tested by name; and ``auto`` chooses between them by the work done, as documented."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -128,8 +130,9 @@ def test_kernel_without_pruning_when_a_weight_is_negative() -> None:
     index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
     scorer = index._scorer
     params = Params("lucene", 0.9, 0.4).resolved()
-    weights = scorer.prepare(params)
-    weights[::7] *= -1.0  # in place: the prepared weights of these params
+    prepared = scorer.prepare(params)
+    flipped = np.where(np.arange(prepared.scale.shape[0]) % 7 == 0, -1.0, 1.0)
+    scorer._weights = replace(prepared, scale=prepared.scale * flipped)  # every 7th term's weights negative
     scorer._bounds = None
     assert not scorer.bounds(params)[1]
     terms = [scorer.query_terms(q) for q in queries]
@@ -137,29 +140,43 @@ def test_kernel_without_pruning_when_a_weight_is_negative() -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=1, use_prepared=True)
 
 
-def test_documents_whose_every_weight_is_zero_still_match(monkeypatch) -> None:
-    # the kernels take an accumulator holding -0.0 for "no posting added yet": a prepared weight of
-    # -0.0 would hide the documents it alone matches, so preparing turns -0.0 into 0.0; the documents
-    # scoring exactly 0 are then found by the dense and the listed paths and the single search alike
-    from bm25lab.engine.retrieval import Scorer
-
+def test_documents_whose_every_weight_is_zero_still_match() -> None:
+    # the kernels take an accumulator holding -0.0 for "no posting added yet": a weight of -0.0 (a
+    # negative idf times a tf part of 0.0) would hide the documents it alone matches, so every path
+    # adds 0.0 to the product; the documents scoring exactly 0 are then found by the dense and the
+    # listed paths and the single search alike
     index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
     scorer = index._scorer
-    computed = Scorer._posting_weights
-
-    def with_signed_zeros(self, sl, idf, params, zero):
-        weights = computed(self, sl, idf, params, zero)
-        weights[::3] = -0.0
-        return weights
-
-    monkeypatch.setattr(Scorer, "_posting_weights", with_signed_zeros)
     params = Params("lucene", 0.9, 0.4).resolved()
-    weights = scorer.prepare(params)
-    assert (weights == 0).sum() > weights.shape[0] // 4 and not np.signbit(weights).any()
+    prepared = scorer.prepare(params)
+    table = prepared.table.copy()
+    table[np.argsort(-np.bincount(prepared.codes))[::2]] = 0.0  # every other pair, by frequency
+    scorer._weights = replace(prepared, table=table, scale=-prepared.scale)
+    scorer._bounds = None
+    postings = scorer.postings
+    weights = np.concatenate([scorer._weights.of_span(postings.span(t), t) for t in range(postings.num_terms)])
+    assert (weights == 0).sum() > weights.shape[0] // 4 and not np.signbit(weights[weights == 0]).any()
+    assert np.signbit(-prepared.scale[0] * table[table == 0][:1]).all()  # the product alone is -0.0
     single_terms = [[t] for t in sorted({t for q in queries for t in q})[:60]]
     terms = [scorer.query_terms(q) for q in queries + single_terms]
     for k in (1, 10, 500, 3_000):
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
+
+
+def test_kernels_with_32_bit_pair_codes(monkeypatch) -> None:
+    # more than 2**16 (tf, length) pairs take 32-bit codes: the kernels compiled for them give the
+    # numpy backend's results too
+    from bm25lab.engine import retrieval
+
+    monkeypatch.setattr(retrieval, "code_dtype", lambda n: np.uint32)
+    index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in queries]
+    for variant in ("lucene", "bm25l"):
+        params = Params(variant, 0.9, 0.4).resolved()
+        assert scorer.prepare(params).codes.dtype == np.uint32
+        for k in (1, 10, 500):
+            _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
 
 
 def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
@@ -462,3 +479,33 @@ def test_ranked_rows_from_padded_rows_read_each_row_to_its_length() -> None:
         flat, listed = Results.of(["a", "b", "c"], rows, ids), Results.of(["a", "b", "c"], list(rows), ids)
         assert flat.offsets.tolist() == listed.offsets.tolist()
         assert flat.doc_nums.tolist() == listed.doc_nums.tolist() and flat.scores.tolist() == listed.scores.tolist()
+
+
+def _resident_kib(name: str) -> int:
+    """Resident KiB of this process's mappings of files called ``name`` (``/proc/self/smaps``)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):  # a mapping's first line: address range ... path
+            inside = line.rstrip().endswith("/" + name)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_loaded_index_lets_go_of_the_frequencies_pages_once_prepared(backend, tmp_path) -> None:
+    # a batch reads the postings' pair codes, not their frequencies: preparing the weights lets go of
+    # the memory-mapped tfs.npy's resident pages, and the index still gives the in-memory index's results
+    from bm25lab.engine import Index
+
+    built, queries = _zipf_index(n_docs=20_000, vocab=5_000)
+    built.save(tmp_path / "index")
+    loaded = Index.load(tmp_path / "index", backend=backend)
+    assert int(np.asarray(loaded._scorer.postings.tfs).sum()) > 0  # every page read once
+    assert _resident_kib("tfs.npy") > 100
+    found = loaded.retrieve_tokens(queries, 10, workers=1)
+    assert _resident_kib("tfs.npy") == 0
+    expected = built.retrieve_tokens(queries, 10, workers=1)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
+    assert int(np.asarray(loaded._scorer.postings.tfs).sum()) == int(np.asarray(built._scorer.postings.tfs).sum())

@@ -100,9 +100,13 @@ def test_parameters_chosen_per_search(index: Index) -> None:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("block", [1, 5, 1 << 20])
-def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: str, block: int) -> None:
-    # all postings' weights are computed a block at a time; blocks cut terms anywhere and empty terms
-    # (equal offsets) sit at the start, in the middle and at the end: the weights are each term's own
+@pytest.mark.parametrize("dense_keys", [True, False])
+def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: str, block: int,
+                                                         dense_keys: bool) -> None:
+    # all postings' (tf, length) pairs are numbered (through a dense array of keys, or by sorting
+    # them) and their extremes found a block at a time; blocks cut terms anywhere and empty terms
+    # (equal offsets) sit at the start, in the middle and at the end: the prepared weights are
+    # bit for bit each term's own weights (+ 0.0), and the bounds their largest
     import numpy as np
 
     from bm25lab.engine import retrieval
@@ -117,11 +121,40 @@ def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: s
     scorer = retrieval.Scorer(postings, np.arange(12, dtype=np.int32))
     params = Params(variant, 1.2, 0.75).resolved()
     monkeypatch.setattr(retrieval, "_PREPARE_BLOCK", block)
+    if not dense_keys:
+        monkeypatch.setattr(retrieval, "_DENSE_PAIR_KEYS", 0)
     with np.errstate(divide="ignore"):  # the idf of an empty term may be infinite: it weighs no posting
         idf = scorer.idf(params.variant)
     zero = retrieval.zero_tf_part(params)
-    expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) for t in range(len(df))]
-    assert scorer.prepare(params).tobytes() == np.concatenate(expected).tobytes()
+    expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) + 0.0 for t in range(len(df))]
+    prepared = scorer.prepare(params)
+    assert prepared.codes.dtype == np.uint16 and prepared.table.shape[0] == len(set(zip(
+        postings.tfs.tolist(), postings.doc_lengths[postings.doc_nums].tolist())))
+    got = [prepared.of_span(postings.span(t), t) for t in range(len(df))]
+    assert np.concatenate(got).tobytes() == np.concatenate(expected).tobytes()
+    upper, prunable = scorer.bounds(params)
+    assert upper.tolist() == [max(w.max(), 0.0) if w.shape[0] else 0.0 for w in expected] and prunable
+
+
+def test_pairs_past_16_bits_take_32_bit_codes() -> None:
+    # 300 tfs in documents of 300 lengths: 90,000 pairs, numbered in 32 bits by numpy and the kernels alike
+    import numpy as np
+
+    from bm25lab.engine import retrieval
+    from bm25lab.engine.backends.numba_backend import NumbaBackend
+    from bm25lab.engine.postings import Postings
+
+    n_docs, per_doc = 300, 300
+    doc_nums = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc)
+    tfs = np.tile(np.arange(1, per_doc + 1, dtype=np.int32), n_docs)
+    order = np.argsort(np.tile(np.arange(per_doc), n_docs), kind="stable")  # term j: every document's tf j + 1
+    postings = Postings([f"t{j:03d}" for j in range(per_doc)], np.arange(per_doc + 1, dtype=np.int64) * n_docs,
+                        doc_nums[order], tfs[order], np.arange(1000, 1000 + n_docs, dtype=np.int32))
+    for coder in (retrieval.NumpyPairCoder(), NumbaBackend()):
+        pairs = retrieval.posting_pairs(postings, coder)
+        assert pairs.codes.dtype == np.uint32 and pairs.tfs.shape[0] == n_docs * per_doc
+        assert np.array_equal(pairs.tfs[pairs.codes], postings.tfs)
+        assert np.array_equal(pairs.lengths[pairs.codes], postings.doc_lengths[postings.doc_nums])
 
 
 # ---------------------------------------------------------------------- k1 = 0: no saturation, never NaN
