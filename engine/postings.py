@@ -25,7 +25,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, overload, runtime_checkable
 
 import numpy as np
 
@@ -115,6 +115,54 @@ _TEXT_JOB_CHARS = 1 << 20  # the texts of one job of a thread (smaller: more mer
 _JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits for the oldest
 
 
+class TermList(Sequence[str]):
+    """A loaded segment's terms, one a line of ``text`` (its ``terms.txt``), split into strings only
+    when a term is first read: a compiled batch looks its queries' terms up from the text itself
+    (:meth:`bm25lab.engine.backends.numba_backend.CompiledVocabulary.of_terms`), so a loaded index
+    searched that way never holds a string object per term."""
+
+    __slots__ = ("text", "_count", "_terms")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._count = text.count("\n") + 1 if text else 0
+        self._terms: list[str] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def forget(self) -> None:
+        """Let go of the strings (the next read splits the text again)."""
+        self._terms = None
+
+    def _list(self) -> list[str]:
+        if self._terms is None:
+            self._terms = self.text.split("\n") if self.text else []
+        return self._terms
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TermList):
+            return self.text == other.text
+        return isinstance(other, Sequence) and not isinstance(other, str) and self._list() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TermList({self._count} terms)"
+
+
 @dataclass(frozen=True, eq=False)
 class Postings:
     """An immutable inverted index over one set of documents (see the module docstring)."""
@@ -148,6 +196,13 @@ class Postings:
         """The id of every token (int64), -1 for a token not in the vocabulary."""
         self.term_id("")  # builds the lookup table
         return np.fromiter(map(self._lookup.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+
+    def forget_lookup(self) -> None:
+        """Let go of the table :meth:`term_id` builds (and of a :class:`TermList`'s strings): the next
+        look-up builds them again."""
+        self._lookup.clear()
+        if isinstance(self.terms, TermList):
+            self.terms.forget()
 
     def document_frequencies(self) -> np.ndarray:
         """df of every term (int64, V)."""

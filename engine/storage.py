@@ -62,7 +62,7 @@ import numpy as np
 
 from .errors import IndexFormatError, InputError
 from .locking import LOCK_FILE
-from .postings import Postings
+from .postings import Postings, TermList
 from .scratch import held, is_scratch_name, remove_abandoned
 
 FORMAT_NAME = "bm25lab-index"
@@ -739,7 +739,7 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
         raise IndexFormatError(f"{folder / IDS_FILE}: unreadable ({exc}); rebuild the index") from None
     if not isinstance(doc_ids, list) or not all(isinstance(i, str) for i in doc_ids):
         raise IndexFormatError(f"{folder / IDS_FILE}: not a list of document ids; rebuild the index")
-    terms = raw_terms.split("\n") if raw_terms else []
+    terms = TermList(raw_terms)
     postings = Postings(terms, arrays["offsets"], arrays["doc_nums"], arrays["tfs"], arrays["doc_lengths"])
     if (len(terms) + 1 != postings.offsets.shape[0] or len(doc_ids) != postings.num_docs
             or postings.tfs.shape != postings.doc_nums.shape or arrays["id_rank"].shape[0] != len(doc_ids)):

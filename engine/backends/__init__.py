@@ -151,7 +151,13 @@ class Auto(Backend):
 
     def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
         work = search_seconds(len(batch), scorer.postings_of(batch))
-        return self.choose(work).top_k_batch(scorer, batch, k, params, workers)
+        numpy_before = self.current() is self._numpy
+        chosen = self.choose(work)
+        if numpy_before and chosen is not self._numpy:
+            # from now on batches look their terms up in the compiled vocabulary: the numpy
+            # look-up table that found this one's is let go (a single search builds it again)
+            scorer.postings.forget_lookup()
+        return chosen.top_k_batch(scorer, batch, k, params, workers)
 
     def for_build(self, num_tokens: int) -> Backend:
         return self.choose(num_tokens * NUMPY_SECONDS_PER_TOKEN)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..columns import utf8_pieces
 from ..errors import BM25LabError
-from ..postings import TextChunk, Triples
+from ..postings import TermList, TextChunk, Triples
 from ..records import RankedRows
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
@@ -378,8 +378,9 @@ class CompiledVocabulary:
     def of_terms(cls, kernels: ModuleType, terms: Sequence[str]) -> "CompiledVocabulary":
         """The vocabulary of distinct ``terms``, term ``i`` with id ``i``."""
         vocabulary = cls(kernels)
-        if len(terms):
-            vocabulary.term_ids(list(terms), terms, len(terms))
+        if len(terms):  # a loaded segment's terms: their text, its line feeds read as spaces
+            joined = [terms.text.replace("\n", " ")] if isinstance(terms, TermList) else list(terms)
+            vocabulary.term_ids(joined, terms, len(terms))
         return vocabulary
 
     def term_ids(self, joined: list[str], tokens: Iterable[str], num_tokens: int) -> np.ndarray:

@@ -509,3 +509,45 @@ def test_a_loaded_index_lets_go_of_the_frequencies_pages_once_prepared(backend, 
     expected = built.retrieve_tokens(queries, 10, workers=1)
     assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
     assert int(np.asarray(loaded._scorer.postings.tfs).sum()) == int(np.asarray(built._scorer.postings.tfs).sum())
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_a_loaded_index_keeps_its_terms_as_text_for_compiled_batches(tmp_path, spaced: bool) -> None:
+    # a loaded segment's terms stay the text of terms.txt: the compiled vocabulary is made from it
+    # and no string per term is made, unless a term holds a space (then from the strings); the
+    # results and the terms read are those of the index built in memory
+    from bm25lab.engine import Index
+    from bm25lab.engine.postings import TermList
+
+    york = "new york" if spaced else "new_york"
+    docs = [("d1", [york, "city", "city"]), ("d2", ["york", "new"]), ("d3", ["city", york]), ("d4", ["ümlaut", "日本"])]
+    built = Index.build_tokens(docs, backend="numba")
+    built.save(tmp_path / "index")
+    loaded = Index.load(tmp_path / "index", backend="numba")
+    terms = loaded._scorer.postings.terms
+    assert isinstance(terms, TermList) and terms._terms is None and len(terms) == built.num_terms
+    queries = [[york], ["new", "york"], ["city", "日本"], ["nothing"]]
+    found, expected = loaded.retrieve_tokens(queries, 10, workers=1), built.retrieve_tokens(queries, 10, workers=1)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
+    assert [loaded.doc_ids[d] for d in found[0][0]] == ["d3", "d1"]
+    assert (terms._terms is None) is not spaced  # the batch read the text, not the strings
+    assert terms == list(built._scorer.postings.terms) == built._scorer.postings.terms
+    assert terms[0] == built._scorer.postings.terms[0] and list(terms) == sorted(list(terms))
+
+
+def test_auto_lets_go_of_the_numpy_term_table_when_the_kernels_take_over(tmp_path, monkeypatch) -> None:
+    # the first batch of an auto index finds its terms with numpy's table; when the batch is worth
+    # the kernels, later batches use the compiled vocabulary and the table (and the strings) go
+    from bm25lab.engine import Index
+
+    built, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    built.save(tmp_path / "index")
+    loaded = Index.load(tmp_path / "index", backend="auto")
+    monkeypatch.setattr(numba_backend, "worth_loading", lambda seconds: True)
+    monkeypatch.setattr(backends.Auto, "current", lambda self: self._numba or self._numpy)
+    postings = loaded._scorer.postings
+    found = loaded.retrieve_tokens(queries, 10, workers=1)
+    assert loaded._backend._numba is not None and not postings._lookup and postings.terms._terms is None
+    expected = built.retrieve_tokens(queries, 10, workers=1)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
+    assert postings.term_id(queries[0][0]) is not None and postings._lookup  # a single search builds it again
