@@ -25,7 +25,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, overload, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequence, overload, runtime_checkable
 
 import numpy as np
 
@@ -34,6 +34,8 @@ from .selection import code_point_order
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
+
+    from .segmentation import PackedTerms
 
 
 
@@ -212,6 +214,19 @@ class Postings:
         return slice(int(self.offsets[term_id]), int(self.offsets[term_id + 1]))
 
 
+class _Lines:
+    """The terms of a :class:`PackedTerms`, split only if iterated (a term holding a space: see
+    :meth:`Vocabulary.term_ids`)."""
+
+    __slots__ = ("joined",)
+
+    def __init__(self, joined: str) -> None:
+        self.joined = joined
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.joined.split("\n")[:-1])  # (each term is followed by a line feed)
+
+
 def release_pages(values: np.ndarray) -> None:
     """Let go of the resident pages of ``values`` when it is a view of a whole read-only memory-mapped
     file (a loaded index's array): the pages stay in the page cache, and a later read maps them
@@ -252,7 +267,7 @@ class PostingsBuilder:
         self._vocabulary: Vocabulary | None = None  # made by the backend of the first chunk
         self._vocabulary_owner: Builds | None = None
         self._lengths = array("i")
-        self._pending: list[Sequence[str]] = []
+        self._pending: list[Iterable[str]] = []  # the pending documents' tokens (or a packed chunk's)
         self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
         self._pending_tokens = 0
         self._flushed_docs = 0
@@ -278,6 +293,24 @@ class PostingsBuilder:
         first = self._num_docs
         self._num_docs += len(docs)
         self._add_tokens(docs, joined)
+        return first
+
+    def add_packed(self, chunks: Sequence[PackedTerms]) -> int:
+        """Add documents' terms packed (:class:`PackedTerms`), the same as :meth:`add_many` of their
+        lists: the lengths are the counts and the text looked up is each chunk's, its line feeds
+        between terms read as spaces; returns the first one's document number."""
+        assert self._given is None, "packed terms are strings"
+        self._wait_for_texts()
+        first = self._num_docs
+        for chunk in chunks:
+            self._num_docs += len(chunk.counts)
+            self._lengths.extend(chunk.counts)
+            if chunk.joined:  # (a chunk of documents without terms adds nothing to look up)
+                self._pending.append(_Lines(chunk.joined))
+                self._joined.append(chunk.joined[:-1].replace("\n", " "))  # less the last term's line feed
+                self._pending_tokens += sum(chunk.counts)
+            if self._pending_tokens >= _CHUNK_TOKENS:
+                self._flush()
         return first
 
     def _add_tokens(self, docs: Sequence[Sequence[str] | np.ndarray], joined: Sequence[str] | None = None) -> None:

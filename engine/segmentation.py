@@ -47,7 +47,7 @@ import numpy as np
 from .errors import ParameterError
 
 __all__ = ["ARRAYS_FORMAT", "CompiledJieba", "DictionaryArrays", "SEGMENTERS", "SEGMENTER_VARIABLE", "arrays_cache_path",
-           "cached_arrays", "cached_dictionary", "compiled_of", "dictionary_arrays", "nfkc_many", "read_arrays", "segmenter", "unpack_terms",
+           "PackedTerms", "cached_arrays", "cached_dictionary", "compiled_of", "dictionary_arrays", "nfkc_many", "read_arrays", "segmenter", "unpack_terms",
            "write_arrays"]
 
 SEGMENTER_VARIABLE = "BM25LAB_SEGMENTER"
@@ -379,6 +379,24 @@ def unpack_terms(joined: str, counts: list[int]) -> list[list[str]]:
         lists.append(terms[start:start + count])
         start += count
     return lists
+
+
+@dataclass(frozen=True)
+class PackedTerms:
+    """Consecutive documents' terms as :meth:`CompiledJieba.packed_terms` packs them: every term
+    followed by a line feed (no term holds one), in one string, and each document's count. The index builder takes them
+    as they are (:meth:`~bm25lab.engine.postings.PostingsBuilder.add_packed`: no string per term);
+    :meth:`lists` makes the lists (:func:`unpack_terms`)."""
+
+    joined: str
+    counts: list[int]
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def lists(self) -> list[list[str]]:
+        """Each document's terms."""
+        return unpack_terms(self.joined, self.counts)
 
 
 def _settle_odd(joined: str, counts: list[int], odd: list[int], stopwords: frozenset[str]) -> tuple[str, list[int]]:

@@ -42,6 +42,7 @@ from .locking import check_unlocked, write_lock
 from .postings import Postings, PostingsBuilder, concat_ranges
 from .records import Document
 from .scratch import Scratch
+from .segmentation import PackedTerms
 from .selection import id_ranks
 from .tokenization import Tokenizer, usable_cores
 
@@ -191,16 +192,19 @@ _BATCH_DOCS = 1000  # documents handed to the builder and the store at a time; p
 _BATCH_SECONDS = 0.5  # ... or fewer, when analysing them takes longer: progress is told at least this often
 
 
-def _take_for(items: Iterator[Any], count: int, seconds: float) -> list[Any]:
-    """Up to ``count`` items, fewer when ``seconds`` have passed since the first arrived (so a slow
-    analysis, long Chinese documents say, still reports its progress every ``seconds``)."""
+def _take_for(items: Iterator[Any], count: int, seconds: float, size: Callable[[Any], int] | None = None) -> list[Any]:
+    """Items until they hold ``count`` (each holding ``size(item)``, or 1), fewer when ``seconds``
+    have passed since the first arrived (so a slow analysis, long Chinese documents say, still
+    reports its progress every ``seconds``)."""
     taken: list[Any] = []
+    held = 0
     deadline = None
     for item in items:
         taken.append(item)
+        held += 1 if size is None else size(item)
         now = time.monotonic()
         deadline = deadline or now + seconds
-        if len(taken) >= count or now >= deadline:
+        if held >= count or now >= deadline:
             break
     return taken
 
@@ -213,6 +217,7 @@ class _Batch:
     columns: tuple[Iterable[str], Iterable[str], Iterable[str], Iterable[str]]  # id, title, text, meta
     tokens: list[Sequence[str]]
     joined: list[str] | None = None
+    packed: list[PackedTerms] | None = None  # instead of tokens: the documents' terms packed
     field_tokens: list[list[Sequence[str]]] | None = None  # per field, each document's tokens in it
     texts: list[str] | None = None  # instead of tokens: the texts the builder analyses (add_texts)
 
@@ -266,10 +271,24 @@ def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None
             pending.append(doc)
             yield doc.full_text
 
-    analysed = tokenizer.tokenize_many(texts(), workers=workers)
-    while tokens := _take_for(analysed, _BATCH_DOCS, _BATCH_SECONDS):
-        rows = [fields(pending.popleft()) for _ in tokens]
-        yield _Batch(tuple(zip(*rows)), tokens)  # type: ignore[arg-type]
+    chunks = tokenizer.tokenize_chunks(texts(), workers=workers)
+    while taken := _take_for(chunks, _BATCH_DOCS, _BATCH_SECONDS, size=len):
+        rows = [fields(pending.popleft()) for _ in range(sum(map(len, taken)))]
+        columns = tuple(zip(*rows))
+        if all(isinstance(chunk, PackedTerms) for chunk in taken):
+            yield _Batch(columns, [], packed=taken)  # type: ignore[arg-type]
+        else:
+            yield _Batch(columns, [t for chunk in taken for t in _lists(chunk)])  # type: ignore[arg-type]
+
+
+def _lists(chunk: list[list[str]] | PackedTerms) -> list[list[str]]:
+    """A chunk of :meth:`Tokenizer.tokenize_chunks` as each document's tokens."""
+    return chunk.lists() if isinstance(chunk, PackedTerms) else chunk
+
+
+def _token_lists(batch: _Batch) -> list[Sequence[str]]:
+    """Each document's tokens of ``batch``, its packed terms unpacked."""
+    return batch.tokens if batch.packed is None else [t for chunk in batch.packed for t in _lists(chunk)]
 
 
 def _analysed_fields(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],
@@ -352,6 +371,8 @@ def _build(batches: Iterable[_Batch], builder: PostingsBuilder, seen: dict[str, 
             writer.add_columns(builder.num_docs, *batch.columns)
             if batch.texts is not None:
                 builder.add_texts(batch.texts)
+            elif batch.packed is not None:
+                builder.add_packed(batch.packed)
             else:
                 builder.add_many(batch.tokens, batch.joined)
             for field_builder, tokens in zip(field_builders, batch.field_tokens or ()):
@@ -411,11 +432,12 @@ def build_routed(docs: Iterable[DocLike], tokenizer: Tokenizer, route: Callable[
             writers.extend(DocStoreWriter(path) for path in stores)
             for batch in _analysed(docs, tokenizer, workers, seen, source, offset):
                 columns = [list(column) for column in batch.columns]
+                tokens = _token_lists(batch)
                 for target, rows in _grouped(list(map(route, columns[0]))).items():
                     pick = [column.__getitem__ for column in columns]
                     picked = [list(map(get, rows)) for get in pick]
                     writers[target].add_columns(builders[target].num_docs, *picked)
-                    builders[target].add_many([batch.tokens[r] for r in rows])
+                    builders[target].add_many([tokens[r] for r in rows])
                     ids[target].extend(picked[0])
                 if progress is not None:
                     progress(len(seen))

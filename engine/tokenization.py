@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
-from .segmentation import compiled_of, nfkc_many, segmenter, unpack_terms
+from .segmentation import PackedTerms, compiled_of, nfkc_many, segmenter, unpack_terms
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -665,6 +665,14 @@ class Tokenizer:
         ``zh`` in precise mode takes a chunk at a time through the compiled cut once it pays, and a
         worker hands such a chunk's terms back as one string (:meth:`_tokenize_packed`).
         """
+        for chunk in self.tokenize_chunks(texts, workers, chunksize):
+            yield from chunk.lists() if isinstance(chunk, PackedTerms) else chunk
+
+    def tokenize_chunks(self, texts: Iterable[str], workers: int | None = None,
+                        chunksize: int = 256) -> Iterator[list[list[str]] | PackedTerms]:
+        """:meth:`tokenize_many`'s output a chunk of consecutive texts at a time, each chunk the texts'
+        lists of tokens or, from the compiled cut, their terms packed (:class:`PackedTerms`, what
+        :meth:`~bm25lab.engine.postings.PostingsBuilder.add_packed` takes without a string per term)."""
         if chunksize < 1:
             raise ParameterError(f"chunksize must be at least 1, got {chunksize}")
         count = _resolve_workers(workers)
@@ -683,14 +691,15 @@ class Tokenizer:
         chunksize = max(1, min(chunksize, int(_CHUNK_CHARS // max(average, 1.0))))
         yield from self._tokenize_pool(head, iterator, count, chunksize)
 
-    def _tokenize_here(self, texts: Iterator[str], chunksize: int) -> Iterator[list[str]]:
-        """``map(self.tokenize, texts)`` in this process, ``chunksize`` texts at a time through the
+    def _tokenize_here(self, texts: Iterator[str], chunksize: int) -> Iterator[list[list[str]] | PackedTerms]:
+        """``map(self.tokenize, texts)`` in this process, ``chunksize`` texts at a time, through the
         compiled cut when it can take them together (:meth:`_tokenize_packed`)."""
         if not self._packable():
-            yield from map(self.tokenize, texts)
+            for text in texts:
+                yield [self.tokenize(text)]
             return
         for chunk in _chunks([], texts, chunksize):
-            yield from _unpack(self._tokenize_packed(chunk))
+            yield _packed(self._tokenize_packed(chunk))
 
     def _tokenize_packed(self, texts: list[str]) -> list[list[str]] | tuple[str, list[int]]:
         """``[self.tokenize(t) for t in texts]``, packed by the compiled cut when this process has it
@@ -791,7 +800,8 @@ class Tokenizer:
         if self._stem:
             _stemmer("english")
 
-    def _tokenize_pool(self, head: list[str], rest: Iterator[str], workers: int, chunksize: int) -> Iterator[list[str]]:
+    def _tokenize_pool(self, head: list[str], rest: Iterator[str], workers: int,
+                       chunksize: int) -> Iterator[list[list[str]] | PackedTerms]:
         from concurrent.futures import ProcessPoolExecutor
 
         self._warm(head)
@@ -802,9 +812,9 @@ class Tokenizer:
             for chunk in chunks:
                 in_flight.append(executor.submit(_tokenize_chunk, chunk))
                 if len(in_flight) >= 3 * workers:
-                    yield from _unpack(in_flight.popleft().result())
+                    yield _packed(in_flight.popleft().result())
             while in_flight:
-                yield from _unpack(in_flight.popleft().result())
+                yield _packed(in_flight.popleft().result())
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
@@ -961,6 +971,6 @@ def _tokenize_chunk(texts: list[str]) -> list[list[str]] | tuple[str, list[int]]
     return _WORKER[0]._tokenize_packed(texts)
 
 
-def _unpack(result: list[list[str]] | tuple[str, list[int]]) -> list[list[str]]:
-    """The lists of terms of :meth:`Tokenizer._tokenize_packed`'s result."""
-    return unpack_terms(*result) if isinstance(result, tuple) else result
+def _packed(result: list[list[str]] | tuple[str, list[int]]) -> list[list[str]] | PackedTerms:
+    """:meth:`Tokenizer._tokenize_packed`'s result, its packed terms as :class:`PackedTerms`."""
+    return PackedTerms(*result) if isinstance(result, tuple) else result

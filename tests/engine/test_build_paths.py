@@ -179,3 +179,67 @@ def test_code_point_order_of_the_kernels() -> None:
     assert order.tolist() == code_point_order(strings).tolist()
     ascii_ids = [f"doc-{int(i)}" for i in rng.integers(0, 10**9, size=5000)]
     assert NumbaBackend().code_point_order(ascii_ids).tolist() == code_point_order(ascii_ids).tolist()
+
+
+# ---------------------------------------------------------------------- packed Chinese terms
+ZH_ODD = ["", "，。！", "北京 清华大学 1-2 ΣΑ", "我来到北京清华大学", "中文\n文本\t混合 English words 123"]
+
+
+def _zh_corpus() -> list:
+    """The bundled CMRC 2018 documents (title and text) with odd texts among them: empty, only
+    punctuation, Latin, digits, Greek, line feeds."""
+    from bm25lab import corpora
+
+    docs: list = [(d.id, d.full_text) for d in corpora.get("cmrc2018").documents()][:300]
+    for j, text in enumerate(ZH_ODD):
+        docs[41 * j + 3] = (f"odd{j}", text)
+    return docs
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_packed_chinese_terms_build_the_index_of_their_lists(monkeypatch, backend: str, workers: int) -> None:
+    # the compiled cut's terms reach the builder packed (no string per term): the index equals the
+    # one built from the same terms as lists, chunks and flushes crossing documents everywhere
+    from bm25lab.engine.segmentation import PackedTerms
+
+    _small_chunks(monkeypatch)
+    monkeypatch.setattr(segments, "_BATCH_DOCS", 16)
+    monkeypatch.setattr("bm25lab.engine.tokenization._POOL_MIN_WORK", 0)  # workers even for this little
+    docs = _zh_corpus()
+    tokenizer = Tokenizer("zh")
+    seen: list = []
+    added = postings.PostingsBuilder.add_packed
+
+    def recording(self, chunks):
+        seen.extend(chunks)
+        return added(self, chunks)
+
+    monkeypatch.setattr(postings.PostingsBuilder, "add_packed", recording)
+    packed = Index.build(docs, tokenizer=tokenizer, backend=backend, workers=workers)
+    assert seen and all(isinstance(c, PackedTerms) for c in seen) and sum(map(len, seen)) == len(docs)
+    lists = Index.build_tokens([(i, tokenizer.tokenize(t)) for i, t in docs], tokenizer=tokenizer, backend=backend)
+    pa, pb = packed._segment.postings, lists._segment.postings
+    assert list(pa.terms) == list(pb.terms)
+    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+        assert np.array_equal(getattr(pa, name), getattr(pb, name)), name
+    assert list(packed.doc_ids) == list(lists.doc_ids) and packed.document("odd4").text == ZH_ODD[4]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_add_packed_equals_add_many(monkeypatch, backend: str) -> None:
+    # documents without terms, a chunk without any, a term holding a space (looked up one by one)
+    from bm25lab.engine.segmentation import PackedTerms
+
+    monkeypatch.setattr(postings, "_CHUNK_TOKENS", 3)
+    chunks = [PackedTerms("a\nb\nb\n", [2, 0, 1]), PackedTerms("", [0, 0]), PackedTerms("new york\nc\na\n", [0, 3]),
+              PackedTerms("日本\nb\n", [1, 1])]
+    one = postings.PostingsBuilder(backends.create(backend))
+    assert one.add_packed(chunks[:2]) == 0 and one.add_packed(chunks[2:]) == 5
+    other = postings.PostingsBuilder(backends.create(backend))
+    other.add_many([t for c in chunks for t in c.lists()])
+    a, b = one.finish(), other.finish()
+    assert list(a.terms) == list(b.terms) == ["a", "b", "c", "new york", "日本"]
+    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.doc_lengths.tolist() == [2, 0, 1, 0, 0, 0, 3, 1, 1]
