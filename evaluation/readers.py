@@ -1024,8 +1024,10 @@ def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, n
     touch a third more of it."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from ..engine.backends.numba_backend import reader_kernels
     from ..engine.tokenization import usable_cores
-    from . import _reader_kernels as kernels
+
+    kernels = reader_kernels()
 
     array = np.frombuffer(data, dtype=np.uint8)
     bounds = _line_chunks(data, max(min(2, usable_cores()), -(-len(data) // _CHUNK_LIMIT)))
@@ -1073,7 +1075,9 @@ def _read_chunk(array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes
     score is not one the usual readers accept."""
     import pyarrow as pa
 
-    from . import _reader_kernels as kernels
+    from ..engine.backends.numba_backend import reader_kernels
+
+    kernels = reader_kernels()
 
     offsets = np.empty(codes.size + 1, dtype=np.int32)
     doc_bytes = np.empty(hi - lo, dtype=np.uint8)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -346,3 +347,18 @@ def test_ties_the_kernel_cannot_order_are_left_to_the_tie_rule(tmp_path, monkeyp
         run = _check_file(tmp_path, monkeypatch, text.encode())
         assert isinstance(run, Run)
     assert run.ranked("q") == [("a", math.inf), ("c", 1.0), ("b", 1.0)]
+
+
+def test_a_new_process_reads_a_run_compiled_without_importing_scipy_linalg(tmp_path: Path) -> None:
+    # the reader's kernels load as the search kernels do (numba's BLAS probe kept from importing
+    # scipy.linalg, about 0.1 s of `bm25lab evaluate`); the run is read by the compiled path
+    import subprocess
+
+    (tmp_path / "run").write_text("".join(f"q{q} Q0 d{d} {d} {100 - d}.5 tag\n" for q in range(3) for d in range(50)))
+    code = ("import sys\nfrom bm25lab.evaluation import readers\nreaders._COMPILED_FROM = 0\n"
+            "run = readers.read_run('run')\n"
+            "print(int('bm25lab.evaluation._reader_kernels' in sys.modules), int('scipy.linalg' in sys.modules),"
+            " sum(len(d) for d in run.to_dict().values()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         timeout=300).stdout.split()
+    assert out == ["1", "0", "150"]
