@@ -214,17 +214,17 @@ class Postings:
         return slice(int(self.offsets[term_id]), int(self.offsets[term_id + 1]))
 
 
-class _Lines:
-    """The terms of a :class:`PackedTerms`, split only if iterated (a term holding a space: see
-    :meth:`Vocabulary.term_ids`)."""
+class _Deferred:
+    """Tokens made only if iterated: a packed chunk's terms, which a look-up reads one by one only when
+    a term holds a space (see :meth:`Vocabulary.term_ids`)."""
 
-    __slots__ = ("joined",)
+    __slots__ = ("make",)
 
-    def __init__(self, joined: str) -> None:
-        self.joined = joined
+    def __init__(self, make: Callable[[], list[str]]) -> None:
+        self.make = make
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.joined.split("\n")[:-1])  # (each term is followed by a line feed)
+        return iter(self.make())
 
 
 def release_pages(values: np.ndarray) -> None:
@@ -306,8 +306,8 @@ class PostingsBuilder:
             self._num_docs += len(chunk.counts)
             self._lengths.extend(chunk.counts)
             if chunk.joined:  # (a chunk of documents without terms adds nothing to look up)
-                self._pending.append(_Lines(chunk.joined))
-                self._joined.append(chunk.joined[:-1].replace("\n", " "))  # less the last term's line feed
+                self._pending.append(_Deferred(chunk.terms))
+                self._joined.append(chunk.spaced())
                 self._pending_tokens += sum(chunk.counts)
             if self._pending_tokens >= _CHUNK_TOKENS:
                 self._flush()

@@ -398,6 +398,14 @@ class PackedTerms:
         """Each document's terms."""
         return unpack_terms(self.joined, self.counts)
 
+    def terms(self) -> list[str]:
+        """Every document's terms, one after the other."""
+        return self.joined.split("\n")[:-1]
+
+    def spaced(self) -> str:
+        """The terms joined by spaces."""
+        return self.joined[:-1].replace("\n", " ")
+
 
 def _settle_odd(joined: str, counts: list[int], odd: list[int], stopwords: frozenset[str]) -> tuple[str, list[int]]:
     """Packed terms with the kernel's kind-2 terms (numbers ``odd``) told by Python: lowercased,
