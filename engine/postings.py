@@ -234,11 +234,11 @@ def release_pages(values: np.ndarray) -> None:
     base: object = values
     while base is not None and not isinstance(base, np.memmap):
         base = getattr(base, "base", None)
-    mapped = getattr(base, "_mmap", None)
-    if isinstance(base, np.memmap) and base.mode == "r" and mapped is not None and hasattr(mapped, "madvise"):
-        import mmap
+    import mmap
 
-        mapped.madvise(mmap.MADV_DONTNEED)
+    mapped, dont_need = getattr(base, "_mmap", None), getattr(mmap, "MADV_DONTNEED", None)
+    if isinstance(base, np.memmap) and base.mode == "r" and hasattr(mapped, "madvise") and dont_need is not None:
+        mapped.madvise(dont_need)
 
 
 def concat_ranges(starts: np.ndarray | Sequence[int], lengths: np.ndarray | Sequence[int]) -> np.ndarray:

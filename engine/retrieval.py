@@ -489,7 +489,8 @@ class Scorer:
         doc_parts, weight_parts, upper = [], [], []
         given = query.upper
         for i, (t, n, sl) in enumerate(zip(query.term_ids, query.counts, spans)):
-            w = prepared.of_span(sl, int(t)) if prepared is not None else self._posting_weights(sl, float(idf[t]), params, zero)
+            w = (prepared.of_span(sl, int(t)) if prepared is not None
+                 else self._posting_weights(sl, float(idf[t]), params, zero))
             upper.append(_upper(w, n) if given is None else float(given[i]) * n)
             doc_parts.append(p.doc_nums[sl])
             weight_parts.append(w * n if n != 1 else w)

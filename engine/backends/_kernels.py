@@ -702,8 +702,8 @@ _term_order = njit(cache=True, nogil=True)(term_order)
 
 @njit(cache=True, nogil=True)
 def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: np.ndarray, scale: np.ndarray,
-                const: float, doc_nums: np.ndarray, codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray, k: int, prune: bool,
-                acc: np.ndarray, marks: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
+                const: float, doc_nums: np.ndarray, codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray,
+                k: int, prune: bool, acc: np.ndarray, marks: np.ndarray, cand: np.ndarray, keep: np.ndarray, buf: np.ndarray,
                 hs: np.ndarray, hr: np.ndarray, hd: np.ndarray, out_docs: np.ndarray, out_scores: np.ndarray) -> int:
     """Exact top-``k`` of one query (terms ``j`` = postings ``starts[j]:ends[j]``, multiplicity
     ``mult[j]``, largest weight ``upper[j]``, already times ``mult[j]``, idf ``scale[j]``: a posting
@@ -824,8 +824,8 @@ def query_top_k(starts: np.ndarray, ends: np.ndarray, mult: np.ndarray, upper: n
 @njit(parallel=True, cache=True, nogil=True)
 def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, offsets: np.ndarray,
                 term_upper: np.ndarray, term_scale: np.ndarray, q_const: np.ndarray, doc_nums: np.ndarray,
-                codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray, n_docs: int, k: int, prune: bool, n_chunks: int, out_docs: np.ndarray,
-                out_scores: np.ndarray, out_len: np.ndarray) -> None:
+                codes: np.ndarray, table: np.ndarray, id_rank: np.ndarray, n_docs: int, k: int, prune: bool,
+                n_chunks: int, out_docs: np.ndarray, out_scores: np.ndarray, out_len: np.ndarray) -> None:
     """:func:`query_top_k` for every query of a :class:`bm25lab.engine.retrieval.TermBatch` (``q_ptr``,
     ``term_ids``, ``counts``) with ``offsets`` of the postings and each term's largest weight
     ``term_upper`` and idf ``term_scale``, in ``n_chunks`` parallel chunks (queries ``c``, ``c + n_chunks``, ...)."""
@@ -853,8 +853,8 @@ def batch_top_k(q_ptr: np.ndarray, term_ids: np.ndarray, counts: np.ndarray, off
         for qi in range(c, nq, n_chunks):
             a, z = q_ptr[qi], q_ptr[qi + 1]
             out_len[qi] = query_top_k(span_start[a:z], span_end[a:z], counts[a:z], span_upper[a:z],
-                                      span_scale[a:z], q_const[qi], doc_nums, codes, table, id_rank, k, prune, acc, marks, cand,
-                                      keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
+                                      span_scale[a:z], q_const[qi], doc_nums, codes, table, id_rank, k, prune,
+                                      acc, marks, cand, keep, buf, hs, hr, hd, out_docs[qi], out_scores[qi])
 
 
 @njit(cache=True, nogil=True)

@@ -291,11 +291,11 @@ class NumbaBackend(Backend):
         out_len = np.zeros(len(batch), dtype=np.int64)
         self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
                                   weights.scale, _constants(scorer, batch, params), scorer.postings.doc_nums,
-                                  weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable, max(1, min(workers, len(batch))),
-                                  out_docs, out_scores, out_len)
+                                  weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable,
+                                  max(1, min(workers, len(batch))), out_docs, out_scores, out_len)
         return RankedRows.of_padded(out_docs, out_scores, out_len)
 
-    def pair_coder(self) -> "NumbaBackend":
+    def pair_coder(self) -> NumbaBackend:
         """This backend: its kernels number the pairs (:meth:`mark_pairs`, :meth:`write_codes`)."""
         return self
 
