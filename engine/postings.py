@@ -188,21 +188,27 @@ class Postings:
     def num_postings(self) -> int:
         return int(self.doc_nums.shape[0])
 
+    def _table(self) -> dict[str, int]:
+        """The table of term ids, made when first needed; a table is made whole before it is put in
+        place, and never changed after, so a thread reading one never sees it half made or emptied."""
+        table = self._lookup
+        if not table and len(self.terms):
+            table = dict(zip(self.terms, range(len(self.terms))))
+            object.__setattr__(self, "_lookup", table)
+        return table
+
     def term_id(self, term: str) -> int | None:
         """The id of ``term``, or None when it is not in the vocabulary."""
-        if not self._lookup and self.terms:
-            self._lookup.update(zip(self.terms, range(len(self.terms))))
-        return self._lookup.get(term)
+        return self._table().get(term)
 
     def term_ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The id of every token (int64), -1 for a token not in the vocabulary."""
-        self.term_id("")  # builds the lookup table
-        return np.fromiter(map(self._lookup.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+        return np.fromiter(map(self._table().get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
 
     def forget_lookup(self) -> None:
         """Let go of the table :meth:`term_id` builds (and of a :class:`TermList`'s strings): the next
-        look-up builds them again."""
-        self._lookup.clear()
+        look-up builds them again (a look-up under way keeps reading the table it has)."""
+        object.__setattr__(self, "_lookup", {})
         if isinstance(self.terms, TermList):
             self.terms.forget()
 

@@ -551,3 +551,17 @@ def test_auto_lets_go_of_the_numpy_term_table_when_the_kernels_take_over(tmp_pat
     expected = built.retrieve_tokens(queries, 10, workers=1)
     assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
     assert postings.term_id(queries[0][0]) is not None and postings._lookup  # a single search builds it again
+
+
+def test_forgetting_the_term_table_leaves_a_lookup_under_way_its_table() -> None:
+    # auto may forget the numpy term table while another thread looks terms up: that thread keeps the
+    # whole table it took (a new table replaces it; none is emptied in place), and the next look-up
+    # makes a new one with the same ids
+    from bm25lab.engine import Index
+
+    index = Index.build_tokens([("d1", ["a", "b"]), ("d2", ["b", "c"])], backend="numpy")
+    postings = index._scorer.postings
+    taken = postings._table()
+    postings.forget_lookup()
+    assert taken == {"a": 0, "b": 1, "c": 2} and postings._lookup == {}
+    assert postings.term_ids(["c", "x", "a"]).tolist() == [2, -1, 0] and postings._lookup == taken
