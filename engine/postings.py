@@ -138,9 +138,10 @@ class TermList(Sequence[str]):
         self._terms = None
 
     def _list(self) -> list[str]:
-        if self._terms is None:
-            self._terms = self.text.split("\n") if self.text else []
-        return self._terms
+        terms = self._terms  # (read once: another thread may forget them meanwhile)
+        if terms is None:
+            terms = self._terms = self.text.split("\n") if self.text else []
+        return terms
 
     @overload
     def __getitem__(self, i: int) -> str: ...
