@@ -384,9 +384,12 @@ class Scorer:
         docs = p.doc_nums[sl]
         if params.fields is not None:
             return idf * self._bm25f_part(sl, docs, params)
-        tf_part = get_variant(params.variant).tf_part(p.tfs[sl], p.doc_lengths[docs], self.avgdl,
-                                                      params.k1, params.b, params.delta)
-        return idf * (tf_part - zero) if zero else idf * tf_part
+        return idf * self._tf_part(p.tfs[sl], p.doc_lengths[docs], params, zero)
+
+    def _tf_part(self, tfs: np.ndarray, lengths: np.ndarray, params: Params, zero: float) -> np.ndarray:
+        """The variant's tf part of each (tf, document length), less ``zero`` (the tf part of 0)."""
+        tf_part = get_variant(params.variant).tf_part(tfs, lengths, self.avgdl, params.k1, params.b, params.delta)
+        return tf_part - zero if zero else tf_part
 
     def _bm25f_part(self, sl: slice | np.ndarray, docs: np.ndarray, params: Params) -> np.ndarray:
         """:func:`~.scoring.bm25f_tf_part` of the postings ``sl`` (documents ``docs``)."""
@@ -418,9 +421,7 @@ class Scorer:
             if self._pairs is None:
                 self._pairs = posting_pairs(self.postings, coder or NumpyPairCoder())
             pairs = self._pairs
-            tf_part = get_variant(params.variant).tf_part(pairs.tfs, pairs.lengths, self.avgdl, params.k1, params.b,
-                                                          params.delta)
-            prepared = PreparedWeights(params, pairs.codes, tf_part - zero if zero else tf_part,
+            prepared = PreparedWeights(params, pairs.codes, self._tf_part(pairs.tfs, pairs.lengths, params, zero),
                                        np.asarray(idf, dtype=np.float64))
         self._weights = prepared
         return prepared

@@ -44,7 +44,7 @@ from .records import Document
 from .scratch import Scratch
 from .segmentation import PackedTerms
 from .selection import id_ranks
-from .tokenization import Tokenizer, usable_cores
+from .tokenization import Tokenizer, chunk_lists, usable_cores
 
 DocLike = Document | tuple[str, str] | Mapping[str, Any]
 Progress = Callable[[int], None]
@@ -278,17 +278,12 @@ def _analysed(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None
         if all(isinstance(chunk, PackedTerms) for chunk in taken):
             yield _Batch(columns, [], packed=taken)  # type: ignore[arg-type]
         else:
-            yield _Batch(columns, [t for chunk in taken for t in _lists(chunk)])  # type: ignore[arg-type]
-
-
-def _lists(chunk: list[list[str]] | PackedTerms) -> list[list[str]]:
-    """A chunk of :meth:`Tokenizer.tokenize_chunks` as each document's tokens."""
-    return chunk.lists() if isinstance(chunk, PackedTerms) else chunk
+            yield _Batch(columns, [t for chunk in taken for t in chunk_lists(chunk)])  # type: ignore[arg-type]
 
 
 def _token_lists(batch: _Batch) -> list[Sequence[str]]:
     """Each document's tokens of ``batch``, its packed terms unpacked."""
-    return batch.tokens if batch.packed is None else [t for chunk in batch.packed for t in _lists(chunk)]
+    return batch.tokens if batch.packed is None else [t for chunk in batch.packed for t in chunk_lists(chunk)]
 
 
 def _analysed_fields(docs: Iterable[DocLike], tokenizer: Tokenizer, workers: int | None, seen: dict[str, int],

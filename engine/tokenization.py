@@ -666,7 +666,7 @@ class Tokenizer:
         worker hands such a chunk's terms back as one string (:meth:`_tokenize_packed`).
         """
         for chunk in self.tokenize_chunks(texts, workers, chunksize):
-            yield from chunk.lists() if isinstance(chunk, PackedTerms) else chunk
+            yield from chunk_lists(chunk)
 
     def tokenize_chunks(self, texts: Iterable[str], workers: int | None = None,
                         chunksize: int = 256) -> Iterator[list[list[str]] | PackedTerms]:
@@ -969,6 +969,11 @@ def _die_with_parent() -> None:
 
 def _tokenize_chunk(texts: list[str]) -> list[list[str]] | tuple[str, list[int]]:
     return _WORKER[0]._tokenize_packed(texts)
+
+
+def chunk_lists(chunk: list[list[str]] | PackedTerms) -> list[list[str]]:
+    """A chunk of :meth:`Tokenizer.tokenize_chunks` as each text's list of tokens."""
+    return chunk.lists() if isinstance(chunk, PackedTerms) else chunk
 
 
 def _packed(result: list[list[str]] | tuple[str, list[int]]) -> list[list[str]] | PackedTerms:
