@@ -73,6 +73,23 @@ def test_the_fast_path_reads_the_plain_decimals_itself():
         assert not kernels._decimal(data, 0, data.size)[0], text
 
 
+@pytest.mark.parametrize("text", ODD_SCORES + ["24.56", "000000000000000000012", "9007199254740992.5",
+                                             "1234567890123456789", "0.0000000000000000000001"])
+def test_the_plain_spelling_is_read_as_the_general_reading_reads_it(text):
+    # the kernel reads plain scores (digits[.digits]) first; what it takes must be Python's float, and
+    # every plain spelling that fits must be taken (else each score would pay for the general reading)
+    data = np.frombuffer(text.encode(), dtype=np.uint8)
+    ok, value = kernels._plain_decimal(data, 0, data.size)
+    plain = all(part.isascii() and part.isdigit() or part == "" for part in text.split(".", 1)) and text != "."
+    digits = sum(c.isdigit() for c in text)
+    if ok:
+        assert plain and _bits(value) == _bits(float(text)), text
+    else:
+        assert value == 0.0
+    fits = plain and digits <= 19 and int(text.replace(".", "") or "0") <= 2**53 and len(text.partition(".")[2]) <= 22
+    assert ok == fits, text
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
@@ -84,9 +101,10 @@ def test_the_fast_path_reads_the_plain_decimals_itself():
 ))
 def test_random_decimals_read_by_the_fast_path_are_pythons_float(text):
     data = np.frombuffer(text.encode(), dtype=np.uint8)
-    ok, value = kernels._decimal(data, 0, data.size)
-    if ok:
-        assert _bits(value) == _bits(float(text)), text
+    for reading in (kernels._decimal, kernels._plain_decimal):
+        ok, value = reading(data, 0, data.size)
+        if ok:
+            assert _bits(value) == _bits(float(text)), text
 
 
 @settings(max_examples=300, deadline=None)
