@@ -203,15 +203,6 @@ def _decimal(data: np.ndarray, start: int, end: int) -> tuple:
     return True, -value if negative else value
 
 
-@njit(cache=True, nogil=True)
-def count_lines(data: np.ndarray, lo: int, hi: int) -> int:
-    """How many ``\\n`` bytes ``data[lo:hi]`` holds: with one more, a bound on its rows."""
-    n = 0
-    for b in data[lo:hi]:  # over a slice: no index to wrap around, and the loop is vectorised (2.5x)
-        n += b == 10
-    return n
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _same_bytes(data: np.ndarray, a: int, b: int, length: int) -> bool:
     for k in range(length):
@@ -350,8 +341,9 @@ def parse_trec_run(data: np.ndarray, lo: int, hi: int, codes: np.ndarray, doc_of
     order), its document id ``doc_bytes[doc_offsets[r]:doc_offsets[r + 1]]`` and that id's hash
     ``hashes[r]``, and its score ``scores[r]``, or, for a score the fast path does not read, the
     row and its text's bounds in ``slow_rows``/``slow_starts``/``slow_ends`` (``scores[r]`` is then
-    0.0). The output arrays must have room for every row (:func:`count_lines` plus one) and
-    ``doc_bytes`` for ``hi - lo`` bytes; so must the segments' arrays
+    0.0). The output arrays must have room for every row (the chunk's ``\\n`` bytes plus one:
+    :func:`bm25lab.evaluation.readers._count_lines`) and ``doc_bytes`` for ``hi - lo`` bytes; so must the
+    segments' arrays
     ``seg_rows``/``seg_starts``/``seg_ends``. The hash set ``seen_rows``/``seen_marks`` (zeros, a power
     of two of at least 1024 entries) holds the documents of a segment of up to half its size; past
     that the kernel stops looking for repeated documents (the last value returned is then False).

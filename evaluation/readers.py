@@ -1027,13 +1027,13 @@ def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, n
     from ..engine.backends.numba_backend import reader_kernels
     from ..engine.tokenization import usable_cores
 
-    kernels = reader_kernels()
-
     array = np.frombuffer(data, dtype=np.uint8)
     bounds = _line_chunks(data, max(min(2, usable_cores()), -(-len(data) // _CHUNK_LIMIT)))
     spans = list(itertools.pairwise(bounds))
-    with ThreadPoolExecutor(min(2, len(spans))) as pool:  # the kernels let go of the interpreter
-        caps = [lines + 1 for lines in pool.map(lambda span: kernels.count_lines(array, *span), spans)]
+    with ThreadPoolExecutor(min(2, len(spans))) as pool:  # numpy and the kernels let go of the interpreter
+        counted = pool.map(lambda span: _count_lines(array, *span), spans)  # while numba is imported
+        kernels = reader_kernels()
+        caps = [lines + 1 for lines in counted]
         bases = np.concatenate(([0], np.cumsum(caps))).tolist()
         codes = np.empty(bases[-1], dtype=np.int32)
         hashes = np.empty(bases[-1], dtype=np.uint64)
@@ -1054,6 +1054,20 @@ def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, n
                 column[rows : rows + chunk.rows] = column[chunk.base : chunk.base + chunk.rows]
         rows += chunk.rows
     return chunks, codes[:rows], hashes[:rows], scores[:rows]  # type: ignore[return-value]
+
+
+_COUNT_BLOCK = 1 << 20
+
+
+def _count_lines(array: np.ndarray, lo: int, hi: int) -> int:
+    """How many ``\\n`` bytes ``array[lo:hi]`` holds (with one more, a bound on its rows), counted by
+    numpy a block at a time (no array of the chunk's size; numpy lets go of the interpreter)."""
+    found = np.empty(_COUNT_BLOCK, dtype=bool)
+    lines = 0
+    for start in range(lo, hi, _COUNT_BLOCK):
+        block = array[start : min(hi, start + _COUNT_BLOCK)]
+        lines += int(np.count_nonzero(np.equal(block, 10, out=found[: block.size])))
+    return lines
 
 
 def _line_chunks(data: Any, pieces: int) -> list[int]:
