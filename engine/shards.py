@@ -246,8 +246,7 @@ def load_counts(directory: Path, record: Mapping[str, Any], pins: storage.Pins |
             return load_counts(directory, record, own, verify, arrow)
     folder = directory / record["name"]
     fds = {name: pins.open(folder / name) for name in record["files"]}
-    for name, info in record["files"].items():
-        storage.check_file(folder / name, fds[name], info, verify)
+    storage.check_files([(folder / name, fds[name], info) for name, info in record["files"].items()], verify)
     raw = storage.read_text(folder / TERMS_FILE, fds[TERMS_FILE])
     df = storage.read_array(folder / DF_FILE, fds[DF_FILE], np.dtype(np.int64), mmap=False)
     if arrow:

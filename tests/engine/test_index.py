@@ -178,6 +178,28 @@ def test_corrupted_array_is_a_clear_error(tmp_path: Path) -> None:
         Index.load(path)
 
 
+@pytest.mark.parametrize("cores", [1, 2, 4])
+def test_the_first_damaged_file_is_named_whatever_the_threads(tmp_path: Path, monkeypatch, cores: int) -> None:
+    # the checksums are computed in threads, largest file first; the error still names the first
+    # damaged file in the manifest's order, as checking them one by one does
+    from bm25lab.engine import tokenization
+
+    monkeypatch.setattr(tokenization, "usable_cores", lambda: cores)
+    path = _saved(tmp_path)
+    for name in ("tfs.npy", "doc_nums.npy", "terms.txt"):
+        (damaged,) = path.glob(f"seg-*/{name}")
+        data = bytearray(damaged.read_bytes())
+        data[-1] ^= 0x01
+        damaged.write_bytes(bytes(data))
+    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: checksum mismatch"):
+        Index.load(path)
+    (first,) = path.glob("seg-*/doc_nums.npy")
+    first.unlink()
+    os.mkfifo(first)  # in its place, a FIFO: named, never read (reading it would block)
+    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: not a file"):
+        Index.load(path)
+
+
 def test_truncated_array_is_a_clear_error(tmp_path: Path) -> None:
     path = _saved(tmp_path)
     (array_file,) = path.glob("seg-*/doc_nums.npy")
