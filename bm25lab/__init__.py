@@ -28,7 +28,7 @@ if not os.path.isdir(os.path.join(__path__[0], "engine")) and os.path.isfile(
 
 from .engine.lazy import lazy_exports  # noqa: E402 (the sub-packages are found once __path__ is set)
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"
 
 # public name -> the module (relative to this package) that defines it
 _EXPORTS = {

@@ -83,7 +83,8 @@ class Index:
         self._parts = parts
         self._segment = segments.merge(parts)
         self._ids = DocIds(self._segment.doc_ids)
-        self._scorer = Scorer(self._segment.postings, self._segment.id_rank, fields=self._segment.fields)
+        self._scorer = Scorer(self._segment.postings, self._segment.id_rank, fields=self._segment.fields,
+                              pairs=self._segment.pairs)
         self._store = SegmentedStore([p.store for p in parts])
 
     # ------------------------------------------------------------------ building

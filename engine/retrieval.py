@@ -321,7 +321,9 @@ class Scorer:
     index's :class:`~bm25lab.engine.storage.Fields` (not with ``statistics``: a shard has no fields)."""
 
     def __init__(self, postings: Postings, id_rank: np.ndarray, statistics: CollectionStatistics | None = None,
-                 fields: Fields | None = None) -> None:
+                 fields: Fields | None = None, pairs: PostingPairs | None = None) -> None:
+        """``pairs``: the postings' :class:`PostingPairs` when they were saved with them (else they are
+        computed by the first :meth:`prepare` that needs them)."""
         assert statistics is None or fields is None, "a shard of a collection has no fields"
         self.postings = postings
         self.id_rank = id_rank
@@ -341,7 +343,7 @@ class Scorer:
             self.avgdl = statistics.avgdl
             self.term_map = statistics.positions(postings.terms)
         self._idf: dict[str, np.ndarray] = {}
-        self._pairs: PostingPairs | None = None
+        self._pairs: PostingPairs | None = pairs
         self._weights: PreparedWeights | None = None
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
         self._single_searches: dict[Params, int] = {}

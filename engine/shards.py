@@ -492,7 +492,7 @@ def assemble_shard(directory: Path, staging: Path, position: int, shards: int,
                                 "tokenizer": tokenizer_config, segments.SHARD_KEY: {"position": position, "shards": shards}}
     if len(parts) == 1:  # the staged segment becomes the shard's, as it is (linked: the staging stays whole)
         entry = pieces[0][2]
-        _link_segment(folder / entry["name"], tmp / entry["name"])
+        _link_segment(folder / entry["name"], tmp / entry["name"], entry["files"])
         entries = [entry]
     elif parts:
         work = Scratch(staging)
@@ -516,14 +516,14 @@ def assemble_shard(directory: Path, staging: Path, position: int, shards: int,
     return ShardRecord(name, _sealed(manifest), counts)
 
 
-def _link_segment(source: Path, target: Path) -> None:
-    """A new segment folder ``target`` holding the files of ``source`` (hard links, or copies where the
-    file system has none), fsynced."""
+def _link_segment(source: Path, target: Path, names: Iterable[str]) -> None:
+    """A new segment folder ``target`` holding the files ``names`` of ``source`` (hard links, or copies
+    where the file system has none), fsynced."""
     import shutil
 
     with storage.writing(target):
         target.mkdir()
-    for name in sorted(storage.SEGMENT_FILES):
+    for name in sorted(names):
         with storage.writing(target / name):
             try:
                 os.link(source / name, target / name)
@@ -884,7 +884,8 @@ class Shard:
         self.store = SegmentedStore([p.store for p in parts])
         self.segment = segments.merge(parts) if parts else None
         self.ids = DocIds([] if self.segment is None else self.segment.doc_ids)
-        self.scorer = None if self.segment is None else Scorer(self.segment.postings, self.segment.id_rank, statistics)
+        self.scorer = None if self.segment is None else Scorer(self.segment.postings, self.segment.id_rank, statistics,
+                                                               pairs=self.segment.pairs)
 
     @property
     def num_docs(self) -> int:

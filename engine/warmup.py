@@ -55,7 +55,9 @@ def _widen_codes(index: Index) -> None:
     scorer = index._scorer
     prepared = scorer._weights
     assert prepared is not None
-    scorer._weights = replace(prepared, codes=prepared.codes.astype(np.uint32))
+    codes = prepared.codes.astype(np.uint32)
+    codes.flags.writeable = prepared.codes.flags.writeable  # a loaded index's codes are read-only (mapped)
+    scorer._weights = replace(prepared, codes=codes)
 
 
 if __name__ == "__main__":

@@ -30,3 +30,19 @@ def pandas_stand_in(folder: Path) -> tuple[dict[str, str], Path]:
     (stand_in / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('stand-in')\n")
     path = os.pathsep.join([str(stand_in.parent), os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path}, marker
+
+
+def without_saved_pairs(index_path: Path) -> None:
+    """Make the single-segment index at ``index_path`` one saved before its pairs were (bm25lab 0.2.0):
+    its pair files removed, and from its manifest (checksum made again)."""
+    import json
+
+    from bm25lab.engine import storage
+
+    manifest = json.loads((index_path / storage.MANIFEST).read_text())
+    (entry,) = manifest["segments"]
+    for name in storage.PAIR_FILES:
+        (index_path / entry["name"] / name).unlink()
+        del entry["files"][name]
+    manifest["checksum"] = storage.manifest_checksum(manifest)
+    (index_path / storage.MANIFEST).write_text(json.dumps(manifest))

@@ -22,7 +22,9 @@ largest child. What is measured:
 - ``scale``: ``Index.build`` of ``--docs`` streamed documents and ``save`` (as ``index``), then in
   another fresh process ``Index.load`` and batches of 1,000 queries (2-7 words drawn by the corpus's
   word frequencies) through ``search_many`` at k = 10 and k = 1,000: seconds of each batch (the
-  first, which codes every posting's (tf, length) pair, and the best of the next two) and the peak memory of each process.
+  first, which loads the compiled kernels and each term's largest weight, and the best of the next
+  two; the postings' (tf, length) pairs are read from the index, saved with it) and the peak memory of
+  each process.
 - ``run``: ``bm25lab evaluate`` of a generated TREC run of the requested size (queries x 1,000
   documents) against generated qrels. The readers parse with pyarrow into columns, so no Python
   object is made per line; the peak is reported next to the file's size.
@@ -197,7 +199,7 @@ def measure_scale(workdir: Path, docs: int, queries: int = 1000) -> None:
     directory = measure_index(workdir, docs)
     facts = _child(SEARCH_CHILD, str(directory), str(queries))
     for k, batch in facts["batches"].items():
-        print(f"search {queries:,} queries, k = {k}: first batch {batch['first']:.2f} s (codes the postings' pairs), "
+        print(f"search {queries:,} queries, k = {k}: first batch {batch['first']:.2f} s, "
               f"then {batch['best_next']:.3f} s = {queries / batch['best_next']:,.0f} queries/s; "
               f"{batch['results']:,} results")
     print(f"search process: load {facts['seconds_load']:.2f} s; {_peak(facts)}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recording import RecordingAuto
+from recording import RecordingAuto, without_saved_pairs
 
 from bm25lab.engine import backends
 from bm25lab.engine.backends import numba_backend
@@ -493,17 +493,23 @@ def _resident_kib(name: str) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+@pytest.mark.parametrize("saved_pairs", [True, False])
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_a_loaded_index_lets_go_of_the_frequencies_pages_once_prepared(backend, tmp_path) -> None:
-    # a batch reads the postings' pair codes, not their frequencies: preparing the weights lets go of
-    # the memory-mapped tfs.npy's resident pages, and the index still gives the in-memory index's results
+def test_a_loaded_index_leaves_the_frequencies_pages_alone(backend, saved_pairs, tmp_path) -> None:
+    # a batch reads the postings' pair codes, not their frequencies: saved with the index, the batch
+    # never maps tfs.npy's pages; computed (an index saved before the pairs were), preparing the
+    # weights lets go of its resident pages; the index gives the in-memory index's results either way
     from bm25lab.engine import Index
 
     built, queries = _zipf_index(n_docs=20_000, vocab=5_000)
     built.save(tmp_path / "index")
+    if not saved_pairs:
+        without_saved_pairs(tmp_path / "index")
     loaded = Index.load(tmp_path / "index", backend=backend)
-    assert int(np.asarray(loaded._scorer.postings.tfs).sum()) > 0  # every page read once
-    assert _resident_kib("tfs.npy") > 100
+    assert (loaded._scorer._pairs is not None) == saved_pairs
+    if not saved_pairs:
+        assert int(np.asarray(loaded._scorer.postings.tfs).sum()) > 0  # every page read once
+        assert _resident_kib("tfs.npy") > 100
     found = loaded.retrieve_tokens(queries, 10, workers=1)
     assert _resident_kib("tfs.npy") == 0
     expected = built.retrieve_tokens(queries, 10, workers=1)

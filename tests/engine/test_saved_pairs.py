@@ -1,0 +1,128 @@
+"""Every posting's (tf, length) pair saved with its segment (pair_codes.npy, pairs.npy): a loaded index
+reads them instead of computing them, and scores exactly as the pairs computed from its postings do;
+an index saved without them (before they were written) loads and scores as before; pair files that
+disagree with the postings are refused."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from recording import without_saved_pairs
+
+from bm25lab.engine import Index, IndexFormatError, Tokenizer, retrieval, storage
+from bm25lab.engine.scoring import Params
+
+WS = Tokenizer("whitespace", stopwords=None)
+
+
+def _docs(n_docs: int = 2_000, vocab: int = 3_000, seed: int = 5) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    rng = np.random.default_rng(seed)
+    probs = 1.0 / np.arange(1, vocab + 1)
+    probs /= probs.sum()
+    lengths = rng.integers(1, 60, n_docs)
+    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    queries = {f"q{i}": " ".join(f"w{t}" for t in rng.choice(vocab // 10, size=int(m)))
+               for i, m in enumerate(rng.integers(1, 6, 60))}
+    return docs, queries
+
+
+def _runs(index: Index, queries: dict[str, str], k: int, variant: str) -> dict[str, list[tuple[str, str]]]:
+    found = index.search_many(queries, k=k, variant=variant, workers=2)
+    return {q: [(hit.doc_id, float(hit.score).hex()) for hit in hits] for q, hits in found.items()}
+
+
+def _rewrite_manifest(path: Path, edit) -> None:
+    manifest = json.loads((path / storage.MANIFEST).read_text())
+    edit(manifest)
+    manifest["checksum"] = storage.manifest_checksum(manifest)
+    (path / storage.MANIFEST).write_text(json.dumps(manifest))
+
+
+def _record(file: Path) -> dict:
+    return {"bytes": file.stat().st_size, "sha256": storage.sha256_file(file)}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Path, monkeypatch, backend: str) -> None:
+    docs, queries = _docs()
+    built = Index.build(docs, tokenizer=WS, backend=backend)
+    built.save(tmp_path / "i")
+    (folder,) = (tmp_path / "i").glob("seg-*")
+    assert {"pair_codes.npy", "pairs.npy"} <= {p.name for p in folder.iterdir()}
+    loaded = Index.load(tmp_path / "i", backend=backend)
+    saved = loaded._scorer._pairs
+    assert saved is not None and isinstance(saved.codes, np.memmap) and not saved.codes.flags.writeable
+    computed = retrieval.posting_pairs(loaded._segment.postings, retrieval.NumpyPairCoder())
+    assert saved.codes.dtype == computed.codes.dtype == np.uint16
+    assert np.array_equal(saved.codes, computed.codes)
+    assert saved.tfs.tolist() == computed.tfs.tolist() and saved.lengths.tolist() == computed.lengths.tolist()
+
+    variants, ks = ("lucene", "bm25l", "bm25+"), (1, 10, 1000)
+    tables = {v: built._scorer.prepare(Params(v, 0.9, 0.4).resolved()).table.tobytes() for v in variants}
+    runs = {(v, k): _runs(built, queries, k, v) for v in variants for k in ks}
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the pairs were computed again")
+
+    monkeypatch.setattr(retrieval, "posting_pairs", not_again)
+    for variant in variants:
+        assert loaded._scorer.prepare(Params(variant, 0.9, 0.4).resolved()).table.tobytes() == tables[variant]
+        for k in ks:
+            assert _runs(loaded, queries, k, variant) == runs[variant, k]
+
+
+def test_32_bit_codes_are_saved_and_read(tmp_path: Path, monkeypatch) -> None:
+    # past 2**16 pairs the codes are uint32: saved so, read so (mapped, read-only) by the kernels
+    monkeypatch.setattr(retrieval, "code_dtype", lambda n: np.uint32)
+    docs, queries = _docs(n_docs=800)
+    built = Index.build(docs, tokenizer=WS, backend="numpy")
+    built.save(tmp_path / "i")
+    loaded = Index.load(tmp_path / "i", backend="numba")
+    assert loaded._scorer._pairs.codes.dtype == np.uint32
+    for k in (1, 10, 500):
+        assert _runs(loaded, queries, k, "lucene") == _runs(built, queries, k, "lucene")
+
+
+def test_an_index_saved_without_pairs_scores_the_same(tmp_path: Path) -> None:
+    # as bm25lab 0.2.0 wrote it: no pair files; the first batch computes them
+    docs, queries = _docs(n_docs=600)
+    built = Index.build(docs, tokenizer=WS)
+    built.save(tmp_path / "i")
+    without_saved_pairs(tmp_path / "i")
+    loaded = Index.load(tmp_path / "i")
+    assert loaded._scorer._pairs is None
+    assert _runs(loaded, queries, 10, "lucene") == _runs(built, queries, 10, "lucene")
+    assert loaded._scorer._pairs is not None  # computed by that batch
+
+
+@pytest.mark.parametrize("damage", ["short codes", "one pair row", "wide codes", "zero tf", "only codes"])
+def test_pairs_that_disagree_with_the_postings_are_refused(tmp_path: Path, damage: str) -> None:
+    docs, _ = _docs(n_docs=300)
+    Index.build(docs, tokenizer=WS).save(tmp_path / "i")
+    (folder,) = (tmp_path / "i").glob("seg-*")
+    codes, pairs = np.load(folder / "pair_codes.npy"), np.load(folder / "pairs.npy")
+    if damage == "short codes":
+        np.save(folder / "pair_codes.npy", codes[:-1])
+    elif damage == "one pair row":
+        np.save(folder / "pairs.npy", pairs[:1])
+    elif damage == "wide codes":
+        np.save(folder / "pair_codes.npy", codes.astype(np.uint32))
+    elif damage == "zero tf":
+        pairs[0, 0] = 0
+        np.save(folder / "pairs.npy", pairs)
+
+    def rerecord(manifest: dict) -> None:
+        files = manifest["segments"][0]["files"]
+        if damage == "only codes":
+            del files["pairs.npy"]
+        for name in files:
+            files[name] = _record(folder / name)
+
+    _rewrite_manifest(tmp_path / "i", rerecord)
+    message = "lists other files" if damage == "only codes" else "pair arrays disagree|unexpected shape or type"
+    with pytest.raises(IndexFormatError, match=message):
+        Index.load(tmp_path / "i")
