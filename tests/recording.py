@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from bm25lab.engine import backends
 
 
@@ -46,3 +48,18 @@ def without_saved_pairs(index_path: Path) -> None:
         del entry["files"][name]
     manifest["checksum"] = storage.manifest_checksum(manifest)
     (index_path / storage.MANIFEST).write_text(json.dumps(manifest))
+
+
+def zipf_documents(n_docs: int, vocab: int, seed: int, longest: int = 80
+                   ) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.random.Generator]:
+    """``n_docs`` documents ``("d<i>", text)`` of 1 to ``longest - 1`` words ``w<r>`` drawn with
+    probability proportional to 1 / (r + 1) from ``vocab`` words; with every word drawn, the
+    probabilities and the generator, for queries of the same distribution."""
+    rng = np.random.default_rng(seed)
+    probs = 1.0 / np.arange(1, vocab + 1)
+    probs /= probs.sum()
+    lengths = rng.integers(1, longest, n_docs)
+    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    return docs, flat, probs, rng

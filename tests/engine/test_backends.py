@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recording import RecordingAuto, without_saved_pairs
+from recording import RecordingAuto, without_saved_pairs, zipf_documents
 
 from bm25lab.engine import backends
 from bm25lab.engine.backends import numba_backend
@@ -79,13 +79,7 @@ def _zipf_index(n_docs: int = 20_000, vocab: int = 30_000, seed: int = 3):
     candidates, pruning by galloping and by marks, the histogram floor, crowds of equal scores."""
     from bm25lab.engine import Index, Tokenizer
 
-    rng = np.random.default_rng(seed)
-    probs = 1.0 / np.arange(1, vocab + 1)
-    probs /= probs.sum()
-    lengths = rng.integers(1, 80, n_docs)
-    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
-    bounds = np.concatenate(([0], np.cumsum(lengths)))
-    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    docs, flat, probs, rng = zipf_documents(n_docs, vocab, seed)
     index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
     present = np.unique(flat)
     queries = [[f"w{t}" for t in rng.choice(present, size=int(m), p=probs[present] / probs[present].sum())]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from recording import without_saved_pairs
+from recording import without_saved_pairs, zipf_documents
 
 from bm25lab.engine import Index, IndexFormatError, Tokenizer, retrieval, storage
 from bm25lab.engine.scoring import Params
@@ -18,13 +18,7 @@ WS = Tokenizer("whitespace", stopwords=None)
 
 
 def _docs(n_docs: int = 2_000, vocab: int = 3_000, seed: int = 5) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    rng = np.random.default_rng(seed)
-    probs = 1.0 / np.arange(1, vocab + 1)
-    probs /= probs.sum()
-    lengths = rng.integers(1, 60, n_docs)
-    flat = rng.choice(vocab, size=int(lengths.sum()), p=probs)
-    bounds = np.concatenate(([0], np.cumsum(lengths)))
-    docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
+    docs, _, _, rng = zipf_documents(n_docs, vocab, seed, longest=60)
     queries = {f"q{i}": " ".join(f"w{t}" for t in rng.choice(vocab // 10, size=int(m)))
                for i, m in enumerate(rng.integers(1, 6, 60))}
     return docs, queries
