@@ -255,7 +255,7 @@ def posting_pairs(postings: Postings, coder: PairCoder) -> PostingPairs:
     n_lengths = max(length_values.shape[0], 1)
     max_tf = int(tfs.max()) if tfs.shape[0] else 0
     key_space = (max_tf + 1) * n_lengths
-    length_rank = length_rank.astype(np.int64).reshape(-1)
+    length_rank = length_rank.astype(code_dtype(n_lengths)).reshape(-1)  # narrow: its random reads stay in the cache
     if key_space > _DENSE_PAIR_KEYS:
         keys = NumpyPairCoder._keys(doc_nums, tfs, length_rank, n_lengths, 0, doc_nums.shape[0])
         pair_keys, inverse = np.unique(keys, return_inverse=True)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends.numba_backend import mark_compiled
+from .backends.numba_backend import NumbaBackend, mark_compiled
 from .index import Index
+from .retrieval import posting_pairs
 from .segmentation import CompiledJieba, cached_dictionary, dictionary_arrays
 from .tokenization import Tokenizer, _dictionary_source, _jieba_tokenizer
 
@@ -32,7 +33,10 @@ def compile_all() -> Path:
     with tempfile.TemporaryDirectory(prefix="bm25lab-compile-") as folder:
         built = Index.build(docs, Tokenizer("whitespace", stopwords=None), workers=1, backend="numba")
         built.save(Path(folder) / "index")
-        for index in (built, Index.load(Path(folder) / "index", backend="numba")):
+        loaded = Index.load(Path(folder) / "index", backend="numba")
+        # the pairs of a loaded index saved without them (bm25lab 0.2.0): coded over its mapped postings
+        posting_pairs(loaded._segment.postings, NumbaBackend())
+        for index in (built, loaded):
             for wide in (False, True):
                 for variant in ("lucene", "bm25l"):
                     index.search_many(queries, k=5, variant=variant, workers=1)

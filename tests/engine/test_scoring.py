@@ -157,6 +157,26 @@ def test_pairs_past_16_bits_take_32_bit_codes() -> None:
         assert np.array_equal(pairs.lengths[pairs.codes], postings.doc_lengths[postings.doc_nums])
 
 
+def test_lengths_past_16_bits_are_ranked_in_32_bits() -> None:
+    # the documents' lengths are ranked in the narrowest type (uint16, here uint32: 70,000 lengths):
+    # every posting's pair is still its own, with numpy and the kernels alike
+    import numpy as np
+
+    from bm25lab.engine import retrieval
+    from bm25lab.engine.backends.numba_backend import NumbaBackend
+    from bm25lab.engine.postings import Postings
+
+    n_docs = 70_000
+    lengths = np.random.default_rng(1).permutation(np.arange(1, n_docs + 1)).astype(np.int32)
+    doc_nums = np.concatenate([np.arange(n_docs), np.arange(0, n_docs, 7)]).astype(np.int32)
+    tfs = np.concatenate([np.ones(n_docs), np.full(-(-n_docs // 7), 3)]).astype(np.int32)
+    postings = Postings(["a", "b"], np.array([0, n_docs, doc_nums.shape[0]], dtype=np.int64), doc_nums, tfs, lengths)
+    for coder in (retrieval.NumpyPairCoder(), NumbaBackend()):
+        pairs = retrieval.posting_pairs(postings, coder)
+        assert np.array_equal(pairs.tfs[pairs.codes], tfs)
+        assert np.array_equal(pairs.lengths[pairs.codes], lengths[doc_nums])
+
+
 # ---------------------------------------------------------------------- k1 = 0: no saturation, never NaN
 # With k1 = 0 every tf part's denominator is 0 at tf = 0: the part is its limit as k1 -> 0, so a present
 # term counts once (lucene, robertson: 1; atire, okapi: (k1 + 1) = 1; bm25l: 1; bm25+: 1 + delta) and an
