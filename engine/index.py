@@ -17,6 +17,7 @@ committed index; on an index that was never saved they change it in memory only.
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -207,8 +208,18 @@ class Index:
         directory = Path(path)
         if (directory / storage.MANIFEST).exists() and not overwrite:
             raise InputError("an index exists already (use overwrite=True to replace it)", directory)
-        segments.replace_all(directory, self._parts, self.tokenizer.config(), overwrite)
+        segments.replace_all(directory, self._parts_to_write(), self.tokenizer.config(), overwrite)
         return directory
+
+    def _parts_to_write(self) -> Sequence[Part]:
+        """The parts, the one that is searched as it is given the pairs its batches computed, so that
+        saving writes them rather than computing them again."""
+        pairs = self._scorer.pairs
+        searched_as_is = len(self._parts) == 1 and self._parts[0].segment is self._segment
+        if pairs is None or not searched_as_is or self._segment.pairs is not None:
+            return self._parts
+        part = self._parts[0]
+        return [Part(replace(part.segment, pairs=pairs), part.deleted, part.entry, part.verified, opened=part.store)]
 
     @classmethod
     def load(cls, path: str | Path, verify: bool = True, mmap: bool = True,

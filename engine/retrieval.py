@@ -348,6 +348,11 @@ class Scorer:
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
         self._single_searches: dict[Params, int] = {}
 
+    @property
+    def pairs(self) -> PostingPairs | None:
+        """The postings' pairs when they are known (saved with them, or computed by a batch), else None."""
+        return self._pairs
+
     # ------------------------------------------------------------------ statistics
     def idf(self, variant: str) -> np.ndarray:
         """idf of every vocabulary term under ``variant`` (cached: it does not depend on k1, b)."""

@@ -731,7 +731,7 @@ def manifest_of(directory: Path, manifest: dict[str, Any], parts: Sequence[Part]
             seg = part.segment
             assert seg.store_path is not None
             entry = storage.write_segment(directory, seg.postings, seg.doc_ids, seg.id_rank, seg.store_path,
-                                          move_store=move_stores, fields=seg.fields)
+                                          move_store=move_stores, fields=seg.fields, pairs=seg.pairs)
         else:
             entry = {k: v for k, v in part.entry.items() if k != "deleted"}
         if part.deleted.shape[0]:

@@ -411,10 +411,12 @@ def recorded_bytes(entries: list[dict[str, Any]]) -> int:
 
 
 def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_rank: np.ndarray,
-                  store_file: Path, move_store: bool = False, fields: Fields | None = None) -> dict[str, Any]:
+                  store_file: Path, move_store: bool = False, fields: Fields | None = None,
+                  pairs: PostingPairs | None = None) -> dict[str, Any]:
     """Write one segment into a new folder inside ``directory``; returns its manifest entry.
 
     ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
+    ``pairs``: the postings' pairs when they are known already (else they are computed here).
     The caller holds the writer's lock; the folder is journaled before it is made.
     """
     name = unique_name("seg")
@@ -427,7 +429,7 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
               "doc_lengths": postings.doc_lengths, "id_rank": id_rank}
     if fields is not None:
         arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
-    pairs = _pairs_of(postings)
+    pairs = _pairs_of(postings) if pairs is None else pairs
     arrays.update(pair_codes=pairs.codes, pairs=np.stack([pairs.tfs, pairs.lengths]).astype(np.int64))
     for key, arr in arrays.items():
         with writing(tmp / f"{key}.npy"):

@@ -69,6 +69,25 @@ def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Pa
             assert _runs(loaded, queries, k, variant) == runs[variant, k]
 
 
+def test_pairs_known_already_are_written_not_computed_again(tmp_path: Path, monkeypatch) -> None:
+    # a built index whose batch computed its pairs, and a loaded index that read them, save them as they are
+    docs, queries = _docs(n_docs=500)
+    built = Index.build(docs, tokenizer=WS)
+    expected = _runs(built, queries, 10, "lucene")  # computes the pairs
+    assert built._scorer.pairs is not None
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the pairs were computed again")
+
+    monkeypatch.setattr(retrieval, "posting_pairs", not_again)
+    built.save(tmp_path / "built")
+    Index.load(tmp_path / "built").save(tmp_path / "again")
+    for name in ("built", "again"):
+        loaded = Index.load(tmp_path / name)
+        assert np.array_equal(loaded._scorer.pairs.codes, built._scorer.pairs.codes)
+        assert _runs(loaded, queries, 10, "lucene") == expected
+
+
 def test_32_bit_codes_are_saved_and_read(tmp_path: Path, monkeypatch) -> None:
     # past 2**16 pairs the codes are uint32: saved so, read so (mapped, read-only) by the kernels
     monkeypatch.setattr(retrieval, "code_dtype", lambda n: np.uint32)
