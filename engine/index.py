@@ -75,7 +75,7 @@ class Index:
 
     @property
     def backend(self) -> str:
-        """The backend this index searches with: ``"auto"``, ``"numpy"`` or ``"numba"``
+        """The backend this index searches with: ``"auto"``, ``"numpy"``, ``"numba"`` or ``"native"``
         (see :mod:`bm25lab.engine.backends`)."""
         return self._backend.name
 
@@ -99,7 +99,7 @@ class Index:
         A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
         when given); an empty document is kept with length 0. ``progress`` is called with the number
         of documents indexed so far, every 1,000 documents. ``backend`` (``"auto"``, ``"numpy"``,
-        ``"numba"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
+        ``"numba"``, ``"native"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
         ``fields`` (such as ``("title", "text")``; metadata keys too) indexes each field on its own as
         well, for BM25F (``search(..., field_weights=)``); without field weights such an index scores
         its documents' fields' tokens one after the other, as one text.

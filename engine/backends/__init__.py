@@ -1,25 +1,29 @@
 """Backends: the few operations whose speed matters, behind one interface, chosen per index.
 
-    Index.build(docs, backend="auto")     # or "numpy", "numba"; Index.load(path, backend=...) too
+    Index.build(docs, backend="auto")     # or "numpy", "numba", "native"; Index.load(path, backend=...) too
 
 A :class:`Backend` turns query tokens into term ids (:meth:`~Backend.term_batch`), finds the top k
 of one query (:meth:`~Backend.top_k`) or of a batch (:meth:`~Backend.top_k_batch`), and, while an
 index is built, keeps the growing vocabulary (:meth:`~Backend.vocabulary`) and groups a chunk's
-term ids into (term, document, tf) triples (:meth:`~Backend.group_by_term`). Two implement it:
+term ids into (term, document, tf) triples (:meth:`~Backend.group_by_term`). Three implement it:
 
 - ``numpy`` (:mod:`.numpy_backend`): the reference, vectorised numpy; nothing to load.
 - ``numba`` (:mod:`.numba_backend`): compiled kernels (:mod:`._kernels`), many times faster on
-  large batches; loading them costs about 0.4 s in a new process, compiling them the first time
-  after installation about 25 s (numba caches them on disk).
+  large batches and builds; loading them costs about 0.4 s and 130 MB in a new process (numba and
+  LLVM), compiling them the first time after installation about 25 s (numba caches them on disk).
+- ``native`` (:mod:`.native_backend`): the search kernels as a C extension built at installation,
+  numpy for the rest; loading it costs nothing worth counting.
 
-Both give the same documents, float64 scores and order (the tests compare them on every path).
-``auto`` (the default) is a third backend that chooses between the two for each operation
-(:class:`Auto`): it stays on numpy while the numpy work done so far plus the next operation costs
-less than loading the kernels, and takes the kernels from then on (or at once when this process
-has loaded them already). A one-shot ``bm25lab search`` never loads numba; a process that searches
-batches of a large index gets the compiled path from its first large batch. When the kernels have
-never been compiled, ``auto`` compiles them in a background process and keeps using numpy until
-they are ready. ``$BM25LAB_BACKEND`` sets the default for a process (an explicit argument wins).
+All give the same documents, float64 scores and order (the tests compare them on every path).
+``auto`` (the default) is a fourth backend that chooses for each operation (:class:`Auto`): it
+searches with the C extension when it is built (from the first batch; a single search once the
+index's weights are prepared). For the rest (and for searching without the extension) it stays on
+numpy while the numpy work done so far plus the next operation costs less than loading the numba
+kernels, and takes them from then on (or at once when this process has loaded them already). A
+one-shot ``bm25lab search`` never loads numba; a process that builds a large index gets the
+compiled build from its first large chunk. When the kernels have never been compiled, ``auto``
+compiles them in a background process and keeps using numpy until they are ready.
+``$BM25LAB_BACKEND`` sets the default for a process (an explicit argument wins).
 
 Every backend object belongs to one index and keeps that index's state (its compiled vocabulary,
 work arrays, the work ``auto`` has counted); nothing is kept in module globals.
@@ -41,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BACKENDS", "Auto", "Backend", "Ranked", "Vocabulary", "create", "default_name"]
 
-BACKENDS = ("auto", "numpy", "numba")
+BACKENDS = ("auto", "numpy", "numba", "native")
 ENV_VARIABLE = "BM25LAB_BACKEND"
 
 Ranked = tuple[np.ndarray, np.ndarray]  # (document numbers, float64 scores), best first
@@ -96,6 +100,8 @@ class Backend(ABC):
 NUMPY_SECONDS_PER_QUERY = 50e-6
 NUMPY_SECONDS_PER_POSTING = 11e-9
 NUMPY_SECONDS_PER_TOKEN = 0.3e-6
+# numbering the postings' (tf, length) pairs (Zipf 150k, 14.6 M postings: 0.18-0.43 s)
+NUMPY_SECONDS_PER_CODED_POSTING = 15e-9
 
 
 def search_seconds(num_queries: int, num_postings: int) -> float:
@@ -104,9 +110,10 @@ def search_seconds(num_queries: int, num_postings: int) -> float:
 
 
 class Auto(Backend):
-    """Chooses numpy or numba for each operation by the work it costs (see the module docstring).
+    """Searches with the C extension when it is built; otherwise, and for building, chooses numpy or
+    numba for each operation by the work it costs (see the module docstring).
 
-    It is the ski-rental rule: rent (numpy) until the rent paid equals the price (loading the
+    The choice of numba is the ski-rental rule: rent (numpy) until the rent paid equals the price (loading the
     kernels), then buy; no choice costs more than twice the better one in hindsight.
     """
 
@@ -117,6 +124,7 @@ class Auto(Backend):
 
         self._numpy = NumpyBackend()
         self._numba: Backend | None = None
+        self._native: Backend | None = None
         self.spent = 0.0  # estimated seconds of numpy work this index has done so far
 
     def choose(self, numpy_seconds: float) -> Backend:
@@ -143,21 +151,44 @@ class Auto(Backend):
     def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
         return self.current().term_batch(scorer, queries)
 
+    def native(self) -> Backend | None:
+        """The C extension's search (:mod:`.native_backend`), its pairs numbered by this backend's
+        choice (:meth:`pair_coder`); None when the extension is not built."""
+        if self._native is None:
+            from . import native_backend
+
+            if native_backend.available():
+                self._native = native_backend.NativeBackend(coder=self.pair_coder)
+        return self._native
+
     def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
+        native = self.native()
+        if native is not None and scorer.prepared_for(params):
+            return native.top_k(scorer, query, k, params)
         work = search_seconds(1, scorer.postings_of(query))
         if not scorer.prepared_for(params):
             work *= 3  # a cold search computes its postings' weights too
         return self.choose(work).top_k(scorer, query, k, params)
 
     def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
-        work = search_seconds(len(batch), scorer.postings_of(batch))
+        native = self.native()
+        if native is not None:
+            if scorer.pairs is None and params.fields is None and not scorer.prepared_for(params):
+                # the pairs are numbered over every posting first: by numba when that work pays for it
+                self._take(scorer, scorer.postings.num_postings * NUMPY_SECONDS_PER_CODED_POSTING)
+            return native.top_k_batch(scorer, batch, k, params, workers)
+        return self._take(scorer, search_seconds(len(batch), scorer.postings_of(batch))).top_k_batch(
+            scorer, batch, k, params, workers)
+
+    def _take(self, scorer: Scorer, numpy_seconds: float) -> Backend:
+        """:meth:`choose` for a batch of ``scorer``: when the kernels take over, the numpy look-up table
+        of its terms is let go (batches look their terms up in the compiled vocabulary from then on; a
+        single search builds the table again)."""
         numpy_before = self.current() is self._numpy
-        chosen = self.choose(work)
+        chosen = self.choose(numpy_seconds)
         if numpy_before and chosen is not self._numpy:
-            # from now on batches look their terms up in the compiled vocabulary: the numpy
-            # look-up table that found this one's is let go (a single search builds it again)
             scorer.postings.forget_lookup()
-        return chosen.top_k_batch(scorer, batch, k, params, workers)
+        return chosen
 
     def for_build(self, num_tokens: int) -> Backend:
         return self.choose(num_tokens * NUMPY_SECONDS_PER_TOKEN)
@@ -197,4 +228,8 @@ def create(name: str | None = None) -> Backend:
         from .numba_backend import NumbaBackend
 
         return NumbaBackend()
+    if name == "native":
+        from .native_backend import NativeBackend
+
+        return NativeBackend()
     raise ParameterError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")

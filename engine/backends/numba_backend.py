@@ -19,8 +19,6 @@ import os
 import subprocess
 import sys
 import threading
-import weakref
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -32,10 +30,9 @@ import numpy as np
 from ..columns import utf8_pieces
 from ..errors import BM25LabError
 from ..postings import TermList, TextChunk, Triples
-from ..records import RankedRows
 from ..retrieval import TermBatch
-from ..scoring import zero_tf_part
-from . import Backend, Ranked
+from . import Backend, Ranked, compiled
+from .compiled import PerScorer, SearchState
 
 if TYPE_CHECKING:
     from ..retrieval import QueryTerms, Scorer
@@ -197,54 +194,18 @@ def mark_compiled() -> Path:
 
 
 # ---------------------------------------------------------------------- the backend
-@dataclass
-class _Scratch:
-    """Per-document work arrays of single searches, kept between searches (as the kernels leave them:
-    ``acc`` all -0.0, ``marks`` all zero)."""
-
-    n_docs: int
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self.acc = np.full(self.n_docs, -0.0)
-        self.marks = np.zeros(self.n_docs, np.uint8)
-        self.cand = np.empty(self.n_docs, np.int64)
-        self.keep = np.empty(self.n_docs, np.int64)
-        self.buf = np.empty(self.n_docs, np.float64)
-
-
-@dataclass
-class _IndexState:
-    """What the backend keeps for the scorer (index view) it last served."""
-
-    scorer: "weakref.ref[Scorer]"
-    vocabulary: CompiledVocabulary | None = None
-    scratch: _Scratch | None = None
-
-
 class NumbaBackend(Backend):
     name = "numba"
 
     def __init__(self) -> None:
         self._kernels = kernels()
-        self._state: _IndexState | None = None
-        self._lock = threading.Lock()
-
-    def _of(self, scorer: Scorer) -> _IndexState:
-        """The state kept for ``scorer``; a new one when the index now shows another scorer."""
-        state = self._state
-        if state is None or state.scorer() is not scorer:
-            with self._lock:
-                state = self._state
-                if state is None or state.scorer() is not scorer:
-                    state = self._state = _IndexState(weakref.ref(scorer))
-        return state
+        self._state: PerScorer[SearchState] = PerScorer(SearchState)
 
     def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
         """The tokens, joined, are looked up from their UTF-8 in a compiled copy of the index's
         vocabulary (made by the first batch; look-ups never change it, so threads may share it) and
         grouped per query by the kernels: no Python dict look-up per token."""
-        state = self._of(scorer)
+        state = self._state.of(scorer)
         if state.vocabulary is None:
             state.vocabulary = CompiledVocabulary.of_terms(self._kernels, scorer.postings.terms)
         lengths = np.fromiter(map(len, queries), dtype=np.int64, count=len(queries))
@@ -253,47 +214,10 @@ class NumbaBackend(Backend):
         return TermBatch(*self._kernels.group_query_terms(ids, lengths))
 
     def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
-        """In the calling thread, with per-document work arrays kept for the index (fresh ones when
-        another thread is using them)."""
-        weights = scorer.prepare(params, self.pair_coder())
-        upper, prunable = scorer.bounds(params)
-        offsets = scorer.postings.offsets
-        terms = query.term_ids
-        state = self._of(scorer)
-        scratch = state.scratch
-        if scratch is None:
-            scratch = state.scratch = _Scratch(scorer.n_docs)
-        if not scratch.lock.acquire(blocking=False):
-            scratch = _Scratch(scorer.n_docs)
-            scratch.lock.acquire()
-        try:
-            k_eff = max(1, min(k, scorer.n_docs))
-            docs = np.empty(k_eff, dtype=np.int64)
-            scores = np.empty(k_eff, dtype=np.float64)
-            term_upper = upper[terms] if query.upper is None else query.upper
-            n = self._kernels.query_top_k(
-                offsets[terms], offsets[terms + 1], query.counts, term_upper * query.counts, weights.scale[terms],
-                scorer.constant(query, params), scorer.postings.doc_nums, weights.codes, weights.table, scorer.id_rank,
-                k_eff, prunable,
-                scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
-                np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores)
-        finally:
-            scratch.lock.release()
-        return docs[:n], scores[:n]
+        return compiled.top_k(self._kernels, scorer, query, k, params, self, self._state.of(scorer))
 
     def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
-        weights = scorer.prepare(params, self.pair_coder())
-        upper, prunable = scorer.bounds(params)
-        offsets = np.asarray(scorer.postings.offsets)
-        k_eff = max(1, min(k, scorer.n_docs))
-        out_docs = np.empty((len(batch), k_eff), dtype=np.int64)  # each row is read up to its length only
-        out_scores = np.empty((len(batch), k_eff), dtype=np.float64)
-        out_len = np.zeros(len(batch), dtype=np.int64)
-        self._kernels.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
-                                  weights.scale, _constants(scorer, batch, params), scorer.postings.doc_nums,
-                                  weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable,
-                                  max(1, min(workers, len(batch))), out_docs, out_scores, out_len)
-        return RankedRows.of_padded(out_docs, out_scores, out_len)
+        return compiled.top_k_batch(self._kernels, scorer, batch, k, params, workers, self)
 
     def pair_coder(self) -> NumbaBackend:
         """This backend: its kernels number the pairs (:meth:`mark_pairs`, :meth:`write_codes`)."""
@@ -354,16 +278,6 @@ class NumbaBackend(Backend):
         with ThreadPoolExecutor(1, thread_name_prefix="bm25lab-lay-out") as pool:
             tfs = pool.submit(scatter, 2)
             return offsets, scatter(1), tfs.result()
-
-
-def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
-    """The per-query constant of ``bm25l``/``bm25+`` (zeros for the other variants), computed as
-    :meth:`Scorer.score` computes it, query by query; the batch's own when it has them."""
-    if batch.constants is not None:
-        return batch.constants
-    if zero_tf_part(params):
-        return np.array([scorer.constant(q, params) for q in map(batch.query, range(len(batch)))])
-    return np.zeros(len(batch))
 
 
 class CompiledVocabulary:

@@ -1,6 +1,6 @@
-"""The backends: the numba backend gives exactly the numpy backend's results (same documents, same
-float64 scores, same order, for every variant and for k below and above the candidate counts), each
-tested by name; and ``auto`` chooses between them by the work done, as documented."""
+"""The backends: the numba backend and the C extension give exactly the numpy backend's results (same
+documents, same float64 scores, same order, for every variant and for k below and above the candidate
+counts), each tested by name; and ``auto`` chooses between them by the work done, as documented."""
 from __future__ import annotations
 
 import re
@@ -16,6 +16,8 @@ from recording import RecordingAuto, without_saved_pairs, zipf_documents
 
 from bm25lab.engine import backends
 from bm25lab.engine.backends import numba_backend
+from bm25lab.engine.backends import native_backend
+from bm25lab.engine.backends.native_backend import NativeBackend
 from bm25lab.engine.backends.numba_backend import CompiledVocabulary, NumbaBackend
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
 from bm25lab.engine.errors import ParameterError
@@ -24,6 +26,12 @@ from bm25lab.engine.scoring import Params
 
 NUMBA = NumbaBackend()
 NUMPY = NumpyBackend()
+
+
+def _compiled() -> list:
+    """The backends that search with compiled kernels: numba's, and the C extension (which the
+    installation must have built: a missing one fails here, by name)."""
+    return [NUMBA, NativeBackend()]
 
 
 @pytest.mark.parametrize("variant", ["lucene", "robertson", "atire", "bm25l", "bm25+", "okapi"])
@@ -40,18 +48,19 @@ def test_compiled_equals_numpy(variant, cranfield_index, cranfield) -> None:
 
 def _assert_compiled_equals_numpy(scorer, queries, k: int, params: Params, threads: int, single: bool = False,
                                   use_prepared: bool = False) -> None:
-    """The numba backend's batch (and, with ``single``, each single search) gives the numpy
+    """Each compiled backend's batch (and, with ``single``, each single search) gives the numpy
     backend's arrays, both its batch and the plain reference :meth:`Scorer.top`."""
     batch = TermBatch.of(queries)
-    compiled = NUMBA.top_k_batch(scorer, batch, k, params, threads)
     plain = NUMPY.top_k_batch(scorer, batch, k, params, threads)
-    for q, (docs, scores), (numpy_docs, numpy_scores) in zip(queries, compiled, plain):
-        ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=use_prepared)
-        assert np.array_equal(docs, ref_docs) and np.array_equal(numpy_docs, ref_docs)
-        assert np.array_equal(scores, ref_scores) and np.array_equal(numpy_scores, ref_scores)
-        if single:
-            one = NUMBA.top_k(scorer, q, k, params)
-            assert np.array_equal(one[0], ref_docs) and np.array_equal(one[1], ref_scores)
+    for backend in _compiled():
+        compiled = backend.top_k_batch(scorer, batch, k, params, threads)
+        for q, (docs, scores), (numpy_docs, numpy_scores) in zip(queries, compiled, plain):
+            ref_docs, ref_scores = scorer.top(q, k, params, use_prepared=use_prepared)
+            assert np.array_equal(docs, ref_docs) and np.array_equal(numpy_docs, ref_docs), backend
+            assert np.array_equal(scores, ref_scores) and np.array_equal(numpy_scores, ref_scores), backend
+            if single:
+                one = backend.top_k(scorer, q, k, params)
+                assert np.array_equal(one[0], ref_docs) and np.array_equal(one[1], ref_scores), backend
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba", "auto"])
@@ -222,9 +231,10 @@ def test_backend_names_and_the_environment_default(monkeypatch) -> None:
     monkeypatch.setenv(backends.ENV_VARIABLE, "numpy")
     assert backends.create().name == "numpy" and backends.create("numba").name == "numba"  # an argument wins
     monkeypatch.setenv(backends.ENV_VARIABLE, "gpu")
-    with pytest.raises(ParameterError, match="BM25LAB_BACKEND='gpu' is not a backend; choose one of: auto, numpy, numba"):
+    with pytest.raises(ParameterError,
+                       match="BM25LAB_BACKEND='gpu' is not a backend; choose one of: auto, numpy, numba, native"):
         backends.create()
-    with pytest.raises(ParameterError, match="unknown backend 'fast'; choose one of: auto, numpy, numba"):
+    with pytest.raises(ParameterError, match="unknown backend 'fast'; choose one of: auto, numpy, numba, native"):
         backends.create("fast")
 
 
@@ -285,7 +295,95 @@ def test_a_one_shot_search_with_auto_never_imports_numba(tmp_path: Path, cranfie
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_auto_searches_batches_of_a_loaded_index_with_the_extension_and_no_numba(tmp_path: Path, cranfield) -> None:
+    # a loaded index (its pairs saved) searched in batches by a fresh process with auto: the C
+    # extension from the first batch, on two threads, numba never imported, the numpy backend's results
+    import json
+
+    from bm25lab.engine import Index, Tokenizer
+
+    Index.build(cranfield.documents(), Tokenizer("en"), backend="numpy").save(tmp_path / "idx")
+    queries = cranfield.judged_queries()
+    (tmp_path / "queries.json").write_text(json.dumps(queries))
+    expected = Index.load(tmp_path / "idx", backend="numpy").search_many(queries, k=100, variant="bm25+", workers=1)
+    code = ("import json, sys\nfrom bm25lab import Index\n"
+            f"index = Index.load({str(tmp_path / 'idx')!r})\n"
+            f"queries = json.load(open({str(tmp_path / 'queries.json')!r}))\n"
+            "results = index.search_many(queries, k=100, variant='bm25+', workers=2)\n"
+            "assert 'numba' not in sys.modules, 'numba was imported'\n"
+            "assert 'bm25lab.engine.backends._native' in sys.modules, 'the extension was not used'\n"
+            "print(json.dumps({q: [h.doc_ids, [s.hex() for s in h.scores]] for q, h in results.items()}))\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != backends.ENV_VARIABLE}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {q: [list(h.doc_ids), [s.hex() for s in h.scores]] for q, h in expected.items()}
+
+
+def test_auto_numbers_the_pairs_with_numba_only_when_that_work_pays(tmp_path: Path, monkeypatch) -> None:
+    # an index saved without its pairs: the first batch numbers them over every posting, by numpy
+    # while that costs less than loading numba, else by numba; the search itself is the extension's
+    from bm25lab.engine import Index
+
+    built, queries = _zipf_index(n_docs=3_000, vocab=5_000)
+    built.save(tmp_path / "index")
+    without_saved_pairs(tmp_path / "index")
+    expected = built.retrieve_tokens(queries, 10, workers=1)
+    coders = []
+    monkeypatch.setattr(native_backend.NativeBackend, "pair_coder",
+                        lambda self: coders.append(type(self._coder()).__name__) or self._coder())
+    for per_posting, coder in ((0.0, "NumpyPairCoder"), (1.0, "NumbaBackend")):
+        coders.clear()
+        _Counting(monkeypatch)
+        monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_CODED_POSTING", per_posting)
+        auto = RecordingAuto()
+        loaded = Index.load(tmp_path / "index", backend=auto)
+        found = loaded.retrieve_tokens(queries, 10, workers=2)
+        assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
+        assert auto.chosen == [coder.replace("PairCoder", "").replace("Backend", "").lower()]
+        assert set(coders) == {coder}
+        loaded.retrieve_tokens(queries, 10, workers=1)  # the pairs are known now: nothing more to choose
+        assert len(auto.chosen) == 1
+
+
+def test_auto_single_searches_take_the_extension_once_the_weights_are_prepared(cranfield, monkeypatch) -> None:
+    from bm25lab.engine import Index, Tokenizer
+
+    index = Index.build(cranfield.documents(), Tokenizer("en"), backend="auto")
+    reference = Index.build(cranfield.documents(), Tokenizer("en"), backend="numpy")
+    used = []
+    for name in ("top_k", "top_k_batch"):
+        original = getattr(NativeBackend, name)
+        monkeypatch.setattr(NativeBackend, name, lambda self, *a, _o=original, _n=name: used.append(_n) or _o(self, *a))
+    text = "boundary layer flow"
+    assert index.search(text, k=20) == reference.search(text, k=20) and used == []  # cold: numpy's, no weights
+    index.search_many({"1": text}, k=20)  # a batch prepares them
+    assert used == ["top_k_batch"]
+    assert index.search(text, k=20) == reference.search(text, k=20) and used == ["top_k_batch", "top_k"]
+
+
+def test_the_extension_refuses_arrays_it_cannot_read() -> None:
+    # a wrong dtype or an inconsistent size is a clear Python error, never a read out of bounds
+    kernels = native_backend.extension()
+    n_docs, k = 4, 2
+    args = dict(q_ptr=np.array([0, 1], np.int64), term_ids=np.array([0], np.int64), counts=np.ones(1),
+                offsets=np.array([0, 2], np.int64), term_upper=np.ones(1), term_scale=np.ones(1), q_const=np.zeros(1),
+                doc_nums=np.array([1, 3], np.int32), codes=np.zeros(2, np.uint16), table=np.ones(1),
+                id_rank=np.arange(n_docs, dtype=np.int32), n_docs=n_docs, k=k, prune=True, parallel=1,
+                out_docs=np.empty((1, k), np.int64), out_scores=np.empty((1, k)), out_len=np.zeros(1, np.int64))
+    kernels.batch_top_k(*args.values())
+    assert args["out_len"].tolist() == [2] and args["out_docs"][0].tolist() == [3, 1]
+    bad = [("doc_nums", np.array([1, 3], np.int64), TypeError), ("codes", np.zeros(2, np.int8), TypeError),
+           ("table", np.ones(1, np.float32), TypeError), ("term_ids", np.array([1], np.int64), ValueError),
+           ("offsets", np.array([0, 3], np.int64), ValueError), ("q_ptr", np.array([0, 2], np.int64), ValueError),
+           ("out_docs", np.empty((1, 1), np.int64), ValueError), ("id_rank", np.arange(2, dtype=np.int32), ValueError),
+           ("out_len", np.zeros(1, np.int64)[::-1].copy().view(np.float64), TypeError)]
+    for name, value, error in bad:
+        with pytest.raises(error):
+            kernels.batch_top_k(*{**args, name: value}.values())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 def test_every_backend_by_name_through_the_public_api(backend, cranfield) -> None:
     # the same documents and scores as the numpy backend's, for single searches and batches, whatever
     # ran before in this process
@@ -488,7 +586,7 @@ def _resident_kib(name: str) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
 @pytest.mark.parametrize("saved_pairs", [True, False])
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 def test_a_loaded_index_leaves_the_frequencies_pages_alone(backend, saved_pairs, tmp_path) -> None:
     # a batch reads the postings' pair codes, not their frequencies: saved with the index, the batch
     # never maps tfs.npy's pages; computed (an index saved before the pairs were), preparing the
@@ -535,13 +633,19 @@ def test_a_loaded_index_keeps_its_terms_as_text_for_compiled_batches(tmp_path, s
     assert terms[0] == built._scorer.postings.terms[0] and list(terms) == sorted(list(terms))
 
 
-def test_auto_lets_go_of_the_numpy_term_table_when_the_kernels_take_over(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("extension", [False, True])
+def test_auto_lets_go_of_the_numpy_term_table_when_the_kernels_take_over(tmp_path, monkeypatch, extension) -> None:
     # the first batch of an auto index finds its terms with numpy's table; when the batch is worth
-    # the kernels, later batches use the compiled vocabulary and the table (and the strings) go
+    # the kernels (without the C extension), or numbering the pairs of an index saved without them is
+    # (with it), later batches use the compiled vocabulary and the table (and the strings) go
     from bm25lab.engine import Index
 
     built, queries = _zipf_index(n_docs=3_000, vocab=5_000)
     built.save(tmp_path / "index")
+    if extension:
+        without_saved_pairs(tmp_path / "index")
+    else:
+        monkeypatch.setattr(backends.Auto, "native", lambda self: None)
     loaded = Index.load(tmp_path / "index", backend="auto")
     monkeypatch.setattr(numba_backend, "worth_loading", lambda seconds: True)
     monkeypatch.setattr(backends.Auto, "current", lambda self: self._numba or self._numpy)

@@ -167,7 +167,7 @@ def test_bm25plus_constant_ignores_terms_only_in_deleted_documents() -> None:
     assert hits(index, "x gone", variant="bm25+") == hits(fresh, "x gone", variant="bm25+")
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 @pytest.mark.parametrize("how", ["delete", "replace"])
 def test_only_documents_without_terms_left(tmp_path: Path, how: str, backend: str) -> None:
     # the audit's repro: "b" is all stopwords; once "a" is gone no term has a live posting, and the

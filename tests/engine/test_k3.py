@@ -46,7 +46,7 @@ def reference(docs: list[tuple[str, list[str]]], query: list[str], params: Param
     return out
 
 
-@pytest.fixture(scope="module", params=["numpy", "numba"])
+@pytest.fixture(scope="module", params=["numpy", "numba", "native"])
 def index(request) -> Index:
     return Index.build_tokens(corpus(), backend=request.param)
 

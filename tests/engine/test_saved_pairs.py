@@ -40,7 +40,7 @@ def _record(file: Path) -> dict:
     return {"bytes": file.stat().st_size, "sha256": storage.sha256_file(file)}
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Path, monkeypatch, backend: str) -> None:
     docs, queries = _docs()
     built = Index.build(docs, tokenizer=WS, backend=backend)

@@ -190,7 +190,7 @@ K1_ZERO = {  # query "a d": d1 has a, d2 has a twice, d3 has d (idf values as in
 }
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 @pytest.mark.parametrize("variant", sorted(K1_ZERO))
 def test_k1_zero_counts_each_present_term_once(variant: str, backend: str) -> None:
     import warnings

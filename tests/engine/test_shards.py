@@ -65,7 +65,7 @@ def collections(cranfield, cmrc, tmp_path_factory) -> dict[str, Collection]:
 
 # ---------------------------------------------------------------------------------------------- identity
 @pytest.mark.parametrize("name", ["cranfield", "cmrc2018"])
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
 def test_sharded_search_equals_one_index_bit_for_bit(collections, name: str, backend: str) -> None:
     c = collections[name]
     singles = list(c.queries.values())[:6]
