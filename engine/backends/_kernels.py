@@ -186,7 +186,7 @@ def _sorted_best(docs: np.ndarray, neg: np.ndarray, m: int, acc: np.ndarray, con
     i = 0
     while i < n:
         j = i + 1
-        while j < m and acc[docs[order[j]]] == acc[docs[order[i]]]:
+        while j < m and neg[order[j]] == neg[order[i]]:  # equal final scores (not acc: the constant may round)
             j += 1
         if j - i > 1:
             _by_rank_desc(order, i, j, docs, id_rank)

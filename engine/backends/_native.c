@@ -423,7 +423,7 @@ static int64_t sorted_best(const int64_t *docs, const double *neg, int64_t m, co
     int64_t i = 0;
     while (i < n) {
         int64_t j = i + 1;
-        while (j < m && acc[docs[order[j]]] == acc[docs[order[i]]])
+        while (j < m && neg[order[j]] == neg[order[i]]) /* equal final scores: acc + cnst may round */
             j++;
         if (j - i > 1 && by_rank_desc(order, i, j, docs, id_rank) < 0) {
             free(order);

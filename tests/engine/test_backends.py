@@ -482,6 +482,31 @@ def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
+@pytest.mark.parametrize("kernels", ["numba", "native"])
+def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id(kernels) -> None:
+    # two partial sums an ulp apart become one final score when bm25l/bm25+'s constant is added: the
+    # documents then tie, and the tie rule (id rank descending) orders them on every path of the
+    # selection (the heap for a small k, the sort of the candidates for k >= 64), in both kernels
+    from bm25lab.engine.backends import _kernels
+
+    module = _kernels if kernels == "numba" else native_backend.extension()
+    rng = np.random.default_rng(0)
+    n_docs, n_postings, const = 10_000, 200, 1.0
+    doc_nums = np.sort(rng.choice(n_docs, n_postings, replace=False)).astype(np.int32)
+    table = np.array([1.0, 1.0 + 2.0 ** -52])
+    assert table[0] != table[1] and table[0] + const == table[1] + const
+    codes = rng.integers(0, 2, n_postings).astype(np.uint16)
+    id_rank = rng.permutation(n_docs).astype(np.int32)  # an index's id ranks are int32 (selection.id_ranks)
+    for k in (10, 64, 150, n_postings):
+        docs, scores = np.empty(k, np.int64), np.empty(k)
+        count = module.query_top_k(
+            np.array([0]), np.array([n_postings]), np.ones(1), np.array([table.max()]), np.ones(1), const, doc_nums,
+            codes, table, id_rank, k, True, np.full(n_docs, -0.0), np.zeros(n_docs, np.uint8),
+            np.empty(n_docs, np.int64), np.empty(n_docs, np.int64), np.empty(n_docs), np.empty(k),
+            np.empty(k, np.int64), np.empty(k, np.int64), docs, scores)
+        assert count == k and set(scores.tolist()) == {2.0}
+        assert docs.tolist() == doc_nums[np.argsort(-id_rank[doc_nums])][:k].tolist(), k
+
 def test_the_dense_floor_never_rises_above_the_kth_best_score() -> None:
     # the histogram of the scores' bits over every document: at least k documents at or above the
     # floor, whatever the spread of the scores (here over 60 binades, with crowds and exact ties)
