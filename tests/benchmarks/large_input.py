@@ -22,8 +22,8 @@ largest child. What is measured:
 - ``scale``: ``Index.build`` of ``--docs`` streamed documents and ``save`` (as ``index``), then in
   another fresh process ``Index.load`` and batches of 1,000 queries (2-7 words drawn by the corpus's
   word frequencies) through ``search_many`` at k = 10 and k = 1,000: seconds of each batch (the
-  first, which loads the compiled kernels and each term's largest weight, and the best of the next
-  two; the postings' (tf, length) pairs are read from the index, saved with it) and the peak memory of
+  first, which makes the terms' look-up table and each term's largest weight, and the best of the
+  next two; the postings' (tf, length) pairs are read from the index, saved with it) and the peak memory of
   each process.
 - ``run``: ``bm25lab evaluate`` of a generated TREC run of the requested size (queries x 1,000
   documents) against generated qrels. The readers parse with pyarrow into columns, so no Python
