@@ -17,7 +17,7 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class PerScorer(Generic[State]):
     """What a backend keeps for the scorer (index view) it last served: a new ``factory()`` state when
     the index shows another scorer (after an add, a delete, a reload)."""
 
-    def __init__(self, factory: Any) -> None:
+    def __init__(self, factory: Callable[[], State]) -> None:
         self._factory = factory
         self._kept: tuple[weakref.ref, State] | None = None
         self._lock = threading.Lock()
