@@ -198,6 +198,15 @@ def _term_blocks(offsets: np.ndarray, n: int) -> Iterator[tuple[int, int, int, n
         yield lo, hi, int(first), np.clip(offsets[first:end + 2], lo, hi)
 
 
+class TermEntries(Protocol):
+    """A compiled pass over the postings' codes (the C extension's ``term_extremes``): ``high[t]`` and
+    ``low[t]`` the largest and smallest entry of ``table`` over term ``t``'s postings (-inf and inf for
+    a term without postings), the values numpy's ``maximum``/``minimum.reduceat`` give."""
+
+    def __call__(self, offsets: np.ndarray, codes: np.ndarray, table: np.ndarray, high: np.ndarray,
+                 low: np.ndarray) -> None: ...
+
+
 class PairCoder(Protocol):
     """What :func:`posting_pairs` runs over every posting (the numba backend's kernels, or
     :class:`NumpyPairCoder`): a posting's pair key is ``tf * n_lengths + length_rank[doc]``."""
@@ -294,10 +303,26 @@ class PreparedWeights:
         """The weights of postings ``sl`` of ``term``."""
         return self.scale[term] * self.table[self.codes[sl]] + 0.0
 
-    def extremes(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def extremes(self, offsets: np.ndarray, entries: TermEntries | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every term's largest and smallest weight (0.0 for a term without postings), from the
-        table's entries ``_PREPARE_BLOCK`` postings at a time: the scale's product is monotonic, so
-        the extreme weights are the scale times the extreme entries."""
+        table's entries ``_PREPARE_BLOCK`` postings at a time (or, given ``entries``, by that compiled
+        pass over the codes: the same values): the scale's product is monotonic, so the extreme weights
+        are the scale times the extreme entries."""
+        n_terms = offsets.shape[0] - 1
+        if entries is not None and self.codes.dtype in (np.uint16, np.uint32):
+            high, low = np.empty(n_terms), np.empty(n_terms)
+            entries(offsets, self.codes, self.table, high, low)
+        else:
+            high, low = self._extreme_entries(offsets)
+        largest, smallest = np.zeros(n_terms), np.zeros(n_terms)
+        held = np.flatnonzero(np.diff(offsets) > 0)  # (an empty term's idf may be infinite)
+        a, b = self.scale[held] * high[held] + 0.0, self.scale[held] * low[held] + 0.0
+        largest[held], smallest[held] = np.maximum(a, b), np.minimum(a, b)
+        return largest, smallest
+
+    def _extreme_entries(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every term's largest and smallest entry of ``table`` over its postings (-inf and inf for a
+        term without postings), by numpy."""
         n_terms = offsets.shape[0] - 1
         high = np.full(n_terms, -np.inf)
         low = np.full(n_terms, np.inf)
@@ -308,11 +333,7 @@ class PreparedWeights:
             starts = bounds[nonempty] - lo
             high[terms] = np.maximum(high[terms], np.maximum.reduceat(entries, starts))
             low[terms] = np.minimum(low[terms], np.minimum.reduceat(entries, starts))
-        largest, smallest = np.zeros(n_terms), np.zeros(n_terms)
-        held = np.flatnonzero(np.diff(offsets) > 0)  # (an empty term's idf may be infinite)
-        a, b = self.scale[held] * high[held] + 0.0, self.scale[held] * low[held] + 0.0
-        largest[held], smallest[held] = np.maximum(a, b), np.minimum(a, b)
-        return largest, smallest
+        return high, low
 
 
 class Scorer:
@@ -433,13 +454,14 @@ class Scorer:
         self._weights = prepared
         return prepared
 
-    def bounds(self, params: Params) -> tuple[np.ndarray, bool]:
+    def bounds(self, params: Params, entries: TermEntries | None = None) -> tuple[np.ndarray, bool]:
         """The largest prepared weight of every term (at least 0: a document without the term gets 0
-        from it) and whether no weight is negative (what dynamic pruning needs); kept with the weights."""
+        from it) and whether no weight is negative (what dynamic pruning needs); kept with the weights.
+        ``entries``: a compiled pass for :meth:`PreparedWeights.extremes`."""
         prepared = self.prepare(params)
         if self._bounds is not None and self._bounds[0] == params:
             return self._bounds[1], self._bounds[2]
-        high, low = prepared.extremes(np.asarray(self.postings.offsets))
+        high, low = prepared.extremes(np.asarray(self.postings.offsets), entries)
         upper = np.maximum(high, 0.0)
         prunable = bool(low.shape[0] == 0 or low.min() >= 0)
         self._bounds = (params, upper, prunable)

@@ -1526,8 +1526,88 @@ static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* term_extremes                                                                              */
+
+/* high[t] and low[t]: the largest and smallest entry of table over term t's postings' codes (-inf and
+ * +inf for a term without postings). Comparisons only, no arithmetic: exactly the values numpy's
+ * maximum/minimum.reduceat give for finite entries (PreparedWeights.extremes). */
+#define TERM_EXTREMES(CODE_T)                                                                             \
+    static void term_extremes_##CODE_T(const int64_t *offsets, int64_t n_terms, const CODE_T *codes,       \
+                                       const double *table, double *high, double *low)                     \
+    {                                                                                                     \
+        for (int64_t t = 0; t < n_terms; t++) {                                                           \
+            double hi = -INFINITY, lo = INFINITY;                                                         \
+            for (int64_t p = offsets[t]; p < offsets[t + 1]; p++) {                                       \
+                const double w = table[codes[p]];                                                         \
+                hi = w > hi ? w : hi;                                                                     \
+                lo = w < lo ? w : lo;                                                                     \
+            }                                                                                             \
+            high[t] = hi;                                                                                 \
+            low[t] = lo;                                                                                  \
+        }                                                                                                 \
+    }
+TERM_EXTREMES(uint16_t)
+TERM_EXTREMES(uint32_t)
+
+enum { E_OFFSETS, E_CODES, E_TABLE, E_HIGH, E_LOW, E_ARGS };
+
+static PyObject *py_term_extremes(PyObject *self, PyObject *pyargs, PyObject *kwargs)
+{
+    (void)self;
+    static char *kwlist[] = {"offsets", "codes", "table", "high", "low", NULL};
+    Arg a[E_ARGS] = {
+        [E_OFFSETS] = {"offsets", NULL, SIGNED, 1 << 8, 0, {0}, 0},
+        [E_CODES] = {"codes", NULL, UNSIGNED, (1 << 2) | (1 << 4), 0, {0}, 0},
+        [E_TABLE] = {"table", NULL, FLOAT, 1 << 8, 0, {0}, 0},
+        [E_HIGH] = {"high", NULL, FLOAT, 1 << 8, 1, {0}, 0},
+        [E_LOW] = {"low", NULL, FLOAT, 1 << 8, 1, {0}, 0},
+    };
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOO:term_extremes", kwlist, &a[E_OFFSETS].obj,
+                                     &a[E_CODES].obj, &a[E_TABLE].obj, &a[E_HIGH].obj, &a[E_LOW].obj))
+        return NULL;
+    if (acquire_args(a, E_ARGS) < 0)
+        return NULL;
+    const int64_t *offsets = BUF(a, E_OFFSETS, const int64_t);
+    const Py_ssize_t n_terms = a[E_OFFSETS].n - 1;
+    const char *problem = NULL;
+    if (n_terms < 0)
+        problem = "offsets is empty";
+    else if (a[E_HIGH].n < n_terms || a[E_LOW].n < n_terms)
+        problem = "high or low is shorter than the terms";
+    else if (offsets[0] < 0)
+        problem = "offsets must start at 0 or more";
+    for (Py_ssize_t t = 0; problem == NULL && t < n_terms; t++)
+        if (offsets[t + 1] < offsets[t])
+            problem = "offsets must be non-decreasing";
+    if (problem == NULL && offsets[n_terms] > a[E_CODES].n)
+        problem = "offsets go past codes";
+    /* the codes' values are trusted, as by batch_top_k: the index files are checksummed and the table
+     * is made from the same pairs */
+    const int wide = a[E_CODES].view.itemsize == 4;
+    if (problem != NULL) {
+        release_args(a, E_ARGS);
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (wide)
+        term_extremes_uint32_t(offsets, n_terms, BUF(a, E_CODES, const uint32_t), BUF(a, E_TABLE, const double),
+                               BUF(a, E_HIGH, double), BUF(a, E_LOW, double));
+    else
+        term_extremes_uint16_t(offsets, n_terms, BUF(a, E_CODES, const uint16_t), BUF(a, E_TABLE, const double),
+                               BUF(a, E_HIGH, double), BUF(a, E_LOW, double));
+    Py_END_ALLOW_THREADS
+    release_args(a, E_ARGS);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyMethodDef native_methods[] = {
+    {"term_extremes", (PyCFunction)(void (*)(void))py_term_extremes, METH_VARARGS | METH_KEYWORDS,
+     "term_extremes(offsets, codes, table, high, low) -> None\n\n"
+     "Every term's largest and smallest entry of table over its postings' codes (-inf/+inf for a term "
+     "without postings): the values of numpy's maximum/minimum.reduceat."},
     {"batch_top_k", (PyCFunction)(void (*)(void))py_batch_top_k, METH_VARARGS | METH_KEYWORDS,
      "batch_top_k(q_ptr, term_ids, counts, offsets, term_upper, term_scale, q_const, doc_nums, codes, table, "
      "id_rank, n_docs, k, prune, n_threads, out_docs, out_scores, out_len) -> None\n\n"

@@ -7,7 +7,9 @@ arguments, so a backend hands its kernel module to :func:`top_k` and :func:`top_
   per-document work arrays the caller keeps (:class:`Scratch`);
 - ``batch_top_k(q_ptr, term_ids, counts, offsets, term_upper, term_scale, q_const, doc_nums, codes,
   table, id_rank, n_docs, k, prune, parallel, out_docs, out_scores, out_len)``: a whole
-  :class:`~bm25lab.engine.retrieval.TermBatch` in ``parallel`` chunks.
+  :class:`~bm25lab.engine.retrieval.TermBatch` in ``parallel`` chunks;
+- optionally ``term_extremes(offsets, codes, table, high, low)`` (the C extension's): each term's extreme
+  table entries, for :meth:`~bm25lab.engine.retrieval.Scorer.bounds` (numpy's pass otherwise).
 
 Nothing here imports numba.
 """
@@ -82,7 +84,7 @@ def top_k(kernels: ModuleType, scorer: Scorer, query: QueryTerms, k: int, params
     """``kernels.query_top_k`` of one query in the calling thread, with the per-document work arrays
     kept in ``state`` (fresh ones when another thread is using them)."""
     weights = scorer.prepare(params, coder)
-    upper, prunable = scorer.bounds(params)
+    upper, prunable = scorer.bounds(params, getattr(kernels, "term_extremes", None))
     offsets = scorer.postings.offsets
     terms = query.term_ids
     scratch = state.scratch
@@ -111,7 +113,7 @@ def top_k_batch(kernels: ModuleType, scorer: Scorer, batch: TermBatch, k: int, p
                 coder: PairCoder) -> Sequence[Ranked]:
     """``kernels.batch_top_k`` of every query of ``batch``, in up to ``workers`` parallel chunks."""
     weights = scorer.prepare(params, coder)
-    upper, prunable = scorer.bounds(params)
+    upper, prunable = scorer.bounds(params, getattr(kernels, "term_extremes", None))
     offsets = np.asarray(scorer.postings.offsets)
     k_eff = max(1, min(k, scorer.n_docs))
     out_docs = np.empty((len(batch), k_eff), dtype=np.int64)  # each row is read up to its length only

@@ -21,7 +21,7 @@ from bm25lab.engine.backends.native_backend import NativeBackend
 from bm25lab.engine.backends.numba_backend import CompiledVocabulary, NumbaBackend
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
 from bm25lab.engine.errors import ParameterError
-from bm25lab.engine.retrieval import TermBatch
+from bm25lab.engine.retrieval import PreparedWeights, TermBatch
 from bm25lab.engine.scoring import Params
 
 NUMBA = NumbaBackend()
@@ -361,6 +361,28 @@ def test_auto_single_searches_take_the_extension_once_the_weights_are_prepared(c
     assert used == ["top_k_batch"]
     assert index.search(text, k=20) == reference.search(text, k=20) and used == ["top_k_batch", "top_k"]
 
+
+@pytest.mark.parametrize("codes_dtype", [np.uint16, np.uint32])
+def test_the_extension_finds_each_terms_extreme_weights_as_numpy_does(codes_dtype) -> None:
+    # the bounds' pass over every posting's code: the same largest and smallest weights, bit for bit,
+    # with terms without postings, negative entries and ties
+    entries = native_backend.extension().term_extremes
+    rng = np.random.default_rng(4)
+    for trial in range(30):
+        n_terms = int(rng.integers(1, 300))
+        offsets = np.concatenate([[0], np.cumsum(rng.choice([0, 0, 1, 2, 7, 40], n_terms))]).astype(np.int64)
+        table = rng.choice(rng.normal(size=9), 50) if trial % 2 else rng.random(50)
+        codes = rng.integers(0, 50, int(offsets[-1])).astype(codes_dtype)
+        prepared = PreparedWeights(Params("lucene", 0.9, 0.4), codes, table, rng.normal(size=n_terms) + 2.0)
+        expected = prepared.extremes(offsets)
+        high, low = np.empty(n_terms), np.empty(n_terms)
+        entries(offsets, codes, table, high, low)
+        numpy_high, numpy_low = prepared._extreme_entries(offsets)
+        assert high.tobytes() == numpy_high.tobytes() and low.tobytes() == numpy_low.tobytes()
+        got = prepared.extremes(offsets, entries)
+        assert got[0].tobytes() == expected[0].tobytes() and got[1].tobytes() == expected[1].tobytes()
+    with pytest.raises(ValueError, match="offsets go past codes"):
+        entries(np.array([0, 5], np.int64), np.zeros(4, codes_dtype), np.ones(1), np.empty(1), np.empty(1))
 
 def test_the_extension_refuses_arrays_it_cannot_read() -> None:
     # a wrong dtype or an inconsistent size is a clear Python error, never a read out of bounds
