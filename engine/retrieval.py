@@ -306,10 +306,10 @@ class PreparedWeights:
     def extremes(self, offsets: np.ndarray, entries: TermEntries | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every term's largest and smallest weight (0.0 for a term without postings), from the
         table's entries ``_PREPARE_BLOCK`` postings at a time (or, given ``entries``, by that compiled
-        pass over the codes: the same values): the scale's product is monotonic, so the extreme weights
-        are the scale times the extreme entries."""
+        pass over the codes, which must be codes it reads: the same values): the scale's product is
+        monotonic, so the extreme weights are the scale times the extreme entries."""
         n_terms = offsets.shape[0] - 1
-        if entries is not None and self.codes.dtype in (np.uint16, np.uint32):
+        if entries is not None:
             high, low = np.empty(n_terms), np.empty(n_terms)
             entries(offsets, self.codes, self.table, high, low)
         else:

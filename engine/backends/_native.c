@@ -1191,6 +1191,11 @@ static int run_batch(Batch *b)
 
 enum { SIGNED = 'i', UNSIGNED = 'u', FLOAT = 'f' };
 
+/* accepted item sizes of an argument, a bit per size (1 << itemsize) */
+enum { SIZE_1 = 1 << 1, SIZE_2 = 1 << 2, SIZE_4 = 1 << 4, SIZE_8 = 1 << 8 };
+#define CODE_SIZES (SIZE_2 | SIZE_4) /* pair codes: uint16 or uint32 */
+#define RANK_SIZES (SIZE_4 | SIZE_8) /* id ranks: int32 or int64 */
+
 typedef struct {
     const char *name;
     PyObject *obj;
@@ -1200,6 +1205,10 @@ typedef struct {
     Py_buffer view;
     Py_ssize_t n;         /* elements */
 } Arg;
+
+/* an argument read (IN) or written (OUT), as the buffer protocol gives it */
+#define IN(name, kind, sizes) {name, NULL, kind, sizes, 0, {0}, 0}
+#define OUT(name, kind, sizes) {name, NULL, kind, sizes, 1, {0}, 0}
 
 /* The kind of a one-item struct format in native byte order ('?' for anything else). */
 static char format_kind(const char *fmt)
@@ -1235,11 +1244,11 @@ static const char *kind_name(char kind, int sizes)
     if (kind == FLOAT)
         return "float64";
     switch (sizes) {
-    case 1 << 1: return kind == SIGNED ? "int8" : "uint8";
-    case 1 << 4: return kind == SIGNED ? "int32" : "uint32";
-    case 1 << 8: return kind == SIGNED ? "int64" : "uint64";
-    case (1 << 2) | (1 << 4): return kind == SIGNED ? "int16 or int32" : "uint16 or uint32";
-    case (1 << 4) | (1 << 8): return kind == SIGNED ? "int32 or int64" : "uint32 or uint64";
+    case SIZE_1: return kind == SIGNED ? "int8" : "uint8";
+    case SIZE_4: return kind == SIGNED ? "int32" : "uint32";
+    case SIZE_8: return kind == SIGNED ? "int64" : "uint64";
+    case SIZE_2 | SIZE_4: return kind == SIGNED ? "int16 or int32" : "uint16 or uint32";
+    case SIZE_4 | SIZE_8: return kind == SIGNED ? "int32 or int64" : "uint32 or uint64";
     default: return "?";
     }
 }
@@ -1275,6 +1284,13 @@ static int acquire_args(Arg *args, int n)
 }
 
 #define BUF(args, i, type) ((type *)(args)[i].view.buf)
+
+/* The index arrays of a search from their arguments (acquired): postings, codes, table, id ranks. */
+static Index index_of(const Arg *doc_nums, const Arg *codes, const Arg *table, const Arg *id_rank)
+{
+    return (Index){doc_nums->view.buf, codes->view.buf, (int)codes->view.itemsize, table->view.buf,
+                   {id_rank->view.buf, id_rank->view.itemsize == 8}};
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* batch_top_k                                                                                */
@@ -1339,22 +1355,21 @@ static PyObject *py_batch_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
     static char *kwlist[] = {"q_ptr", "term_ids", "counts", "offsets", "term_upper", "term_scale", "q_const",
                              "doc_nums", "codes", "table", "id_rank", "n_docs", "k", "prune", "n_threads",
                              "out_docs", "out_scores", "out_len", NULL};
-    const int i64 = 1 << 8, i32 = 1 << 4, f64 = 1 << 8;
     Arg a[B_ARGS] = {
-        [B_Q_PTR] = {"q_ptr", NULL, SIGNED, i64, 0, {0}, 0},
-        [B_TERM_IDS] = {"term_ids", NULL, SIGNED, i64, 0, {0}, 0},
-        [B_COUNTS] = {"counts", NULL, FLOAT, f64, 0, {0}, 0},
-        [B_OFFSETS] = {"offsets", NULL, SIGNED, i64, 0, {0}, 0},
-        [B_TERM_UPPER] = {"term_upper", NULL, FLOAT, f64, 0, {0}, 0},
-        [B_TERM_SCALE] = {"term_scale", NULL, FLOAT, f64, 0, {0}, 0},
-        [B_Q_CONST] = {"q_const", NULL, FLOAT, f64, 0, {0}, 0},
-        [B_DOC_NUMS] = {"doc_nums", NULL, SIGNED, i32, 0, {0}, 0},
-        [B_CODES] = {"codes", NULL, UNSIGNED, (1 << 2) | (1 << 4), 0, {0}, 0},
-        [B_TABLE] = {"table", NULL, FLOAT, f64, 0, {0}, 0},
-        [B_ID_RANK] = {"id_rank", NULL, SIGNED, i32 | i64, 0, {0}, 0},
-        [B_OUT_DOCS] = {"out_docs", NULL, SIGNED, i64, 1, {0}, 0},
-        [B_OUT_SCORES] = {"out_scores", NULL, FLOAT, f64, 1, {0}, 0},
-        [B_OUT_LEN] = {"out_len", NULL, SIGNED, i64, 1, {0}, 0},
+        [B_Q_PTR] = IN("q_ptr", SIGNED, SIZE_8),
+        [B_TERM_IDS] = IN("term_ids", SIGNED, SIZE_8),
+        [B_COUNTS] = IN("counts", FLOAT, SIZE_8),
+        [B_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
+        [B_TERM_UPPER] = IN("term_upper", FLOAT, SIZE_8),
+        [B_TERM_SCALE] = IN("term_scale", FLOAT, SIZE_8),
+        [B_Q_CONST] = IN("q_const", FLOAT, SIZE_8),
+        [B_DOC_NUMS] = IN("doc_nums", SIGNED, SIZE_4),
+        [B_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
+        [B_TABLE] = IN("table", FLOAT, SIZE_8),
+        [B_ID_RANK] = IN("id_rank", SIGNED, RANK_SIZES),
+        [B_OUT_DOCS] = OUT("out_docs", SIGNED, SIZE_8),
+        [B_OUT_SCORES] = OUT("out_scores", FLOAT, SIZE_8),
+        [B_OUT_LEN] = OUT("out_len", SIGNED, SIZE_8),
     };
     Py_ssize_t n_docs, k, n_threads;
     int prune;
@@ -1400,8 +1415,7 @@ static PyObject *py_batch_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
         .span_end = span_pos + n_spans,
         .span_upper = span_val,
         .span_scale = span_val + n_spans,
-        .ix = {BUF(a, B_DOC_NUMS, const int32_t), a[B_CODES].view.buf, (int)a[B_CODES].view.itemsize,
-               BUF(a, B_TABLE, const double), {a[B_ID_RANK].view.buf, a[B_ID_RANK].view.itemsize == 8}},
+        .ix = index_of(&a[B_DOC_NUMS], &a[B_CODES], &a[B_TABLE], &a[B_ID_RANK]),
         .n_docs = n_docs,
         .k = k,
         .n_chunks = n_threads < nq ? n_threads : nq,
@@ -1467,27 +1481,26 @@ static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
     static char *kwlist[] = {"starts", "ends", "mult", "upper", "scale", "const", "doc_nums", "codes", "table",
                              "id_rank", "k", "prune", "acc", "marks", "cand", "keep", "buf", "hs", "hr", "hd",
                              "out_docs", "out_scores", NULL};
-    const int i64 = 1 << 8, i32 = 1 << 4, f64 = 1 << 8;
     Arg a[Q_ARGS] = {
-        [Q_STARTS] = {"starts", NULL, SIGNED, i64, 0, {0}, 0},
-        [Q_ENDS] = {"ends", NULL, SIGNED, i64, 0, {0}, 0},
-        [Q_MULT] = {"mult", NULL, FLOAT, f64, 0, {0}, 0},
-        [Q_UPPER] = {"upper", NULL, FLOAT, f64, 0, {0}, 0},
-        [Q_SCALE] = {"scale", NULL, FLOAT, f64, 0, {0}, 0},
-        [Q_DOC_NUMS] = {"doc_nums", NULL, SIGNED, i32, 0, {0}, 0},
-        [Q_CODES] = {"codes", NULL, UNSIGNED, (1 << 2) | (1 << 4), 0, {0}, 0},
-        [Q_TABLE] = {"table", NULL, FLOAT, f64, 0, {0}, 0},
-        [Q_ID_RANK] = {"id_rank", NULL, SIGNED, i32 | i64, 0, {0}, 0},
-        [Q_ACC] = {"acc", NULL, FLOAT, f64, 1, {0}, 0},
-        [Q_MARKS] = {"marks", NULL, UNSIGNED, 1 << 1, 1, {0}, 0},
-        [Q_CAND] = {"cand", NULL, SIGNED, i64, 1, {0}, 0},
-        [Q_KEEP] = {"keep", NULL, SIGNED, i64, 1, {0}, 0},
-        [Q_BUF] = {"buf", NULL, FLOAT, f64, 1, {0}, 0},
-        [Q_HS] = {"hs", NULL, FLOAT, f64, 1, {0}, 0},
-        [Q_HR] = {"hr", NULL, SIGNED, i64, 1, {0}, 0},
-        [Q_HD] = {"hd", NULL, SIGNED, i64, 1, {0}, 0},
-        [Q_OUT_DOCS] = {"out_docs", NULL, SIGNED, i64, 1, {0}, 0},
-        [Q_OUT_SCORES] = {"out_scores", NULL, FLOAT, f64, 1, {0}, 0},
+        [Q_STARTS] = IN("starts", SIGNED, SIZE_8),
+        [Q_ENDS] = IN("ends", SIGNED, SIZE_8),
+        [Q_MULT] = IN("mult", FLOAT, SIZE_8),
+        [Q_UPPER] = IN("upper", FLOAT, SIZE_8),
+        [Q_SCALE] = IN("scale", FLOAT, SIZE_8),
+        [Q_DOC_NUMS] = IN("doc_nums", SIGNED, SIZE_4),
+        [Q_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
+        [Q_TABLE] = IN("table", FLOAT, SIZE_8),
+        [Q_ID_RANK] = IN("id_rank", SIGNED, RANK_SIZES),
+        [Q_ACC] = OUT("acc", FLOAT, SIZE_8),
+        [Q_MARKS] = OUT("marks", UNSIGNED, SIZE_1),
+        [Q_CAND] = OUT("cand", SIGNED, SIZE_8),
+        [Q_KEEP] = OUT("keep", SIGNED, SIZE_8),
+        [Q_BUF] = OUT("buf", FLOAT, SIZE_8),
+        [Q_HS] = OUT("hs", FLOAT, SIZE_8),
+        [Q_HR] = OUT("hr", SIGNED, SIZE_8),
+        [Q_HD] = OUT("hd", SIGNED, SIZE_8),
+        [Q_OUT_DOCS] = OUT("out_docs", SIGNED, SIZE_8),
+        [Q_OUT_SCORES] = OUT("out_scores", FLOAT, SIZE_8),
     };
     double cnst;
     Py_ssize_t k;
@@ -1505,8 +1518,7 @@ static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
         release_args(a, Q_ARGS);
         return NULL;
     }
-    const Index ix = {BUF(a, Q_DOC_NUMS, const int32_t), a[Q_CODES].view.buf, (int)a[Q_CODES].view.itemsize,
-                      BUF(a, Q_TABLE, const double), {a[Q_ID_RANK].view.buf, a[Q_ID_RANK].view.itemsize == 8}};
+    const Index ix = index_of(&a[Q_DOC_NUMS], &a[Q_CODES], &a[Q_TABLE], &a[Q_ID_RANK]);
     Scratch sc = {BUF(a, Q_ACC, double), BUF(a, Q_MARKS, uint8_t), BUF(a, Q_CAND, int64_t), BUF(a, Q_KEEP, int64_t),
                   BUF(a, Q_BUF, double), BUF(a, Q_HS, double), BUF(a, Q_HR, int64_t), BUF(a, Q_HD, int64_t),
                   a[Q_ACC].n, NULL};
@@ -1556,11 +1568,11 @@ static PyObject *py_term_extremes(PyObject *self, PyObject *pyargs, PyObject *kw
     (void)self;
     static char *kwlist[] = {"offsets", "codes", "table", "high", "low", NULL};
     Arg a[E_ARGS] = {
-        [E_OFFSETS] = {"offsets", NULL, SIGNED, 1 << 8, 0, {0}, 0},
-        [E_CODES] = {"codes", NULL, UNSIGNED, (1 << 2) | (1 << 4), 0, {0}, 0},
-        [E_TABLE] = {"table", NULL, FLOAT, 1 << 8, 0, {0}, 0},
-        [E_HIGH] = {"high", NULL, FLOAT, 1 << 8, 1, {0}, 0},
-        [E_LOW] = {"low", NULL, FLOAT, 1 << 8, 1, {0}, 0},
+        [E_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
+        [E_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
+        [E_TABLE] = IN("table", FLOAT, SIZE_8),
+        [E_HIGH] = OUT("high", FLOAT, SIZE_8),
+        [E_LOW] = OUT("low", FLOAT, SIZE_8),
     };
     if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOO:term_extremes", kwlist, &a[E_OFFSETS].obj,
                                      &a[E_CODES].obj, &a[E_TABLE].obj, &a[E_HIGH].obj, &a[E_LOW].obj))
