@@ -1,5 +1,5 @@
 """Searching with compiled kernels, whoever compiled them: numba (:mod:`._kernels`) or the C extension
-(:mod:`._native`, see :mod:`.native_backend`). Both expose the same two functions with the same
+(:mod:`bm25lab.engine.core`, see :mod:`.native_backend`). Both expose the same two functions with the same
 arguments, so a backend hands its kernel module to :func:`top_k` and :func:`top_k_batch`:
 
 - ``query_top_k(starts, ends, mult, upper, scale, const, doc_nums, codes, table, id_rank, k, prune,

@@ -1,4 +1,4 @@
-"""The native backend: the search kernels compiled ahead, as a C extension (``_native.c``, built by
+"""The native backend: the search kernels compiled ahead, as a C extension (``engine/core/search.c``, built by
 ``pip install``), with everything else of the numpy backend.
 
 The extension is the numba search kernels (:func:`._kernels.query_top_k`, :func:`._kernels.batch_top_k`)
@@ -13,13 +13,12 @@ The extension is optional at installation: without a C compiler ``pip install`` 
 """
 from __future__ import annotations
 
-import importlib
-from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from ..core import kernels
 from ..errors import BM25LabError
 from . import Ranked, compiled
 from .compiled import PerScorer, SearchState
@@ -29,24 +28,19 @@ if TYPE_CHECKING:
     from ..retrieval import PairCoder, PreparedWeights, QueryTerms, Scorer, TermBatch
     from ..scoring import Params
 
-EXTENSION = f"{__package__}._native"
 # the pair codes and document id ranks the extension reads (other dtypes: the numpy search)
 _CODES = (np.dtype(np.uint16), np.dtype(np.uint32))
 _RANKS = (np.dtype(np.int32), np.dtype(np.int64))
 
 
-@lru_cache(maxsize=1)
 def extension() -> ModuleType | None:
-    """The C extension, or None when this installation was built without it."""
-    try:
-        return importlib.import_module(EXTENSION)
-    except ImportError:
-        return None
+    """The compiled core (:mod:`bm25lab.engine.core`), or None when this installation was built without it."""
+    return kernels()
 
 
 def available() -> bool:
-    """Whether the C extension is built and importable."""
-    return extension() is not None
+    """Whether the compiled core is built and importable."""
+    return kernels() is not None
 
 
 class NativeBackend(NumpyBackend):

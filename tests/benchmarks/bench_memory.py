@@ -57,7 +57,7 @@ else:
     index.retrieve(queries, k=10, n_threads=0, show_progress=False, backend_selection=backend)
 print(json.dumps({"import_mb": before, "load_mb": loaded - before, "batch_mb": rss() - loaded,
                   "total_mb": rss(), "load_s": load_s, "numba": int("numba" in sys.modules),
-                  "native": int("bm25lab.engine.backends._native" in sys.modules)}))
+                  "native": int("bm25lab.engine.core._core" in sys.modules)}))
 """
 
 

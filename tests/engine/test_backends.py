@@ -311,7 +311,7 @@ def test_auto_searches_batches_of_a_loaded_index_with_the_extension_and_no_numba
             f"queries = json.load(open({str(tmp_path / 'queries.json')!r}))\n"
             "results = index.search_many(queries, k=100, variant='bm25+', workers=2)\n"
             "assert 'numba' not in sys.modules, 'numba was imported'\n"
-            "assert 'bm25lab.engine.backends._native' in sys.modules, 'the extension was not used'\n"
+            "assert 'bm25lab.engine.core._core' in sys.modules, 'the extension was not used'\n"
             "print(json.dumps({q: [h.doc_ids, [s.hex() for s in h.scores]] for q, h in results.items()}))\n")
     env = {k: v for k, v in __import__("os").environ.items() if k != backends.ENV_VARIABLE}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,

@@ -1,5 +1,6 @@
 /*
- * _native: the search kernels of bm25lab.engine.backends._kernels (query_top_k, batch_top_k) in C.
+ * search.c: exact top-k search of one query or a batch (query_top_k, batch_top_k) and each term's
+ * extreme weights (term_extremes).
  *
  * A port, function for function, of the numba kernels: the same algorithm, constants and float64
  * operations in the same order, so documents, score bits, order and counts are identical. See
@@ -22,16 +23,14 @@
  *               acc, marks, cand, keep, buf, hs, hr, hd, out_docs, out_scores) -> int
  * codes: uint16 or uint32; id_rank: int32 or int64. Both release the GIL while they search.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "core.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 
 /* ------------------------------------------------------------------------------------------ */
 /* constants (same names and values as _kernels.py)                                          */
@@ -1186,104 +1185,8 @@ static int run_batch(Batch *b)
     return __atomic_load_n(&b->failed, __ATOMIC_RELAXED) ? -1 : 0;
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Python arguments                                                                           */
-
-enum { SIGNED = 'i', UNSIGNED = 'u', FLOAT = 'f' };
-
-/* accepted item sizes of an argument, a bit per size (1 << itemsize) */
-enum { SIZE_1 = 1 << 1, SIZE_2 = 1 << 2, SIZE_4 = 1 << 4, SIZE_8 = 1 << 8 };
 #define CODE_SIZES (SIZE_2 | SIZE_4) /* pair codes: uint16 or uint32 */
 #define RANK_SIZES (SIZE_4 | SIZE_8) /* id ranks: int32 or int64 */
-
-typedef struct {
-    const char *name;
-    PyObject *obj;
-    char kind;            /* SIGNED, UNSIGNED, FLOAT */
-    int sizes;            /* accepted item sizes, a bit per size (1 << itemsize) */
-    int writable;
-    Py_buffer view;
-    Py_ssize_t n;         /* elements */
-} Arg;
-
-/* an argument read (IN) or written (OUT), as the buffer protocol gives it */
-#define IN(name, kind, sizes) {name, NULL, kind, sizes, 0, {0}, 0}
-#define OUT(name, kind, sizes) {name, NULL, kind, sizes, 1, {0}, 0}
-
-/* The kind of a one-item struct format in native byte order ('?' for anything else). */
-static char format_kind(const char *fmt)
-{
-    if (fmt == NULL)
-        return UNSIGNED; /* "B" */
-#if PY_LITTLE_ENDIAN
-    if (*fmt == '@' || *fmt == '=' || *fmt == '<')
-#else
-    if (*fmt == '@' || *fmt == '=' || *fmt == '>' || *fmt == '!')
-#endif
-        fmt++;
-    if (fmt[0] == '\0' || fmt[1] != '\0')
-        return '?';
-    if (strchr("bhilqn", fmt[0]))
-        return SIGNED;
-    if (strchr("BHILQN", fmt[0]))
-        return UNSIGNED;
-    if (fmt[0] == 'd')
-        return FLOAT;
-    return '?';
-}
-
-static void release_args(Arg *args, int n)
-{
-    for (int i = n - 1; i >= 0; i--)
-        PyBuffer_Release(&args[i].view);
-}
-
-/* what an argument must be, for the errors */
-static const char *kind_name(char kind, int sizes)
-{
-    if (kind == FLOAT)
-        return "float64";
-    switch (sizes) {
-    case SIZE_1: return kind == SIGNED ? "int8" : "uint8";
-    case SIZE_4: return kind == SIGNED ? "int32" : "uint32";
-    case SIZE_8: return kind == SIGNED ? "int64" : "uint64";
-    case SIZE_2 | SIZE_4: return kind == SIGNED ? "int16 or int32" : "uint16 or uint32";
-    case SIZE_4 | SIZE_8: return kind == SIGNED ? "int32 or int64" : "uint32 or uint64";
-    default: return "?";
-    }
-}
-
-/* Get every argument's buffer (C-contiguous, the kind and item size expected, writable if asked);
- * on failure, raise TypeError naming the argument, release those taken and return -1. */
-static int acquire_args(Arg *args, int n)
-{
-    for (int i = 0; i < n; i++) {
-        Arg *a = &args[i];
-        const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (a->writable ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(a->obj, &a->view, flags) < 0) {
-            release_args(args, i);
-            PyErr_Format(PyExc_TypeError, "%s: expected a%s C-contiguous array of %s", a->name,
-                         a->writable ? " writable" : "", kind_name(a->kind, a->sizes));
-            return -1;
-        }
-        const Py_ssize_t size = a->view.itemsize;
-        if (format_kind(a->view.format) != a->kind || size <= 0 || size > 8 || !(a->sizes & (1 << size))) {
-            release_args(args, i + 1);
-            PyErr_Format(PyExc_TypeError, "%s: expected an array of %s, got format '%s'", a->name,
-                         kind_name(a->kind, a->sizes), a->view.format ? a->view.format : "B");
-            return -1;
-        }
-        if ((uintptr_t)a->view.buf % (uintptr_t)size) {
-            release_args(args, i + 1);
-            PyErr_Format(PyExc_ValueError, "%s: the array is not aligned", a->name);
-            return -1;
-        }
-        a->n = a->view.len / size;
-    }
-    return 0;
-}
-
-#define BUF(args, i, type) ((type *)(args)[i].view.buf)
 
 /* The index arrays of a search from their arguments (acquired): postings, codes, table, id ranks. */
 static Index index_of(const Arg *doc_nums, const Arg *codes, const Arg *table, const Arg *id_rank)
@@ -1615,7 +1518,7 @@ static PyObject *py_term_extremes(PyObject *self, PyObject *pyargs, PyObject *kw
 
 /* ------------------------------------------------------------------------------------------ */
 
-static PyMethodDef native_methods[] = {
+PyMethodDef core_search_methods[] = {
     {"term_extremes", (PyCFunction)(void (*)(void))py_term_extremes, METH_VARARGS | METH_KEYWORDS,
      "term_extremes(offsets, codes, table, high, low) -> None\n\n"
      "Every term's largest and smallest entry of table over its postings' codes (-inf/+inf for a term "
@@ -1632,20 +1535,3 @@ static PyMethodDef native_methods[] = {
      "left so); returns how many results were written."},
     {NULL, NULL, 0, NULL},
 };
-
-static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT,
-    "_native",
-    "bm25lab's search kernels (query_top_k, batch_top_k) in C: results bit-identical to the numba kernels'.",
-    -1,
-    native_methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
-
-PyMODINIT_FUNC PyInit__native(void)
-{
-    return PyModule_Create(&native_module);
-}
