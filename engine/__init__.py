@@ -5,7 +5,7 @@
 Modules follow the data: ``sources`` (documents and queries in), ``tokenization`` (text to terms),
 ``postings`` and ``segments`` (terms to an index), ``storage``, ``docstore`` and ``locking`` (the
 index on disk), ``scoring`` (BM25 variants), ``retrieval`` (weights and the numpy reference search),
-``backends`` (the numpy and numba implementations of the hot operations), ``selection`` (top-k and the
+``backends`` (the hot operations in numpy, their specification, and in the compiled core, ``core``), ``selection`` (top-k and the
 tie rule), ``records`` (documents, hits, results), ``index`` (the ``Index`` that ties them), ``shards``
 (a sharded index: N indexes searched as one with global statistics).
 Names are loaded on first use: importing this package imports no numpy.

@@ -75,8 +75,8 @@ class Index:
 
     @property
     def backend(self) -> str:
-        """The backend this index searches with: ``"auto"``, ``"numpy"``, ``"numba"`` or ``"native"``
-        (see :mod:`bm25lab.engine.backends`)."""
+        """The backend this index searches with: ``"core"`` (the compiled core) or ``"numpy"`` (see
+        :mod:`bm25lab.engine.backends`; ``"auto"`` is the core when it is built)."""
         return self._backend.name
 
     def _attach(self, parts: list[Part]) -> None:
@@ -98,16 +98,16 @@ class Index:
 
         A duplicate id raises InputError naming it (and ``source``, the file the documents come from,
         when given); an empty document is kept with length 0. ``progress`` is called with the number
-        of documents indexed so far, every 1,000 documents. ``backend`` (``"auto"``, ``"numpy"``,
-        ``"numba"``, ``"native"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
+        of documents indexed so far, every 1,000 documents. ``backend`` (``"auto"``, ``"core"``,
+        ``"numpy"``; None: ``$BM25LAB_BACKEND`` or ``"auto"``) builds and then searches the index.
         ``fields`` (such as ``("title", "text")``; metadata keys too) indexes each field on its own as
         well, for BM25F (``search(..., field_weights=)``); without field weights such an index scores
         its documents' fields' tokens one after the other, as one text.
         ``scratch``: the folder in which the store is written until the index is saved (default: the
         system's temporary folder; give the folder the index will be saved to, to use its disk only).
         ``workers``: the processes that analyse the texts (None: every usable core); with the
-        ``whitespace`` analysis without stopwords the builder itself analyses them, in compiled code
-        on that many threads once the numba kernels are chosen (:mod:`bm25lab.engine.postings`): the
+        ``whitespace`` analysis without stopwords the builder itself analyses them, in the compiled core
+        on that many threads (:mod:`bm25lab.engine.postings`): the
         same index, term for term and byte for byte.
         """
         tokenizer = tokenizer or Tokenizer()
@@ -338,7 +338,7 @@ class Index:
         """Like :meth:`search` for an already analysed query."""
         k = _check_k(k)
         params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
-        terms = self._scorer.query_terms(tokens).weighted(params.k3)
+        terms = self._backend.term_batch(self._scorer, [tokens]).query(0).weighted(params.k3)
         docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
         return self._hits(docs, scores)
 

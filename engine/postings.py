@@ -14,7 +14,7 @@ text never accumulates, so memory follows the postings.
 
 Documents may come as raw texts instead (:meth:`PostingsBuilder.add_texts`, for an analysis that
 :class:`~bm25lab.engine.tokenization.Tokenizer.splits_at_whitespace`): a backend that splits texts
-(:class:`SplitsTexts`, the numba one) turns chunks of them, as UTF-8, into triples over a vocabulary
+(:class:`SplitsTexts`, the compiled core's) turns chunks of them, as UTF-8, into triples over a vocabulary
 of each chunk's own, on ``threads`` threads (its kernels let go of the GIL), and the chunks' terms
 are merged into the index's vocabulary in document order, so the ids, the postings and the terms
 are those of the token path. On another backend the texts are analysed and added as tokens.
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequen
 
 import numpy as np
 
-from . import selection
 from .selection import code_point_order
 
 if TYPE_CHECKING:
@@ -57,9 +56,6 @@ class Vocabulary(Protocol):
 
 class Builds(Protocol):
     """What the builder asks of a backend (:class:`bm25lab.engine.backends.Backend` has it)."""
-
-    def for_build(self, num_tokens: int) -> "Builds":
-        """The backend that builds a chunk of ``num_tokens`` tokens."""
 
     def vocabulary(self, terms: Sequence[str] = ()) -> Vocabulary:
         """A new building vocabulary holding ``terms`` (term ``i`` with id ``i``)."""
@@ -112,7 +108,7 @@ class MergesChunks(Vocabulary, Protocol):
 
 
 _CHUNK_TOKENS = 1 << 20
-_TEXT_FLUSH_CHARS = 1 << 24  # texts pending before ``auto`` chooses (~2.5 M tokens here: enough to buy the kernels)
+_TEXT_FLUSH_CHARS = 1 << 24  # texts pending before a backend that does not split them analyses them
 _TEXT_JOB_CHARS = 1 << 20  # the texts of one job of a thread (smaller: more merging; larger: fewer cache hits)
 _JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits for the oldest
 
@@ -120,7 +116,7 @@ _JOBS_PER_THREAD = 3  # jobs a thread may have queued before the builder waits f
 class TermList(Sequence[str]):
     """A loaded segment's terms, one a line of ``text`` (its ``terms.txt``), split into strings only
     when a term is first read: a compiled batch looks its queries' terms up from the text itself
-    (:meth:`bm25lab.engine.backends.numba_backend.CompiledVocabulary.of_terms`), so a loaded index
+    (:meth:`bm25lab.engine.backends.core_backend.CoreVocabulary.of_terms`), so a loaded index
     searched that way never holds a string object per term."""
 
     __slots__ = ("text", "_count", "_terms")
@@ -221,6 +217,17 @@ class Postings:
         return slice(int(self.offsets[term_id]), int(self.offsets[term_id + 1]))
 
 
+@dataclass(frozen=True, eq=False)
+class Fields:
+    """The fields of an index built with fields (BM25F): their names, each document's length in each
+    field (``lengths``, fields x documents) and each posting's frequency in each field (``tfs``, fields x
+    postings, aligned with the postings; a posting's field frequencies add up to its ``tf``)."""
+
+    names: tuple[str, ...]
+    lengths: np.ndarray
+    tfs: np.ndarray
+
+
 class _Deferred:
     """Tokens made only if iterated: a packed chunk's terms, which a look-up reads one by one only when
     a term holds a space (see :meth:`Vocabulary.term_ids`)."""
@@ -271,8 +278,7 @@ class PostingsBuilder:
         self._given = None if vocabulary is None else list(vocabulary)
         if self._given is not None and len(set(self._given)) != len(self._given):
             raise ValueError("the vocabulary has a repeated term")
-        self._vocabulary: Vocabulary | None = None  # made by the backend of the first chunk
-        self._vocabulary_owner: Builds | None = None
+        self._vocabulary: Vocabulary | None = None  # made by the first chunk
         self._lengths = array("i")
         self._pending: list[Iterable[str]] = []  # the pending documents' tokens (or a packed chunk's)
         self._joined: list[str] = []  # the pending documents' tokens joined by spaces (string tokens only)
@@ -283,7 +289,7 @@ class PostingsBuilder:
         self._threads = max(1, threads)
         self._texts: list[str] = []  # raw texts not yet handed to a job (add_texts)
         self._text_chars = 0
-        self._text_flush = _TEXT_FLUSH_CHARS  # until a backend that splits texts is chosen
+        self._text_flush = _TEXT_JOB_CHARS if isinstance(backend, SplitsTexts) else _TEXT_FLUSH_CHARS
         self._jobs: deque[Future[tuple[Triples, np.ndarray]]] = deque()  # merged jobs, in document order
         self._pool: ThreadPoolExecutor | None = None
         self._merger: ThreadPoolExecutor | None = None  # takes the jobs' terms into the vocabulary, in order
@@ -338,9 +344,9 @@ class PostingsBuilder:
             self._pending = []
             self._flushed_docs = len(self._lengths)
             return
-        backend = self._backend.for_build(self._pending_tokens)
+        backend = self._backend
         if self._given is None:
-            vocabulary = self._vocabulary_of(backend)
+            vocabulary = self._vocabulary_of()
             ids = vocabulary.term_ids(self._joined, chain.from_iterable(self._pending), self._pending_tokens)
             num_terms = len(vocabulary)
         else:
@@ -368,28 +374,22 @@ class PostingsBuilder:
         return first
 
     def _flush_texts(self) -> None:
-        """Hand the pending texts to the backend ``auto`` chooses for their size: a backend that
-        splits texts gets them as jobs of about ``_TEXT_JOB_CHARS`` characters, run on the threads in
-        the background; another gets their tokens."""
+        """Hand the pending texts to the backend: one that splits texts gets them as jobs of about
+        ``_TEXT_JOB_CHARS`` characters, run on the threads in the background; another gets their tokens."""
         texts, self._texts, self._text_chars = self._texts, [], 0
         if not texts:
             return
-        first = self._num_docs - len(texts)
-        cuts = _cuts(texts, _TEXT_JOB_CHARS)
-        jobs = [_utf8(texts[start:end], self._analyse) for start, end in cuts]
-        estimate = sum(int(np.count_nonzero(text == 32)) + bounds.shape[0] for text, bounds in jobs)  # ~tokens
-        backend = self._backend.for_build(estimate)
+        backend = self._backend
         if not isinstance(backend, SplitsTexts):
             assert self._analyse is not None
             self._wait_for_texts()
             self._add_tokens(list(map(self._analyse, texts)))
             return
+        first = self._num_docs - len(texts)
         self._flush()  # tokens added before go first
-        self._text_flush = _TEXT_JOB_CHARS  # chosen: from now on each job goes as soon as it is read
-        if backend is not self._vocabulary_owner:
-            self._wait_for_texts()  # the vocabulary changes hands only when no job is merging into it
-        vocabulary = self._vocabulary_of(backend)  # type: ignore[arg-type]
-        for (start, _), (text, bounds) in zip(cuts, jobs):
+        vocabulary = self._vocabulary_of()
+        for start, end in _cuts(texts, _TEXT_JOB_CHARS):
+            text, bounds = _utf8(texts[start:end], self._analyse)
             self._run(backend, vocabulary, text, bounds, first + start)  # type: ignore[arg-type]
 
     def _run(self, backend: SplitsTexts, vocabulary: MergesChunks, text: np.ndarray, bounds: np.ndarray,
@@ -434,23 +434,16 @@ class PostingsBuilder:
         self._pool = self._merger = None
 
     def id_ranks(self, doc_ids: list[str]) -> np.ndarray:
-        """:func:`bm25lab.engine.selection.id_ranks` of the documents' ids, sorted by the backend that
-        built the postings (the numba one sorts them as it sorts the terms)."""
-        backend = self._vocabulary_owner
-        if backend is None:
-            return selection.id_ranks(doc_ids)
+        """:func:`bm25lab.engine.selection.id_ranks` of the documents' ids, sorted by the backend (the
+        core sorts them as it sorts the terms)."""
         ranks = np.empty(len(doc_ids), dtype=np.int32)
-        ranks[backend.code_point_order(doc_ids)] = np.arange(len(doc_ids), dtype=np.int32)
+        ranks[self._backend.code_point_order(doc_ids)] = np.arange(len(doc_ids), dtype=np.int32)
         return ranks
 
-    def _vocabulary_of(self, backend: Builds) -> Vocabulary:
-        """The building vocabulary, of ``backend``'s kind: handed over, ids kept, when ``auto`` moved
-        the build to another backend between chunks."""
+    def _vocabulary_of(self) -> Vocabulary:
+        """The building vocabulary, made by the backend when first needed."""
         if self._vocabulary is None:
-            self._vocabulary = backend.vocabulary()
-        elif backend is not self._vocabulary_owner:
-            self._vocabulary = backend.vocabulary(self._vocabulary.terms_by_id())
-        self._vocabulary_owner = backend
+            self._vocabulary = self._backend.vocabulary()
         return self._vocabulary
 
     def finish(self) -> Postings:
@@ -472,8 +465,7 @@ class PostingsBuilder:
             terms, order = [], np.zeros(0, dtype=np.int64)
         new_id = np.empty(len(terms), dtype=np.int64)
         new_id[order] = np.arange(len(terms), dtype=np.int64)
-        backend = self._backend.for_build(sum(chunk[0].shape[0] for chunk in self._chunks))
-        offsets, doc_nums, tfs = backend.lay_out(self._chunks, new_id, self._threads)
+        offsets, doc_nums, tfs = self._backend.lay_out(self._chunks, new_id, self._threads)
         self._chunks = []
         return Postings(
             terms=terms,

@@ -25,7 +25,7 @@ A query term given ``qf`` times weighs ``qf`` (``counts``), or with ``k3``
 :func:`~.scoring.query_term_weight` of it (:meth:`QueryTerms.weighted`): every path multiplies a
 term's weights by its entry of ``counts``. An index built with fields scores by BM25F when the
 parameters carry field weights (:func:`~.scoring.bm25f_tf_part`, from the index's
-:class:`~bm25lab.engine.storage.Fields`); a shard (``statistics``) has no fields.
+:class:`~bm25lab.engine.postings.Fields`); a shard (``statistics``) has no fields.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from .scoring import Params, bm25f_tf_part, get_variant, query_term_weight, zero
 from .selection import top_k
 
 if TYPE_CHECKING:
-    from .storage import Fields
+    from .postings import Fields
 
 # A query whose postings are fewer than N / _SPARSE_RATIO accumulates sparsely (unique + bincount);
 # denser queries use one dense array of N scores. Both add in the same order: same float results.
@@ -59,9 +59,9 @@ def term_order(upper: np.ndarray) -> np.ndarray:
     """The canonical order of a query's terms: by ``upper`` (the term's largest weight, at least 0,
     times its multiplicity) descending, ties in term-id order. Scores are sums in this order.
 
-    The one definition of the order: the numba kernels compile this very function
-    (:mod:`bm25lab.engine.backends._kernels`), and :class:`QueryBatch` applies it to many queries."""
-    return np.argsort(-upper, kind="mergesort")  # stable (numba knows "mergesort", not "stable")
+    The specification of the order: the compiled core's search (``term_order`` in
+    ``engine/core/search.c``) sorts the same way, and :class:`QueryBatch` applies it to many queries."""
+    return np.argsort(-upper, kind="stable")
 
 
 def _upper(weights: np.ndarray, mult: float) -> float:
@@ -199,7 +199,7 @@ def _term_blocks(offsets: np.ndarray, n: int) -> Iterator[tuple[int, int, int, n
 
 
 class TermEntries(Protocol):
-    """A compiled pass over the postings' codes (the C extension's ``term_extremes``): ``high[t]`` and
+    """A compiled pass over the postings' codes (the compiled core's ``term_extremes``): ``high[t]`` and
     ``low[t]`` the largest and smallest entry of ``table`` over term ``t``'s postings (-inf and inf for
     a term without postings), the values numpy's ``maximum``/``minimum.reduceat`` give."""
 
@@ -208,7 +208,7 @@ class TermEntries(Protocol):
 
 
 class PairCoder(Protocol):
-    """What :func:`posting_pairs` runs over every posting (the numba backend's kernels, or
+    """What :func:`posting_pairs` runs over every posting (the compiled core's, or
     :class:`NumpyPairCoder`): a posting's pair key is ``tf * n_lengths + length_rank[doc]``."""
 
     def mark_pairs(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
@@ -314,10 +314,17 @@ class PreparedWeights:
             entries(offsets, self.codes, self.table, high, low)
         else:
             high, low = self._extreme_entries(offsets)
-        largest, smallest = np.zeros(n_terms), np.zeros(n_terms)
-        held = np.flatnonzero(np.diff(offsets) > 0)  # (an empty term's idf may be infinite)
-        a, b = self.scale[held] * high[held] + 0.0, self.scale[held] * low[held] + 0.0
-        largest[held], smallest[held] = np.maximum(a, b), np.minimum(a, b)
+        return self.scaled_extremes(np.arange(n_terms), np.diff(offsets) > 0, high, low)
+
+    def scaled_extremes(self, terms: np.ndarray, held: np.ndarray, high: np.ndarray,
+                        low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The largest and smallest weight of each of ``terms`` from its extreme entries of ``table``
+        (``high``, ``low``), 0.0 where it holds no posting (``held`` False: its idf may be infinite)."""
+        largest, smallest = np.zeros(terms.shape[0]), np.zeros(terms.shape[0])
+        at = np.flatnonzero(held)
+        scale = self.scale[terms[at]]
+        a, b = scale * high[at] + 0.0, scale * low[at] + 0.0
+        largest[at], smallest[at] = np.maximum(a, b), np.minimum(a, b)
         return largest, smallest
 
     def _extreme_entries(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +346,7 @@ class PreparedWeights:
 class Scorer:
     """Scores queries against one :class:`Postings` with collection statistics taken from it, or, for
     a shard of a larger collection, from ``statistics`` (see the module docstring); for BM25F, with the
-    index's :class:`~bm25lab.engine.storage.Fields` (not with ``statistics``: a shard has no fields)."""
+    index's :class:`~bm25lab.engine.postings.Fields` (not with ``statistics``: a shard has no fields)."""
 
     def __init__(self, postings: Postings, id_rank: np.ndarray, statistics: CollectionStatistics | None = None,
                  fields: Fields | None = None, pairs: PostingPairs | None = None) -> None:
@@ -430,7 +437,7 @@ class Scorer:
 
     def prepare(self, params: Params, coder: PairCoder | None = None) -> PreparedWeights:
         """The weights of all postings for ``params`` (resolved), kept for the next batch: the postings'
-        pairs (:func:`posting_pairs`, by ``coder``: the numba kernels, else numpy) are numbered once,
+        pairs (:func:`posting_pairs`, by ``coder``: the compiled core's, else numpy's) are numbered once,
         then each parameter set costs the pairs' tf parts. With fields, every posting's weight is
         computed, ``_PREPARE_BLOCK`` postings at a time, so the work arrays beside them stay small."""
         if self._weights is not None and self._weights.params == params:
@@ -466,6 +473,10 @@ class Scorer:
         prunable = bool(low.shape[0] == 0 or low.min() >= 0)
         self._bounds = (params, upper, prunable)
         return upper, prunable
+
+    def bounded_for(self, params: Params) -> bool:
+        """Whether :meth:`bounds` has been computed for ``params`` (and the weights are prepared)."""
+        return self.prepared_for(params) and self._bounds is not None and self._bounds[0] == params
 
     def term_upper(self, term_ids: np.ndarray, params: Params) -> np.ndarray:
         """The largest weight (at least 0) of each of ``term_ids`` in this scorer's postings: from the

@@ -161,7 +161,7 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
     default one when None: see :mod:`bm25lab.engine.backends`). With ``fields`` (names: ``title``,
     ``text`` or a metadata key), each field is analysed on its own, a document's tokens are its fields'
     tokens one after the other, and the segment also records each field's lengths and frequencies
-    (:class:`~bm25lab.engine.storage.Fields`, for BM25F). The store is written in a scratch folder in
+    (:class:`~bm25lab.engine.postings.Fields`, for BM25F). The store is written in a scratch folder in
     ``scratch`` (default: the system's temporary folder; :mod:`bm25lab.engine.scratch`).
     """
     workdir = Scratch(scratch)

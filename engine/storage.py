@@ -71,7 +71,7 @@ import numpy as np
 
 from .errors import IndexFormatError, InputError
 from .locking import LOCK_FILE
-from .postings import Postings, TermList
+from .postings import Fields, Postings, TermList
 from .scratch import held, is_scratch_name, remove_abandoned
 
 if TYPE_CHECKING:
@@ -112,17 +112,6 @@ COUNTS = ("documents", "terms", "postings", "total_length")  # the manifest's co
 class MissingFile(IndexFormatError):
     """A file the manifest names is not there: damage, or a writer that committed since the manifest
     was read and removed it (a reader then reads the manifest again: :meth:`Index.load`)."""
-
-
-@dataclass(frozen=True, eq=False)
-class Fields:
-    """The fields of an index built with fields (BM25F): their names, each document's length in each
-    field (``lengths``, fields x documents) and each posting's frequency in each field (``tfs``, fields x
-    postings, aligned with the postings; a posting's field frequencies add up to its ``tf``)."""
-
-    names: tuple[str, ...]
-    lengths: np.ndarray
-    tfs: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -463,12 +452,11 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
 
 
 def _pairs_of(postings: Postings) -> PostingPairs:
-    """The pairs of ``postings``, numbered by the numba kernels when this process has loaded them
-    (as the ``auto`` backend would), else by numpy."""
-    from .backends import Auto
+    """The pairs of ``postings``, numbered by the default backend (the compiled core when built)."""
+    from .backends import create
     from .retrieval import posting_pairs
 
-    return posting_pairs(postings, Auto().pair_coder())
+    return posting_pairs(postings, create().pair_coder())
 
 
 def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:

@@ -6,21 +6,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bm25lab.engine import backends
-
-
-class RecordingAuto(backends.Auto):
-    """``auto``, recording the backend it chooses for each operation."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chosen: list[str] = []
-
-    def choose(self, numpy_seconds: float) -> backends.Backend:
-        chosen = super().choose(numpy_seconds)
-        self.chosen.append(chosen.name)
-        return chosen
-
 
 def pandas_stand_in(folder: Path) -> tuple[dict[str, str], Path]:
     """An environment for a child process in which ``import pandas`` finds a stand-in that creates

@@ -1,6 +1,6 @@
 """bm25lab.distributed on a real Dask LocalCluster (two worker processes on 127.0.0.1, no mocks of Dask):
 sharded indexes built and searched by the workers give one index's results bit for bit (Cranfield and
-CMRC 2018, 1, 2, 3 and 7 shards, six variants, numpy and numba); the scheduler runs the tasks; shards
+CMRC 2018, 1, 2, 3 and 7 shards, six variants, numpy and the core); the scheduler runs the tasks; shards
 stay loaded on the workers; a worker killed with SIGKILL mid-build or mid-query is survived or ends
 the build with one clear error and the old index (or no folder)."""
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_built_and_searched_on_the_cluster_equals_one_index(client, references, 
         assert np.array_equal(stats.df, ref.single._segment.postings.document_frequencies())
         # the compiled path with 1 and 3 shards, numpy with 2 and 7 (tests/engine/test_shards.py runs both
         # on every count in one process: the code that scores a shard is the same)
-        backend = "numba" if count in (1, 3) else "numpy"
+        backend = "core" if count in (1, 3) else "numpy"
         index = bd.DistributedIndex(path, client, backend=backend)
         for variant in VARIANTS:
             for k in ((100, 1000) if variant == "lucene" else (100,)):
@@ -182,7 +182,7 @@ def test_an_index_changed_before_the_workers_load_it_is_read_again(client, refer
     assert bits(index.search_many(queries, k=20)) == bits(fresh.search_many(queries, k=20, workers=1))
     assert index.num_docs == 598
     # a file gone from an index nobody changes is damage, and said so
-    broken = bd.DistributedIndex(path, client, backend="numba")  # another backend: loaded anew on the workers
+    broken = bd.DistributedIndex(path, client, backend="core")  # another backend: loaded anew on the workers
     (victim, *_) = path.glob("shard-*/seg-*/tfs.npy")
     victim.unlink()
     with pytest.raises(IndexFormatError, match="tfs.npy: missing index file; rebuild the index"):

@@ -22,21 +22,20 @@ SUBSET = [
     "engine/test_growth.py::test_merged_view_on_the_compiled_path",
     "engine/test_growth.py::test_in_memory_index_grows_in_memory",
     "engine/test_scoring.py::test_k1_zero_counts_each_present_term_once",
-    "test_order_independence.py::test_the_numpy_backend_runs_numpy_code_after_the_kernels_are_loaded",
+    "test_order_independence.py::test_the_numpy_backend_runs_numpy_code_after_the_core_searched",
 ]
 
 
-def test_the_numpy_backend_runs_numpy_code_after_the_kernels_are_loaded(monkeypatch, cranfield) -> None:
+def test_the_numpy_backend_runs_numpy_code_after_the_core_searched(monkeypatch, cranfield) -> None:
     from bm25lab.engine import Index, Tokenizer
-    from bm25lab.engine.backends import numba_backend
+    from bm25lab.engine.backends.core_backend import CoreBackend
     from bm25lab.engine.backends.numpy_backend import NumpyBackend
 
     docs = list(cranfield.documents())[:300]
     queries = dict(list(cranfield.judged_queries().items())[:40])
-    compiled = Index.build(docs, Tokenizer("en"), backend="numba", workers=1)
-    expected = compiled.search_many(queries, k=50)  # the kernels are loaded in this process now
+    compiled = Index.build(docs, Tokenizer("en"), backend="core", workers=1)
+    expected = compiled.search_many(queries, k=50)  # the core has searched in this process now
     singles = [compiled.search(t, k=10) for t in queries.values()]
-    assert numba_backend.loaded()
     calls = []
     batch = NumpyBackend.top_k_batch
     monkeypatch.setattr(NumpyBackend, "top_k_batch", lambda self, *a, **k: calls.append(1) or batch(self, *a, **k))
@@ -44,8 +43,8 @@ def test_the_numpy_backend_runs_numpy_code_after_the_kernels_are_loaded(monkeypa
     def no_kernels(*args, **kwargs):
         raise AssertionError("the numpy backend called the compiled kernels")
 
-    monkeypatch.setattr(numba_backend.NumbaBackend, "top_k_batch", no_kernels)
-    monkeypatch.setattr(numba_backend.NumbaBackend, "top_k", no_kernels)
+    monkeypatch.setattr(CoreBackend, "top_k_batch", no_kernels)
+    monkeypatch.setattr(CoreBackend, "top_k", no_kernels)
     plain = Index.build(docs, Tokenizer("en"), backend="numpy", workers=1)
     got = plain.search_many(queries, k=50)
     assert calls and got == expected
@@ -62,6 +61,6 @@ def test_a_subset_passes_in_random_orders(seed: int, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     order = next(line for line in done.stdout.splitlines() if line.startswith("ORDER ")).split()[1:]
     assert len(order) >= 15 and order != sorted(order)
-    # the order that once broke things: the kernels loaded before a test of the numpy path or of a batch
-    first_numba = min(i for i, node in enumerate(order) if "numba" in node)
-    assert any(("numpy" in node or "search_many" in node or "prepared_batch" in node) for node in order[first_numba:])
+    # the order that once broke things: the compiled path taken before a test of the numpy path or of a batch
+    first_core = min(i for i, node in enumerate(order) if "core" in node or "compiled" in node)
+    assert any(("numpy" in node or "search_many" in node or "prepared_batch" in node) for node in order[first_core:])

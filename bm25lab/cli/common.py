@@ -102,6 +102,7 @@ __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_N
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
+           "report_duplicates",
            "settle_memory_for_large_files"]
 
 
@@ -139,6 +140,14 @@ def _describe_os_error(exc: OSError) -> str:
 def note(message: str) -> None:
     """One ``bm25lab: note: ...`` line on stderr: something the user should know, not an error."""
     print(f"bm25lab: note: {message}", file=sys.stderr)
+
+
+def report_duplicates(docs: object) -> None:
+    """Say how many documents a duplicates policy skipped."""
+    skipped = getattr(docs, "duplicates", 0)
+    if skipped:
+        kept = "first" if getattr(docs, "policy", "") == "first" else "last"
+        note(f"{skipped:,} documents repeated an id and were skipped (kept the {kept} of each)")
 
 
 _NOTED: set[str] = set()  # notes already printed by this process: a file read twice is noted once

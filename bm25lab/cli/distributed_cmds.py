@@ -76,7 +76,7 @@ def index_sharded(source: str, docs: Iterable["Document"], count: Optional[Calla
     """`bm25lab index --shards N [--cluster ADDRESS]`: build a sharded index of ``docs`` (read from
     ``source`` as `index` reads it: its format, field mapping and duplicates policy), on the cluster or here."""
     from ..engine.shards import check_target
-    from .engine_cmds import report_duplicates
+    from .common import report_duplicates
 
     check_target(out, overwrite)  # before the work and the cluster: a folder holding anything but a sharded index is refused
     if cluster is not None:

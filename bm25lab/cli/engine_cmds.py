@@ -12,7 +12,8 @@ import typer
 from . import distributed_cmds
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
-                     backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress)
+                     backend_name, console, document_progress, handles_errors, human_bytes, query_progress,
+                     report_duplicates)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
                      QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
@@ -37,14 +38,6 @@ def make_tokenizer(language: Enum, stem: Optional[bool], stopwords: Optional[Pat
 
 SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W) or a folder of .txt files (or .gz of any), or a bundled "
                "collection's name.")
-
-
-def report_duplicates(docs: object) -> None:
-    """Say how many documents a duplicates policy skipped."""
-    skipped = getattr(docs, "duplicates", 0)
-    if skipped:
-        kept = "first" if getattr(docs, "policy", "") == "first" else "last"
-        note(f"{skipped:,} documents repeated an id and were skipped (kept the {kept} of each)")
 
 
 @handles_errors

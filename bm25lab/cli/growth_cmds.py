@@ -45,7 +45,7 @@ def add(
 
     Example: bm25lab add my-index new-docs.jsonl
     """
-    from .engine_cmds import report_duplicates
+    from .common import report_duplicates
     from .inputs import documents
 
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The numpy backend: the reference, vectorised numpy and nothing to load.
+"""The numpy backend: the specification, vectorised numpy and Python (what the compiled core is tested against).
 
 Searching is :meth:`~bm25lab.engine.retrieval.Scorer.top` query by query (the scoring model's own
 numpy path), a large batch split over forked worker processes that share the prepared weights.
@@ -19,7 +19,7 @@ from ..selection import code_point_order
 from . import Backend, Ranked
 
 if TYPE_CHECKING:
-    from ..retrieval import QueryTerms, Scorer, TermBatch
+    from ..retrieval import PairCoder, QueryTerms, Scorer, TermBatch
     from ..scoring import Params
 
 # Batches smaller than this are scored in-process: a worker pool costs more than it saves.
@@ -42,6 +42,11 @@ class NumpyBackend(Backend):
         if workers <= 1 or len(queries) < _MIN_PARALLEL_QUERIES:
             return [scorer.top(q, k, params, use_prepared=True) for q in queries]
         return _parallel_top(scorer, queries, k, params, workers)
+
+    def pair_coder(self) -> PairCoder:
+        from ..retrieval import NumpyPairCoder
+
+        return NumpyPairCoder()
 
     def vocabulary(self, terms: Sequence[str] = ()) -> DictVocabulary:
         return DictVocabulary(terms)

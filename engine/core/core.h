@@ -47,5 +47,7 @@ void release_args(Arg *args, int n);
 /* each job's entry points (module.c adds them to the module)                                 */
 
 extern PyMethodDef core_search_methods[];
+extern PyMethodDef core_build_methods[];
+int core_build_init(PyObject *module); /* adds the Vocabulary type */
 
 #endif

@@ -7,6 +7,8 @@
  *
  * One file per job, each with its table of entry points:
  *   search.c   exact top-k of a query or a batch; each term's extreme weights   core_search_methods
+ *   build.c    token strings to term ids (Vocabulary), triples, laying postings out by term,
+ *              the postings' pair codes, code point order                  core_build_methods
  *   args.c     taking array arguments (core.h)
  *
  * Build with -ffp-contract=off and never -ffast-math: float64 results must be the specification's.
@@ -25,12 +27,16 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
-    PyMethodDef *tables[] = {core_search_methods};
+    PyMethodDef *tables[] = {core_search_methods, core_build_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0) {
             Py_DECREF(module);
             return NULL;
         }
+    }
+    if (core_build_init(module) < 0) {
+        Py_DECREF(module);
+        return NULL;
     }
     return module;
 }

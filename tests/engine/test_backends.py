@@ -1,6 +1,6 @@
-"""The backends: the numba backend and the C extension give exactly the numpy backend's results (same
-documents, same float64 scores, same order, for every variant and for k below and above the candidate
-counts), each tested by name; and ``auto`` chooses between them by the work done, as documented."""
+"""The backends: the compiled core gives exactly the numpy backend's results (same documents, same
+float64 scores, same order, for every variant and for k below and above the candidate counts), each
+tested by name; ``auto`` is the core whenever it is built, in every process."""
 from __future__ import annotations
 
 import re
@@ -12,26 +12,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recording import RecordingAuto, without_saved_pairs, zipf_documents
+from recording import without_saved_pairs, zipf_documents
 
 from bm25lab.engine import backends
-from bm25lab.engine.backends import numba_backend
-from bm25lab.engine.backends import native_backend
-from bm25lab.engine.backends.native_backend import NativeBackend
-from bm25lab.engine.backends.numba_backend import CompiledVocabulary, NumbaBackend
+from bm25lab.engine.backends.core_backend import CoreBackend, CoreVocabulary
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
+from bm25lab.engine.core import kernels
 from bm25lab.engine.errors import ParameterError
 from bm25lab.engine.retrieval import PreparedWeights, TermBatch
 from bm25lab.engine.scoring import Params
 
-NUMBA = NumbaBackend()
 NUMPY = NumpyBackend()
 
 
 def _compiled() -> list:
-    """The backends that search with compiled kernels: numba's, and the C extension (which the
-    installation must have built: a missing one fails here, by name)."""
-    return [NUMBA, NativeBackend()]
+    """The backends that search with compiled kernels: the core (which the installation must have
+    built: a missing one fails here, by name)."""
+    return [CoreBackend()]
 
 
 @pytest.mark.parametrize("variant", ["lucene", "robertson", "atire", "bm25l", "bm25+", "okapi"])
@@ -63,10 +60,10 @@ def _assert_compiled_equals_numpy(scorer, queries, k: int, params: Params, threa
                 assert np.array_equal(one[0], ref_docs) and np.array_equal(one[1], ref_scores), backend
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba", "auto"])
+@pytest.mark.parametrize("backend", ["numpy", "core", "auto"])
 def test_warm_single_searches_equal_cold_ones(backend, cranfield) -> None:
-    # from the WARM_AFTER-th search on, single searches use prepared weights (numpy), the compiled
-    # kernel uses them from the first: the results must not change
+    # from the WARM_AFTER-th search on, single searches use prepared weights (numpy), the core uses
+    # them from the first: the results must not change
     from bm25lab.engine import Index, Tokenizer
     from bm25lab.engine.retrieval import WARM_AFTER
 
@@ -194,7 +191,7 @@ def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
         assert np.array_equal(one.counts, expected.counts)
 
 
-@pytest.mark.parametrize("backend", [NUMPY, NUMBA])
+@pytest.mark.parametrize("backend", [NUMPY, CoreBackend()])
 def test_compiled_query_batch_equals_query_batch(backend, cranfield_index, cranfield) -> None:
     # the compiled look-up (tokens joined, hashed from their UTF-8) and grouping give Scorer.query_batch's
     # arrays, whatever the tokens hold; the numpy backend's is Scorer.query_batch itself
@@ -214,7 +211,7 @@ def test_compiled_query_batch_equals_query_batch(backend, cranfield_index, cranf
 def test_compiled_vocabulary_of_an_index_finds_every_term() -> None:
     # terms holding spaces, NUL bytes, lone surrogates or nothing at all keep their ids
     terms = sorted({"", " ", "a b", "a", "b", "a\x00", "\x00", "\ud800x", "流", "é", "e\u0301"})
-    vocabulary = CompiledVocabulary.of_terms(numba_backend.kernels(), terms)
+    vocabulary = CoreVocabulary.of_terms(terms)
     assert len(vocabulary) == len(terms)
     probe = terms + ["missing", "a b c", "\ud801"]
     ids = vocabulary.look_up(probe, probe, len(probe))
@@ -227,58 +224,26 @@ def test_compiled_vocabulary_of_an_index_finds_every_term() -> None:
 def test_backend_names_and_the_environment_default(monkeypatch) -> None:
     monkeypatch.delenv(backends.ENV_VARIABLE, raising=False)
     assert backends.default_name() == "auto"
-    assert [backends.create(name).name for name in backends.BACKENDS] == list(backends.BACKENDS)
+    assert [backends.create(name).name for name in backends.BACKENDS] == ["core", "core", "numpy"]
     monkeypatch.setenv(backends.ENV_VARIABLE, "numpy")
-    assert backends.create().name == "numpy" and backends.create("numba").name == "numba"  # an argument wins
+    assert backends.create().name == "numpy" and backends.create("core").name == "core"  # an argument wins
     monkeypatch.setenv(backends.ENV_VARIABLE, "gpu")
-    with pytest.raises(ParameterError,
-                       match="BM25LAB_BACKEND='gpu' is not a backend; choose one of: auto, numpy, numba, native"):
+    with pytest.raises(ParameterError, match="BM25LAB_BACKEND='gpu' is not a backend; choose one of: auto, core, numpy"):
         backends.create()
-    with pytest.raises(ParameterError, match="unknown backend 'fast'; choose one of: auto, numpy, numba, native"):
+    with pytest.raises(ParameterError, match="unknown backend 'fast'; choose one of: auto, core, numpy"):
         backends.create("fast")
+    with pytest.raises(ParameterError, match="unknown backend 'numba'"):  # (the JIT backend of earlier versions)
+        backends.create("numba")
 
 
-class _Counting:
-    """Stands in for the numba backend's module-level facts, to drive ``auto`` deterministically."""
+def test_auto_is_numpy_in_an_installation_without_the_core(monkeypatch) -> None:
+    from bm25lab.engine import core
+    from bm25lab.engine.errors import BM25LabError
 
-    def __init__(self, monkeypatch, *, loaded: bool = False, ready: bool = True, available: bool = True) -> None:
-        self.started = 0
-        monkeypatch.setattr(numba_backend, "loaded", lambda: loaded)
-        monkeypatch.setattr(numba_backend, "numba_loaded", lambda: loaded)
-        monkeypatch.setattr(numba_backend, "ready", lambda: ready)
-        monkeypatch.setattr(numba_backend, "available", lambda: available)
-        monkeypatch.setattr(numba_backend, "compile_in_background", self._start)
-
-    def _start(self) -> None:
-        self.started += 1
-
-
-def test_auto_rents_numpy_until_the_work_would_pay_for_loading_the_kernels(monkeypatch) -> None:
-    facts = _Counting(monkeypatch)
-    auto = backends.Auto()
-    small = numba_backend.LOAD_SECONDS / 4
-    assert [auto.choose(small).name for _ in range(3)] == ["numpy"] * 3  # 3/4 of the price paid in rent
-    assert auto.spent == pytest.approx(3 * small)
-    assert auto.choose(small).name == "numba"  # the fourth would reach the price: buy
-    assert auto.choose(0.0).name == "numba" and auto.current().name == "numba"  # and keep it
-    assert backends.Auto().choose(numba_backend.LOAD_SECONDS).name == "numba"  # one large batch: at once
-    assert facts.started == 0
-
-
-def test_auto_takes_loaded_kernels_at_once_and_never_missing_ones(monkeypatch) -> None:
-    _Counting(monkeypatch, loaded=True)
-    assert backends.Auto().choose(0.0).name == "numba"
-    _Counting(monkeypatch, available=False)
-    auto = backends.Auto()
-    assert auto.choose(10 * numba_backend.COMPILE_SECONDS).name == "numpy"
-
-
-def test_auto_compiles_in_the_background_before_it_counts_on_the_kernels(monkeypatch) -> None:
-    facts = _Counting(monkeypatch, ready=False)
-    auto = backends.Auto()
-    assert auto.choose(numba_backend.LOAD_SECONDS).name == "numpy"  # not compiled yet: keep renting
-    assert facts.started == 1
-    assert auto.choose(numba_backend.COMPILE_SECONDS).name == "numba"  # work worth compiling in-process
+    monkeypatch.setattr(core, "kernels", lambda: None)
+    assert backends.create("auto").name == "numpy"
+    with pytest.raises(BM25LabError, match="lacks"):
+        backends.create("core")
 
 
 def test_a_one_shot_search_with_auto_never_imports_numba(tmp_path: Path, cranfield) -> None:
@@ -287,7 +252,9 @@ def test_a_one_shot_search_with_auto_never_imports_numba(tmp_path: Path, cranfie
     Index.build(list(cranfield.documents())[:300], Tokenizer("en"), backend="numpy").save(tmp_path / "idx")
     code = ("import sys\nfrom bm25lab import Index\n"
             f"index = Index.load({str(tmp_path / 'idx')!r}, backend='auto')\n"
+            "assert index.backend == 'core'\n"
             "assert index.search('boundary layer', k=10)\n"
+            "assert index._scorer._bounds is None, 'a single search computed every term bound'\n"
             "assert index.search_many({'1': 'flow', '2': 'wing'}, k=10)['2']\n"
             "assert 'numba' not in sys.modules, 'numba was imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
@@ -295,9 +262,9 @@ def test_a_one_shot_search_with_auto_never_imports_numba(tmp_path: Path, cranfie
     assert done.returncode == 0, done.stderr
 
 
-def test_auto_searches_batches_of_a_loaded_index_with_the_extension_and_no_numba(tmp_path: Path, cranfield) -> None:
-    # a loaded index (its pairs saved) searched in batches by a fresh process with auto: the C
-    # extension from the first batch, on two threads, numba never imported, the numpy backend's results
+def test_auto_searches_batches_of_a_loaded_index_with_the_core_and_no_numba(tmp_path: Path, cranfield) -> None:
+    # a loaded index (its pairs saved) searched in batches by a fresh process with the defaults: the
+    # core from the first batch, on two threads, numba never imported, the numpy backend's results
     import json
 
     from bm25lab.engine import Index, Tokenizer
@@ -311,7 +278,7 @@ def test_auto_searches_batches_of_a_loaded_index_with_the_extension_and_no_numba
             f"queries = json.load(open({str(tmp_path / 'queries.json')!r}))\n"
             "results = index.search_many(queries, k=100, variant='bm25+', workers=2)\n"
             "assert 'numba' not in sys.modules, 'numba was imported'\n"
-            "assert 'bm25lab.engine.core._core' in sys.modules, 'the extension was not used'\n"
+            "assert 'bm25lab.engine.core._core' in sys.modules, 'the core was not used'\n"
             "print(json.dumps({q: [h.doc_ids, [s.hex() for s in h.scores]] for q, h in results.items()}))\n")
     env = {k: v for k, v in __import__("os").environ.items() if k != backends.ENV_VARIABLE}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
@@ -320,53 +287,36 @@ def test_auto_searches_batches_of_a_loaded_index_with_the_extension_and_no_numba
     assert json.loads(done.stdout) == {q: [list(h.doc_ids), [s.hex() for s in h.scores]] for q, h in expected.items()}
 
 
-def test_auto_numbers_the_pairs_with_numba_only_when_that_work_pays(tmp_path: Path, monkeypatch) -> None:
-    # an index saved without its pairs: the first batch numbers them over every posting, by numpy
-    # while that costs less than loading numba, else by numba; the search itself is the extension's
+@pytest.mark.parametrize("pairs", [True, False])
+def test_single_searches_of_the_core_read_only_their_terms_bounds(pairs: bool, tmp_path: Path) -> None:
+    # a single search before any batch takes its terms' largest weights from their own postings (no
+    # bound of every term is computed), after a batch from the index's bounds: the numpy backend's
+    # results either way, for every variant, with pairs saved or numbered by the first search
     from bm25lab.engine import Index
 
     built, queries = _zipf_index(n_docs=3_000, vocab=5_000)
     built.save(tmp_path / "index")
-    without_saved_pairs(tmp_path / "index")
-    expected = built.retrieve_tokens(queries, 10, workers=1)
-    coders = []
-    monkeypatch.setattr(native_backend.NativeBackend, "pair_coder",
-                        lambda self: coders.append(type(self._coder()).__name__) or self._coder())
-    for per_posting, coder in ((0.0, "NumpyPairCoder"), (1.0, "NumbaBackend")):
-        coders.clear()
-        _Counting(monkeypatch)
-        monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_CODED_POSTING", per_posting)
-        auto = RecordingAuto()
-        loaded = Index.load(tmp_path / "index", backend=auto)
-        found = loaded.retrieve_tokens(queries, 10, workers=2)
-        assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
-        assert auto.chosen == [coder.replace("PairCoder", "").replace("Backend", "").lower()]
-        assert set(coders) == {coder}
-        loaded.retrieve_tokens(queries, 10, workers=1)  # the pairs are known now: nothing more to choose
-        assert len(auto.chosen) == 1
-
-
-def test_auto_single_searches_take_the_extension_once_the_weights_are_prepared(cranfield, monkeypatch) -> None:
-    from bm25lab.engine import Index, Tokenizer
-
-    index = Index.build(cranfield.documents(), Tokenizer("en"), backend="auto")
-    reference = Index.build(cranfield.documents(), Tokenizer("en"), backend="numpy")
-    used = []
-    for name in ("top_k", "top_k_batch"):
-        original = getattr(NativeBackend, name)
-        monkeypatch.setattr(NativeBackend, name, lambda self, *a, _o=original, _n=name: used.append(_n) or _o(self, *a))
-    text = "boundary layer flow"
-    assert index.search(text, k=20) == reference.search(text, k=20) and used == []  # cold: numpy's, no weights
-    index.search_many({"1": text}, k=20)  # a batch prepares them
-    assert used == ["top_k_batch"]
-    assert index.search(text, k=20) == reference.search(text, k=20) and used == ["top_k_batch", "top_k"]
+    if not pairs:
+        without_saved_pairs(tmp_path / "index")
+    reference = Index.load(tmp_path / "index", backend="numpy")
+    for variant in ("lucene", "bm25l", "okapi"):
+        loaded = Index.load(tmp_path / "index", backend="core")
+        for query in queries[:40]:
+            expected = reference.search_tokens(query, k=20, variant=variant)
+            assert loaded.search_tokens(query, k=20, variant=variant) == expected
+        assert loaded._scorer._bounds is None
+        loaded.retrieve_tokens(queries[:5], 20, variant=variant)
+        assert loaded._scorer._bounds is not None
+        for query in queries[40:60]:
+            assert loaded.search_tokens(query, k=20, variant=variant) == reference.search_tokens(query, k=20,
+                                                                                                 variant=variant)
 
 
 @pytest.mark.parametrize("codes_dtype", [np.uint16, np.uint32])
-def test_the_extension_finds_each_terms_extreme_weights_as_numpy_does(codes_dtype) -> None:
+def test_the_core_finds_each_terms_extreme_weights_as_numpy_does(codes_dtype) -> None:
     # the bounds' pass over every posting's code: the same largest and smallest weights, bit for bit,
     # with terms without postings, negative entries and ties
-    entries = native_backend.extension().term_extremes
+    entries = kernels().term_extremes
     rng = np.random.default_rng(4)
     for trial in range(30):
         n_terms = int(rng.integers(1, 300))
@@ -384,16 +334,16 @@ def test_the_extension_finds_each_terms_extreme_weights_as_numpy_does(codes_dtyp
     with pytest.raises(ValueError, match="offsets go past codes"):
         entries(np.array([0, 5], np.int64), np.zeros(4, codes_dtype), np.ones(1), np.empty(1), np.empty(1))
 
-def test_the_extension_refuses_arrays_it_cannot_read() -> None:
+def test_the_core_refuses_arrays_it_cannot_read() -> None:
     # a wrong dtype or an inconsistent size is a clear Python error, never a read out of bounds
-    kernels = native_backend.extension()
+    core = kernels()
     n_docs, k = 4, 2
     args = dict(q_ptr=np.array([0, 1], np.int64), term_ids=np.array([0], np.int64), counts=np.ones(1),
                 offsets=np.array([0, 2], np.int64), term_upper=np.ones(1), term_scale=np.ones(1), q_const=np.zeros(1),
                 doc_nums=np.array([1, 3], np.int32), codes=np.zeros(2, np.uint16), table=np.ones(1),
                 id_rank=np.arange(n_docs, dtype=np.int32), n_docs=n_docs, k=k, prune=True, parallel=1,
                 out_docs=np.empty((1, k), np.int64), out_scores=np.empty((1, k)), out_len=np.zeros(1, np.int64))
-    kernels.batch_top_k(*args.values())
+    core.batch_top_k(*args.values())
     assert args["out_len"].tolist() == [2] and args["out_docs"][0].tolist() == [3, 1]
     bad = [("doc_nums", np.array([1, 3], np.int64), TypeError), ("codes", np.zeros(2, np.int8), TypeError),
            ("table", np.ones(1, np.float32), TypeError), ("term_ids", np.array([1], np.int64), ValueError),
@@ -402,10 +352,10 @@ def test_the_extension_refuses_arrays_it_cannot_read() -> None:
            ("out_len", np.zeros(1, np.int64)[::-1].copy().view(np.float64), TypeError)]
     for name, value, error in bad:
         with pytest.raises(error):
-            kernels.batch_top_k(*{**args, name: value}.values())
+            core.batch_top_k(*{**args, name: value}.values())
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_every_backend_by_name_through_the_public_api(backend, cranfield) -> None:
     # the same documents and scores as the numpy backend's, for single searches and batches, whatever
     # ran before in this process
@@ -423,42 +373,6 @@ def test_every_backend_by_name_through_the_public_api(backend, cranfield) -> Non
                {q: (h.doc_ids, h.scores) for q, h in expected.items()}
     for text in list(queries.values())[:20]:
         assert index.search(text, k=20, variant="okapi") == reference.search(text, k=20, variant="okapi")
-
-
-def test_auto_moves_a_build_to_the_kernels_between_chunks(monkeypatch) -> None:
-    # the vocabulary is handed over with its ids: the index equals the numpy backend's
-    from bm25lab.engine import Index, Tokenizer, postings, segments
-
-    _Counting(monkeypatch)
-    monkeypatch.setattr(postings, "_CHUNK_TOKENS", 500)
-    monkeypatch.setattr(segments, "_BATCH_DOCS", 10)  # documents reach the builder 10 at a time
-    monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_TOKEN", numba_backend.LOAD_SECONDS / 1800)
-    rng = np.random.default_rng(11)
-    docs = [(f"d{i}", [f"t{w}" for w in rng.integers(0, 400, size=int(rng.integers(0, 40)))]) for i in range(300)]
-    auto = RecordingAuto()
-    tokenizer = Tokenizer("whitespace", stopwords=None)
-    built = segments.build_segment(docs, tokenizer, pretokenized=True, backend=auto)
-    moved = Index(built.segment, tokenizer, None, built.workdir, auto)
-    assert auto.chosen[:3] == ["numpy"] * 3 and auto.chosen[-1] == "numba"
-    plain = Index.build_tokens(docs, backend="numpy")
-    a, b = moved._segment.postings, plain._segment.postings
-    assert list(a.terms) == list(b.terms)
-    for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
-        assert np.array_equal(getattr(a, name), getattr(b, name)), name
-
-
-def test_compile_all_marks_the_installation_compiled(monkeypatch, tmp_path: Path) -> None:
-    # the mark lives where numba keeps the kernels' cache: beside them, or in the user's cache
-    # directory when the installation cannot be written to
-    from bm25lab.engine.warmup import compile_all
-
-    marker = compile_all()
-    assert marker.exists() and numba_backend.ready() and marker.name.startswith("bm25lab-kernels-")
-    assert marker.parent == Path(numba_backend.__file__).resolve().parent / "__pycache__"
-    monkeypatch.setattr(numba_backend.os, "access", lambda *args: False)
-    monkeypatch.setenv("BM25LAB_CACHE_DIR", str(tmp_path))
-    assert not numba_backend.ready()
-    assert numba_backend.mark_compiled().is_relative_to(tmp_path) and numba_backend.ready()
 
 
 def test_a_dense_selection_whose_sample_promises_too_much_counts_every_document() -> None:
@@ -504,14 +418,11 @@ def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
-@pytest.mark.parametrize("kernels", ["numba", "native"])
-def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id(kernels) -> None:
+def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id() -> None:
     # two partial sums an ulp apart become one final score when bm25l/bm25+'s constant is added: the
     # documents then tie, and the tie rule (id rank descending) orders them on every path of the
-    # selection (the heap for a small k, the sort of the candidates for k >= 64), in both kernels
-    from bm25lab.engine.backends import _kernels
-
-    module = _kernels if kernels == "numba" else native_backend.extension()
+    # selection (the heap for a small k, the sort of the candidates for k >= 64)
+    module = kernels()
     rng = np.random.default_rng(0)
     n_docs, n_postings, const = 10_000, 200, 1.0
     doc_nums = np.sort(rng.choice(n_docs, n_postings, replace=False)).astype(np.int32)
@@ -529,66 +440,53 @@ def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id(kernels) -
         assert count == k and set(scores.tolist()) == {2.0}
         assert docs.tolist() == doc_nums[np.argsort(-id_rank[doc_nums])][:k].tolist(), k
 
-def test_the_dense_floor_never_rises_above_the_kth_best_score() -> None:
-    # the histogram of the scores' bits over every document: at least k documents at or above the
-    # floor, whatever the spread of the scores (here over 60 binades, with crowds and exact ties)
-    from bm25lab.engine.backends import _kernels
+def _top_of_scores(module, scores: np.ndarray, k: int, const: float, id_rank: np.ndarray) -> tuple[list, list]:
+    """The core's top k of one term whose postings score ``scores`` (NaN: no posting): document d's one
+    posting weighs ``scores[d]`` exactly (its code indexes a table of the scores, the scale is 1)."""
+    present = np.flatnonzero(~np.isnan(scores)).astype(np.int32)
+    n_docs = scores.shape[0]
+    table = scores[present].copy()
+    upper = max(float(table.max()), 0.0) if table.size else 0.0
+    docs, out = np.empty(k, np.int64), np.empty(k)
+    count = module.query_top_k(
+        np.array([0]), np.array([present.shape[0]]), np.ones(1), np.array([upper]), np.ones(1), const, present,
+        np.arange(present.shape[0], dtype=np.uint32), table, id_rank, k, bool(table.size == 0 or table.min() >= 0),
+        np.full(n_docs, -0.0), np.zeros(n_docs, np.uint8), np.empty(n_docs, np.int64), np.empty(n_docs, np.int64),
+        np.empty(n_docs), np.empty(k), np.empty(k, np.int64), np.empty(k, np.int64), docs, out)
+    return docs[:count].tolist(), out[:count].tolist()
 
+
+def test_the_core_selects_the_top_k_of_any_spread_of_scores() -> None:
+    # the selection's paths (the heap, the sorted candidates with their bucketed radix order, the dense
+    # histogram floor of the scores' bits sampled and in full, the blocks listed and cleared) over
+    # scores spread across 60 binades, in crowds and exact ties, negatives, -0.0 and 0.0 and documents
+    # without a posting: the numpy reference's top k (score descending, id rank descending), bit for bit
+    from bm25lab.engine.selection import top_k
+
+    module = kernels()
     rng = np.random.default_rng(3)
-    for trial in range(40):
-        n = int(rng.integers(100, 5_000))
-        acc = np.exp2(rng.uniform(-60, 4, n)) if trial % 2 else rng.choice(rng.random(7) * 3, n)
-        acc[rng.random(n) < 0.3] = -0.0  # documents without a posting
+    for trial in range(60):
+        n = int(rng.integers(1, 6_000))
+        kind = trial % 5
+        if kind == 0:
+            scores = np.exp2(rng.uniform(-60, 4, n))
+        elif kind == 1:
+            scores = rng.choice(rng.random(7) * 3, n)
+        elif kind == 2:
+            scores = np.concatenate([1.0 + rng.random(n) * 1e-12, [1e-300, 1e300]])[:n]
+        elif kind == 3:
+            scores = rng.normal(size=n)
+        else:
+            scores = rng.choice([0.0, -0.0, 1.0, 2.5], n)
+        scores = rng.permutation(scores)
+        scores[rng.random(n) < float(rng.choice([0.0, 0.3, 0.9]))] = np.nan
         const = float(rng.choice([0.0, 0.5, 3.0]))
-        scored = acc[np.signbit(acc) == 0]
-        top = float(scored.max()) * (1 + 1e-9) + 1e-9 if scored.size else 1.0
-        for k in (1, 10, 64, 500):
-            floor = _kernels._dense_floor(acc, const, k, top, 1)
-            if scored.size >= k:
-                kth = np.sort(scored + const)[-k]
-                assert floor <= kth and int(np.sum(scored + const >= floor)) >= k
-
-
-def test_the_kernels_order_equals_a_stable_argsort() -> None:
-    # the bucketed order of the top k: equal-width buckets between the least and greatest key, each
-    # sorted by insertion or, when crowded, by radix; ties keep their positions (the tie rule then
-    # orders them by id). Spreads that put everything in one bucket, huge spans, negatives, -0.0
-    from bm25lab.engine.backends import _kernels
-
-    rng = np.random.default_rng(5)
-    cases = [np.zeros(0), np.array([2.5]), np.zeros(700), np.repeat([1.0, -2.0, 3.0], 300),
-             rng.normal(size=1_000), rng.integers(0, 5, 1_000).astype(np.float64),
-             np.concatenate([rng.normal(size=900), np.full(100, 1e300)]),
-             np.concatenate([1.0 + rng.random(2_000) * 1e-12, [1e-300, 1e300]]),
-             np.array([0.0, -0.0, 0.0, -0.0, 1.0]), -np.sort(rng.gamma(5, 2, 3_000))[:1_000]]
-    for values in cases:
-        values = rng.permutation(values)
-        m = values.shape[0]
-        order = _kernels._radix_order(values.copy(), m)
-        bits = values.view(np.uint64)  # the documented order: of the bits, -0.0 before 0.0
-        keys = np.where(bits >> np.uint64(63) == 1, ~bits, bits | np.uint64(1 << 63))
-        assert order.tolist() == np.argsort(keys, kind="stable").tolist()
-        assert np.all(np.diff(values[order]) >= 0)
-
-
-def test_listing_and_clearing_a_dense_batch_of_scores_in_blocks() -> None:
-    # every document at or above the floor listed in order with its final score, whatever the
-    # array's length next to the block, and every score back at -0.0 (bits and all)
-    from bm25lab.engine.backends import _kernels
-
-    rng = np.random.default_rng(8)
-    for n in (1, 15, 16, 17, 31, 1_000, 4_099):
-        acc = rng.random(n) * 5.0
-        acc[rng.random(n) < 0.4] = -0.0
-        for const, floor in ((0.0, 2.5), (0.7, 3.0), (-1.0, 0.5), (0.0, -np.inf), (0.0, 4.9999)):
-            work = acc.copy()
-            keep, buf = np.empty(n, np.int64), np.empty(n)
-            m = _kernels._list_and_clear(work, const, floor, keep, buf)
-            scored = np.signbit(acc) == 0
-            expected = np.flatnonzero(scored & (acc + const >= floor))
-            assert keep[:m].tolist() == expected.tolist()
-            assert buf[:m].tolist() == (acc[expected] + const).tolist()
-            assert (work.view(np.int64) == np.int64(-(2 ** 63))).all()
+        id_rank = rng.permutation(n).astype(np.int32)
+        present = np.flatnonzero(~np.isnan(scores))
+        for k in (1, 10, 64, 500, n):
+            best = top_k(present, scores[present] + const, id_rank, k)
+            expected = (present[best].tolist(), (scores[present] + const)[best].tolist())
+            assert _top_of_scores(module, scores, k, const, id_rank) == expected, (trial, k)
 
 
 def test_ranked_rows_from_padded_rows_read_each_row_to_its_length() -> None:
@@ -633,7 +531,7 @@ def _resident_kib(name: str) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
 @pytest.mark.parametrize("saved_pairs", [True, False])
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_a_loaded_index_leaves_the_frequencies_pages_alone(backend, saved_pairs, tmp_path) -> None:
     # a batch reads the postings' pair codes, not their frequencies: saved with the index, the batch
     # never maps tfs.npy's pages; computed (an index saved before the pairs were), preparing the
@@ -666,9 +564,9 @@ def test_a_loaded_index_keeps_its_terms_as_text_for_compiled_batches(tmp_path, s
 
     york = "new york" if spaced else "new_york"
     docs = [("d1", [york, "city", "city"]), ("d2", ["york", "new"]), ("d3", ["city", york]), ("d4", ["ümlaut", "日本"])]
-    built = Index.build_tokens(docs, backend="numba")
+    built = Index.build_tokens(docs, backend="core")
     built.save(tmp_path / "index")
-    loaded = Index.load(tmp_path / "index", backend="numba")
+    loaded = Index.load(tmp_path / "index", backend="core")
     terms = loaded._scorer.postings.terms
     assert isinstance(terms, TermList) and terms._terms is None and len(terms) == built.num_terms
     queries = [[york], ["new", "york"], ["city", "日本"], ["nothing"]]
@@ -680,32 +578,8 @@ def test_a_loaded_index_keeps_its_terms_as_text_for_compiled_batches(tmp_path, s
     assert terms[0] == built._scorer.postings.terms[0] and list(terms) == sorted(list(terms))
 
 
-@pytest.mark.parametrize("extension", [False, True])
-def test_auto_lets_go_of_the_numpy_term_table_when_the_kernels_take_over(tmp_path, monkeypatch, extension) -> None:
-    # the first batch of an auto index finds its terms with numpy's table; when the batch is worth
-    # the kernels (without the C extension), or numbering the pairs of an index saved without them is
-    # (with it), later batches use the compiled vocabulary and the table (and the strings) go
-    from bm25lab.engine import Index
-
-    built, queries = _zipf_index(n_docs=3_000, vocab=5_000)
-    built.save(tmp_path / "index")
-    if extension:
-        without_saved_pairs(tmp_path / "index")
-    else:
-        monkeypatch.setattr(backends.Auto, "native", lambda self: None)
-    loaded = Index.load(tmp_path / "index", backend="auto")
-    monkeypatch.setattr(numba_backend, "worth_loading", lambda seconds: True)
-    monkeypatch.setattr(backends.Auto, "current", lambda self: self._numba or self._numpy)
-    postings = loaded._scorer.postings
-    found = loaded.retrieve_tokens(queries, 10, workers=1)
-    assert loaded._backend._numba is not None and not postings._lookup and postings.terms._terms is None
-    expected = built.retrieve_tokens(queries, 10, workers=1)
-    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(found, expected))
-    assert postings.term_id(queries[0][0]) is not None and postings._lookup  # a single search builds it again
-
-
 def test_forgetting_the_term_table_leaves_a_lookup_under_way_its_table() -> None:
-    # auto may forget the numpy term table while another thread looks terms up: that thread keeps the
+    # the numpy term table may be forgotten while another thread looks terms up: that thread keeps the
     # whole table it took (a new table replaces it; none is emptied in place), and the next look-up
     # makes a new one with the same ids
     from bm25lab.engine import Index

@@ -52,7 +52,7 @@ def reference(docs: list[dict], query: str, weights: dict[str, float], bs: dict[
     return scores
 
 
-@pytest.fixture(scope="module", params=["numpy", "numba"])
+@pytest.fixture(scope="module", params=["numpy", "core"])
 def index(request) -> Index:
     return Index.build(corpus(), tokenizer=TOKENIZER, fields=FIELDS, backend=request.param)
 
@@ -78,9 +78,9 @@ def test_bm25f_equals_the_reference_on_every_path(index, weights, bs, k3):
 
 def test_the_two_backends_give_identical_floats():
     numpy_index = Index.build(corpus(3), tokenizer=TOKENIZER, fields=FIELDS, backend="numpy")
-    numba_index = Index.build(corpus(3), tokenizer=TOKENIZER, fields=FIELDS, backend="numba")
+    core_index = Index.build(corpus(3), tokenizer=TOKENIZER, fields=FIELDS, backend="core")
     a = numpy_index.search_many(QUERIES, k=50, field_weights="title=3,text=1", field_b="title=0.75")
-    b = numba_index.search_many(QUERIES, k=50, field_weights="title=3,text=1", field_b="title=0.75")
+    b = core_index.search_many(QUERIES, k=50, field_weights="title=3,text=1", field_b="title=0.75")
     for qid in QUERIES:
         assert [(h.doc_id, h.score) for h in a[qid]] == [(h.doc_id, h.score) for h in b[qid]]
 
@@ -122,7 +122,7 @@ def test_fields_survive_disk_growth_and_merging(tmp_path):
         expected = [(h.doc_id, h.score) for h in fresh.search(query, k=100, **weights)]
         assert [(h.doc_id, h.score) for h in grown.search(query, k=100, **weights)] == expected
     grown.optimize()
-    again = Index.load(tmp_path / "idx", backend="numba")
+    again = Index.load(tmp_path / "idx", backend="core")
     assert again.fields == FIELDS and again.num_segments == 1
     for query in QUERIES.values():
         assert [(h.doc_id, h.score) for h in again.search(query, k=100, **weights)] == \

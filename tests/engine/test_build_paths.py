@@ -2,7 +2,8 @@
 gives exactly the index of the plain path: the same terms and term ids, postings, lengths, id ranks,
 the same saved bytes and the same search results, with 1 or 2 threads, across chunk and job borders,
 whatever the texts hold (non-ASCII text, Unicode whitespace, pieces without a letter or digit,
-empty documents, titles); and the path is taken when it should be."""
+empty documents, titles); and the path is taken when it should be. Each entry point of the core's
+building (``engine/core/build.c``) is also compared with the numpy backend's on hostile input."""
 from __future__ import annotations
 
 import json
@@ -12,11 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recording import RecordingAuto
-
 from bm25lab.engine import Index, Tokenizer, backends, postings, segments, storage
-from bm25lab.engine.backends import numba_backend
-from bm25lab.engine.backends.numba_backend import NumbaBackend
+from bm25lab.engine.backends import core_backend
+from bm25lab.engine.backends.core_backend import CoreBackend
 from bm25lab.engine.errors import InputError
 from bm25lab.engine.records import Document
 from bm25lab.engine.selection import code_point_order
@@ -55,7 +54,7 @@ def _small_chunks(monkeypatch) -> None:
     monkeypatch.setattr(postings, "_TEXT_JOB_CHARS", 2_000)
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)
     monkeypatch.setattr(segments, "_BATCH_DOCS", 64)
-    monkeypatch.setattr(numba_backend, "_THREADED_LAY_OUT", 0)  # documents and tfs on two threads too
+    monkeypatch.setattr(core_backend, "_THREADED_LAY_OUT", 0)  # documents and tfs on two threads too
 
 
 def _plain(monkeypatch, docs: list, backend: str) -> Index:
@@ -93,12 +92,12 @@ def test_texts_path_builds_the_plain_paths_index(monkeypatch, tmp_path: Path, th
     _small_chunks(monkeypatch)
     docs = _corpus()
     calls = []
-    split = NumbaBackend.split_texts
-    monkeypatch.setattr(NumbaBackend, "split_texts", lambda self, *a: calls.append(1) or split(self, *a))
-    fast = Index.build(docs, tokenizer=WHITESPACE, backend="numba", workers=threads)
+    split = CoreBackend.split_texts
+    monkeypatch.setattr(CoreBackend, "split_texts", lambda self, *a: calls.append(1) or split(self, *a))
+    fast = Index.build(docs, tokenizer=WHITESPACE, backend="core", workers=threads)
     assert len(calls) > 20  # the path was taken, in many jobs
     reference = _plain(monkeypatch, docs, "numpy")
-    compiled_tokens = _plain(monkeypatch, docs, "numba")
+    compiled_tokens = _plain(monkeypatch, docs, "core")
     for other in (reference, compiled_tokens):
         _assert_same_index(fast, other)
     assert fast.document("d900").title == "A title w9" and fast.document("d901").metadata == {"lang": "x"}
@@ -114,42 +113,14 @@ def test_each_document_has_the_tokenizers_terms(monkeypatch) -> None:
     # every odd text on its own: the document's length and terms are those of Tokenizer.tokenize
     _small_chunks(monkeypatch)
     docs = [(f"d{i}", text) for i, text in enumerate(ODD_TEXTS)]
-    fast = Index.build(docs, tokenizer=WHITESPACE, backend="numba", workers=2)
+    fast = Index.build(docs, tokenizer=WHITESPACE, backend="core", workers=2)
     expected = [WHITESPACE.tokenize(text) for text in ODD_TEXTS]
     assert fast._segment.postings.doc_lengths.tolist() == list(map(len, expected))
     assert list(fast._segment.postings.terms) == sorted({t for terms in expected for t in terms})
     assert expected[2][:6] == ["a_b", "x", "y", "z", "1", "2"] and expected[1] == []
 
 
-def test_texts_and_tokens_interleave_in_document_order(monkeypatch) -> None:
-    # auto starts on numpy (the texts analysed into tokens) and moves to the kernels' text path: the
-    # vocabulary is handed over with its ids, and the chunks stay in document order
-    _small_chunks(monkeypatch)
-    monkeypatch.setattr(backends, "NUMPY_SECONDS_PER_TOKEN", numba_backend.LOAD_SECONDS / 6000)
-    monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
-    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: False)
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
-    docs = _corpus()
-    auto = RecordingAuto()
-    built = segments.build_segment(docs, WHITESPACE, backend=auto, workers=2)
-    moved = Index(built.segment, WHITESPACE, None, built.workdir, auto)
-    assert auto.chosen[0] == "numpy" and auto.chosen[-1] == "numba"
-    _assert_same_index(moved, _plain(monkeypatch, docs, "numpy"))
-
-
-def test_a_small_build_with_auto_stays_on_numpy(monkeypatch) -> None:
-    # a few documents are not worth loading the kernels for: their tokens go the numpy way
-    monkeypatch.setattr(numba_backend, "loaded", lambda: False)  # as in a new process
-    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: False)
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
-    docs = _corpus()[:200]
-    auto = RecordingAuto()
-    built = segments.build_segment(docs, WHITESPACE, backend=auto)
-    assert set(auto.chosen) == {"numpy"}
-    _assert_same_index(Index(built.segment, WHITESPACE, None, built.workdir, auto), _plain(monkeypatch, docs, "numpy"))
-
-
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_bad_input_on_the_texts_path(backend: str, monkeypatch) -> None:
     # the same errors as the plain path, and no thread left running
     _small_chunks(monkeypatch)
@@ -168,17 +139,17 @@ def test_bad_input_on_the_texts_path(backend: str, monkeypatch) -> None:
     assert threading.active_count() == before
 
 
-def test_code_point_order_of_the_kernels() -> None:
+def test_code_point_order_of_the_core() -> None:
     # ids sorted from their UTF-8 as selection sorts them: prefixes, long common prefixes, zero
     # bytes, non-ASCII, lone surrogates; equal strings keep their order
     rng = np.random.default_rng(5)
     alphabet = ["a", "b", "\x00", "é", "中", "\U0001f600", "\ud800", "\uffff", "z"]
     strings = ["", "a", "a\x00", "ab", "abcdefghij", "abcdefghijk", "abcdefgh", "abcdefgh\x00", "a"]
     strings += ["".join(rng.choice(alphabet, size=int(rng.integers(0, 20)))) for _ in range(3000)]
-    order = NumbaBackend().code_point_order(strings)
+    order = CoreBackend().code_point_order(strings)
     assert order.tolist() == code_point_order(strings).tolist()
     ascii_ids = [f"doc-{int(i)}" for i in rng.integers(0, 10**9, size=5000)]
-    assert NumbaBackend().code_point_order(ascii_ids).tolist() == code_point_order(ascii_ids).tolist()
+    assert CoreBackend().code_point_order(ascii_ids).tolist() == code_point_order(ascii_ids).tolist()
 
 
 # ---------------------------------------------------------------------- packed Chinese terms
@@ -197,7 +168,7 @@ def _zh_corpus() -> list:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_packed_chinese_terms_build_the_index_of_their_lists(monkeypatch, backend: str, workers: int) -> None:
     # the compiled cut's terms reach the builder packed (no string per term): the index equals the
     # one built from the same terms as lists, chunks and flushes crossing documents everywhere
@@ -226,7 +197,7 @@ def test_packed_chinese_terms_build_the_index_of_their_lists(monkeypatch, backen
     assert list(packed.doc_ids) == list(lists.doc_ids) and packed.document("odd4").text == ZH_ODD[4]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_add_packed_equals_add_many(monkeypatch, backend: str) -> None:
     # documents without terms, a chunk without any, a term holding a space (looked up one by one)
     from bm25lab.engine.segmentation import PackedTerms
@@ -243,3 +214,93 @@ def test_add_packed_equals_add_many(monkeypatch, backend: str) -> None:
     for name in ("offsets", "doc_nums", "tfs", "doc_lengths"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert a.doc_lengths.tolist() == [2, 0, 1, 0, 0, 0, 3, 1, 1]
+
+
+def test_a_backend_that_does_not_split_texts_analyses_them_into_tokens(monkeypatch) -> None:
+    # the numpy backend has no text path: the texts are analysed by the tokenizer, the same index
+    calls = []
+    analyse = WHITESPACE.tokenize
+    monkeypatch.setattr(Tokenizer, "tokenize", lambda self, text: calls.append(1) or analyse(text))
+    docs = _corpus()[:300]
+    plain = Index.build(docs, tokenizer=WHITESPACE, backend="numpy", workers=1)
+    assert calls
+    _assert_same_index(plain, Index.build(docs, tokenizer=WHITESPACE, backend="core", workers=1))
+
+
+# ---------------------------------------------------------------------- the core's building entry points
+def test_group_by_term_of_the_core_equals_numpys() -> None:
+    rng = np.random.default_rng(9)
+    numpy_backend = backends.create("numpy")
+    for trial in range(40):
+        n_docs, num_terms = int(rng.integers(0, 60)), int(rng.integers(1, 50))
+        lengths = rng.integers(0, 30, n_docs).astype(np.int32)
+        ids = rng.integers(0, num_terms, int(lengths.sum())).astype(np.int64 if trial % 2 else np.int32)
+        first = int(rng.integers(0, 1000))
+        got = CoreBackend().group_by_term(ids, lengths, first, num_terms)
+        expected = numpy_backend.group_by_term(ids, lengths, first, num_terms)
+        for a, b in zip(got, expected):
+            assert a.dtype == b.dtype == np.int32 and a.tolist() == b.tolist()
+
+
+def test_lay_out_of_the_core_equals_numpys() -> None:
+    rng = np.random.default_rng(10)
+    numpy_backend = backends.create("numpy")
+    for threads in (1, 2):
+        num_terms, chunks, first = 40, [], 0
+        for _ in range(5):
+            lengths = rng.integers(0, 20, 30).astype(np.int32)
+            ids = rng.integers(0, num_terms, int(lengths.sum()))
+            chunks.append(numpy_backend.group_by_term(ids, lengths, first, num_terms))
+            first += 30
+        new_id = rng.permutation(num_terms).astype(np.int64)
+        got = CoreBackend().lay_out(chunks, new_id, threads)
+        expected = numpy_backend.lay_out(chunks, new_id)
+        for a, b in zip(got, expected):
+            assert a.tolist() == b.tolist()
+
+
+def test_the_cores_building_entry_points_refuse_hostile_arrays() -> None:
+    # an index out of range, a length that does not add up, a wrong dtype: a Python error naming what
+    # is wrong, never a read or write out of bounds
+    from bm25lab.engine.core import kernels
+
+    core = kernels()
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    out = [np.empty(4, np.int32) for _ in range(3)]
+    cases = [
+        (core.group_by_term, (i32(0, 5), i32(2), 0, 3, *out), ValueError),  # a term id past num_terms
+        (core.group_by_term, (i32(0, 1), i32(3), 0, 3, *out), ValueError),  # lengths past the terms
+        (core.group_by_term, (i32(0, 1), i32(-1, 3), 0, 3, *out), ValueError),
+        (core.group_by_term, (i32(0, 1), i32(2), 0, 3, *[np.empty(1, np.int32)] * 3), ValueError),
+        (core.group_by_term, (np.array([0.0]), i32(1), 0, 3, *out), TypeError),
+        (core.count_terms, (i32(0, 7), i64(0, 1), np.zeros(3, np.int64)), ValueError),
+        (core.count_terms, (i32(0, 1), i64(0, 5), np.zeros(3, np.int64)), ValueError),
+        (core.scatter_by_term, (i32(0, 1), i32(5), i64(0, 1), i64(0, 1), np.empty(2, np.int32)), ValueError),
+        (core.scatter_by_term, (i32(0, 0, 0), i32(1, 2, 3), i64(0), i64(1), np.empty(2, np.int32)), ValueError),
+        (core.mark_pairs, (i32(0, 9), i32(1, 1), np.zeros(3, np.uint16), 2, np.zeros(8, np.uint8)), ValueError),
+        (core.mark_pairs, (i32(0, 1), i32(1, 9), np.zeros(3, np.uint16), 2, np.zeros(8, np.uint8)), ValueError),
+        (core.write_codes, (i32(0), i32(1), np.zeros(1, np.uint16), 2, np.zeros(8, np.uint16),
+                            np.zeros(1, np.uint32)), ValueError),
+        (core.split_texts, (np.zeros(4, np.uint8), i64(0, 9, 2), 0, *out, np.empty(2, np.int32),
+                            np.empty(4, np.uint64), np.empty(4, np.int64), np.empty(4, np.int64)), ValueError),
+        (core.split_texts, (np.zeros(40, np.uint8), i64(0, 4), 0, *out, np.empty(1, np.int32),
+                            np.empty(4, np.uint64), np.empty(4, np.int64), np.empty(4, np.int64)), ValueError),
+        (core.sort_terms, (i64(0, 3), i64(2, 2), np.zeros(4, np.uint8), np.empty(2, np.int64)), ValueError),
+        (core.group_query_terms, (i32(0, 1), i64(3), np.empty(2, np.int64), np.empty(2, np.int64),
+                                  np.empty(2)), ValueError),
+    ]
+    for function, args, error in cases:
+        with pytest.raises(error):
+            function(*args)
+    table = core.Vocabulary()
+    for args in ((np.frombuffer(b"a b", np.uint8), i64(1, 9), np.empty(2, np.int32), True),  # ends past the text
+                 (np.frombuffer(b"a b", np.uint8), i64(2, 1), np.empty(2, np.int32), True),  # ends decreasing
+                 (np.frombuffer(b"a", np.uint8), i64(), np.empty(2, np.int32), True)):  # fewer pieces than ids
+        with pytest.raises(ValueError):
+            table.encode(*args)
+    with pytest.raises(ValueError, match="hash"):
+        table.merge(np.frombuffer(b"ab", np.uint8), np.array([7], np.uint64), i64(0), i64(2), np.empty(1, np.int32))
+    with pytest.raises(ValueError):
+        table.joined(i64(0), np.empty(1, np.uint8))
+    assert len(table) == 0

@@ -110,7 +110,7 @@ def test_merged_view_on_the_compiled_path(cranfield) -> None:
     docs = list(cranfield.documents())[:400]
     queries = dict(list(cranfield.judged_queries().items())[:30])
     tok = Tokenizer("en")
-    grown = Index.build(docs[:200], tokenizer=tok, workers=1, backend="numba")
+    grown = Index.build(docs[:200], tokenizer=tok, workers=1, backend="core")
     grown.add(docs[200:], workers=1)
     grown.delete([docs[7].id])
     fresh = Index.build([d for d in docs if d.id != docs[7].id], tokenizer=tok, workers=1, backend="numpy")
@@ -167,7 +167,7 @@ def test_bm25plus_constant_ignores_terms_only_in_deleted_documents() -> None:
     assert hits(index, "x gone", variant="bm25+") == hits(fresh, "x gone", variant="bm25+")
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 @pytest.mark.parametrize("how", ["delete", "replace"])
 def test_only_documents_without_terms_left(tmp_path: Path, how: str, backend: str) -> None:
     # the audit's repro: "b" is all stopwords; once "a" is gone no term has a live posting, and the

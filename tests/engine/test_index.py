@@ -286,14 +286,14 @@ def test_build_tokens_bad_input() -> None:
 
 @pytest.mark.parametrize("extra", ["", " \n", "".join(map(chr, range(128)))])
 def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra: str) -> None:
-    # token strings get their ids from numba's vocabulary (kernels loaded; a token with a space: by its
-    # own bounds) or from pyarrow's split and hash (large chunks), else are looked up token by token, as
-    # is a chunk holding a token with a space: the index is the same; so it is from token ids, grouped
-    # by numba or numpy. Numba sorts its terms (terms up to 28 bytes long, some differing only by
-    # trailing NULs) and decodes them at once, split at a newline, at another character when a term
-    # holds a newline, or one by one when every ASCII character is in some term
+    # token strings get their ids from the core's vocabulary (a token with a space: by its own bounds)
+    # or from pyarrow's split and hash (large chunks), else are looked up token by token, as is a chunk
+    # holding a token with a space: the index is the same; so it is from token ids, grouped by the core
+    # or numpy. The core sorts its terms (terms up to 28 bytes long, some differing only by trailing
+    # NULs) and decodes them at once, split at a newline, at another character when a term holds a
+    # newline, or one by one when every ASCII character is in some term
     from bm25lab.engine import postings, selection
-    from bm25lab.engine.backends import numba_backend, numpy_backend
+    from bm25lab.engine.backends import core_backend, numpy_backend
 
     rng = np.random.default_rng(7)
     alphabet = ["a", "b", "é", "中", "文", "𝄞", "Z", "\x00"] + list(extra)
@@ -305,30 +305,48 @@ def test_token_strings_split_in_c_equal_one_look_up_per_token(monkeypatch, extra
     used = sorted({t for _, ts in docs for t in ts}, reverse=True)  # a given vocabulary's terms all stay
     position = {w: i for i, w in enumerate(used)}
     id_docs = [(i, np.array([position[t] for t in ts], dtype=np.int64)) for i, ts in docs]
-    taken: dict[str, list] = {"arrow": [], "numba": []}
+    taken: dict[str, list] = {"arrow": [], "core": []}
     split = numpy_backend._split_and_encode
     monkeypatch.setattr(numpy_backend, "_split_and_encode", lambda *a: taken["arrow"].append(split(*a)) or
                         taken["arrow"][-1])
-    compiled = numba_backend.CompiledVocabulary.term_ids
-    monkeypatch.setattr(numba_backend.CompiledVocabulary, "term_ids", lambda self, *a: taken["numba"].append(None) or
+    compiled = core_backend.CoreVocabulary.term_ids
+    monkeypatch.setattr(core_backend.CoreVocabulary, "term_ids", lambda self, *a: taken["core"].append(None) or
                         compiled(self, *a))
     monkeypatch.setattr(postings, "_CHUNK_TOKENS", 997)  # many chunks, documents across their borders
-    _kernels = numba_backend.kernels()
 
     separators = []
-    joined_terms = _kernels.joined_terms
-    monkeypatch.setattr(_kernels, "joined_terms", lambda *a: separators.append(joined_terms(*a)[1]) or
-                        joined_terms(*a))
+
+    class Spy:  # the core's table, its separators recorded
+        def __init__(self, table) -> None:
+            self._table = table
+
+        def __getattr__(self, name: str):
+            return getattr(self._table, name)
+
+        def __len__(self) -> int:
+            return len(self._table)
+
+        def joined(self, *args):
+            separators.append(self._table.joined(*args))
+            return separators[-1]
+
+    made = core_backend.CoreVocabulary.__init__
+
+    def spied(self) -> None:
+        made(self)
+        self._table = Spy(self._table)
+
+    monkeypatch.setattr(core_backend.CoreVocabulary, "__init__", spied)
 
     def build(mode: str, tokens: list) -> Index:
         monkeypatch.setattr(numpy_backend, "_ARROW_MIN_TOKENS", 1 if mode == "arrow" else 10**9)
         monkeypatch.setattr(selection, "_ARROW_MIN_STRINGS", 1 if mode != "python" else 10**9)
         return Index.build_tokens(tokens, vocabulary=used if tokens is id_docs else None,
-                                  backend="numba" if mode == "numba" else "numpy")
+                                  backend="core" if mode == "core" else "numpy")
 
     plain = build("python", docs)
-    assert not taken["arrow"] and not taken["numba"]
-    for mode, tokens in (("arrow", docs), ("numba", docs), ("numba", id_docs), ("python", id_docs)):
+    assert not taken["arrow"] and not taken["core"]
+    for mode, tokens in (("arrow", docs), ("core", docs), ("core", id_docs), ("python", id_docs)):
         fast = build(mode, tokens)
         assert tokens is id_docs or taken[mode]
         assert mode != "arrow" or all((t is None) == spaced for t in taken[mode])  # a space: token by token

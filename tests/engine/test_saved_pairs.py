@@ -40,7 +40,7 @@ def _record(file: Path) -> dict:
     return {"bytes": file.stat().st_size, "sha256": storage.sha256_file(file)}
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Path, monkeypatch, backend: str) -> None:
     docs, queries = _docs()
     built = Index.build(docs, tokenizer=WS, backend=backend)
@@ -94,7 +94,7 @@ def test_32_bit_codes_are_saved_and_read(tmp_path: Path, monkeypatch) -> None:
     docs, queries = _docs(n_docs=800)
     built = Index.build(docs, tokenizer=WS, backend="numpy")
     built.save(tmp_path / "i")
-    loaded = Index.load(tmp_path / "i", backend="numba")
+    loaded = Index.load(tmp_path / "i", backend="core")
     assert loaded._scorer._pairs.codes.dtype == np.uint32
     for k in (1, 10, 500):
         assert _runs(loaded, queries, k, "lucene") == _runs(built, queries, k, "lucene")

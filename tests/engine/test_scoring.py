@@ -141,7 +141,7 @@ def test_pairs_past_16_bits_take_32_bit_codes() -> None:
     import numpy as np
 
     from bm25lab.engine import retrieval
-    from bm25lab.engine.backends.numba_backend import NumbaBackend
+    from bm25lab.engine.backends.core_backend import CoreBackend
     from bm25lab.engine.postings import Postings
 
     n_docs, per_doc = 300, 300
@@ -150,7 +150,7 @@ def test_pairs_past_16_bits_take_32_bit_codes() -> None:
     order = np.argsort(np.tile(np.arange(per_doc), n_docs), kind="stable")  # term j: every document's tf j + 1
     postings = Postings([f"t{j:03d}" for j in range(per_doc)], np.arange(per_doc + 1, dtype=np.int64) * n_docs,
                         doc_nums[order], tfs[order], np.arange(1000, 1000 + n_docs, dtype=np.int32))
-    for coder in (retrieval.NumpyPairCoder(), NumbaBackend()):
+    for coder in (retrieval.NumpyPairCoder(), CoreBackend().pair_coder()):
         pairs = retrieval.posting_pairs(postings, coder)
         assert pairs.codes.dtype == np.uint32 and pairs.tfs.shape[0] == n_docs * per_doc
         assert np.array_equal(pairs.tfs[pairs.codes], postings.tfs)
@@ -163,7 +163,7 @@ def test_lengths_past_16_bits_are_ranked_in_32_bits() -> None:
     import numpy as np
 
     from bm25lab.engine import retrieval
-    from bm25lab.engine.backends.numba_backend import NumbaBackend
+    from bm25lab.engine.backends.core_backend import CoreBackend
     from bm25lab.engine.postings import Postings
 
     n_docs = 70_000
@@ -171,7 +171,7 @@ def test_lengths_past_16_bits_are_ranked_in_32_bits() -> None:
     doc_nums = np.concatenate([np.arange(n_docs), np.arange(0, n_docs, 7)]).astype(np.int32)
     tfs = np.concatenate([np.ones(n_docs), np.full(-(-n_docs // 7), 3)]).astype(np.int32)
     postings = Postings(["a", "b"], np.array([0, n_docs, doc_nums.shape[0]], dtype=np.int64), doc_nums, tfs, lengths)
-    for coder in (retrieval.NumpyPairCoder(), NumbaBackend()):
+    for coder in (retrieval.NumpyPairCoder(), CoreBackend().pair_coder()):
         pairs = retrieval.posting_pairs(postings, coder)
         assert np.array_equal(pairs.tfs[pairs.codes], tfs)
         assert np.array_equal(pairs.lengths[pairs.codes], lengths[doc_nums])
@@ -190,7 +190,7 @@ K1_ZERO = {  # query "a d": d1 has a, d2 has a twice, d3 has d (idf values as in
 }
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 @pytest.mark.parametrize("variant", sorted(K1_ZERO))
 def test_k1_zero_counts_each_present_term_once(variant: str, backend: str) -> None:
     import warnings

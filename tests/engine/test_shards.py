@@ -65,7 +65,7 @@ def collections(cranfield, cmrc, tmp_path_factory) -> dict[str, Collection]:
 
 # ---------------------------------------------------------------------------------------------- identity
 @pytest.mark.parametrize("name", ["cranfield", "cmrc2018"])
-@pytest.mark.parametrize("backend", ["numpy", "numba", "native"])
+@pytest.mark.parametrize("backend", ["numpy", "core"])
 def test_sharded_search_equals_one_index_bit_for_bit(collections, name: str, backend: str) -> None:
     c = collections[name]
     singles = list(c.queries.values())[:6]
@@ -270,7 +270,7 @@ def test_add_delete_optimize_equal_a_fresh_build(cranfield, tmp_path: Path) -> N
                 bits(fresh.search_many(queries, k=100, variant=variant, workers=1))
 
     same(index)
-    same(ShardedIndex.load(tmp_path / "g", backend="numba"))
+    same(ShardedIndex.load(tmp_path / "g", backend="core"))
     counts = shards.load_counts(tmp_path / "g", shards.read_manifest(tmp_path / "g")["statistics"])
     assert counts.terms == list(fresh._segment.postings.terms)
     assert np.array_equal(counts.df, fresh._segment.postings.document_frequencies())
@@ -777,11 +777,11 @@ def repeating(queries: dict[str, str], count: int) -> dict[str, str]:
 def test_k3_is_applied_on_shards_as_on_one_index(collections) -> None:
     """k3 weighs a query's repeated terms: the union of the shards' answers is weighted before the
     queries' constants and the second round, so every variant (bm25l's and bm25+'s constants too), batch
-    and single, numpy and numba, gives one index's documents and bits."""
+    and single, numpy and the core, gives one index's documents and bits."""
     c = collections["cranfield"]
     queries = repeating(c.queries, 40)
     text = next(iter(queries.values()))
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "core"):
         index = ShardedIndex.load(c.paths[3], backend=backend)
         for variant in VARIANTS:
             expected = bits(c.single.search_many(queries, k=50, variant=variant, k3=1.5, workers=1))
