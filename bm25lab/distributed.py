@@ -48,17 +48,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .engine.errors import BM25LabError, ParameterError
-from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT
+from .engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
+from .engine.searching import FieldValues, Searcher
 
 if TYPE_CHECKING:
     from distributed import Client, Future
 
     from .engine.records import Document, Hits, Results
     from .engine.retrieval import CollectionStatistics
-    from .engine.scoring import Params
     from .engine.segments import DocLike
     from .engine.shards import GlobalTerms, PartitionSegments, Shard, ShardHits, ShardRecord, TermCounts
     from .engine.tokenization import Tokenizer
@@ -491,11 +491,13 @@ def _placed(specs: list[ShardSpec], workers: list[str], client: "Client") -> lis
     return groups
 
 
-class DistributedIndex:
-    """A sharded index searched on a Dask cluster (see the module docstring), with the search interface
-    of :class:`~bm25lab.engine.index.Index`; results equal those of one index of the same documents."""
+class DistributedIndex(Searcher["ShardHits"]):
+    """A sharded index searched on a Dask cluster (see the module docstring), with the search protocol
+    of every index (:class:`~bm25lab.engine.searching.Searcher`); results equal those of one index of
+    the same documents. ``batch``: the queries :meth:`search_many` sends to the cluster at a time (the
+    client tokenizes them once)."""
 
-    def __init__(self, path: str | Path, client: "Client", backend: str | None = None) -> None:
+    def __init__(self, path: str | Path, client: "Client", backend: str | None = None, batch: int = 4096) -> None:
         from .engine.errors import IndexFormatError
         from .engine.shards import MANIFEST, is_sharded
 
@@ -505,6 +507,7 @@ class DistributedIndex:
                                    f"with --shards N)")
         self.client = client
         self._backend = backend
+        self.batch = batch
         self._open()
         with _cluster_errors(f"opening {self.path}"):
             check_readable(client, self.path / MANIFEST)
@@ -555,50 +558,38 @@ class DistributedIndex:
             self._stores[position] = SegmentedStore([p.store for p in parts])
         return self._stores[position].get(doc_id)
 
-    def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None,
-               field_weights: Any = None, field_b: Any = None) -> "Hits":
+    # ------------------------------------------------------------------ search (the protocol: engine.searching)
+    def params(self, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+               delta: float | None = None, k3: float | None = None, field_weights: FieldValues = None,
+               field_b: FieldValues = None) -> Params:
+        """The checked parameters of a search (a sharded index has no fields)."""
+        from .engine.shards import search_params
+
+        return search_params(variant, k1, b, delta, k3, field_weights, field_b)
+
+    def _batch_size(self, queries: int, progress: Callable[[int, int], None] | None) -> int:
+        return self.batch
+
+    def _hits(self, found: "ShardHits") -> "Hits":
         import numpy as np
 
         from .engine.records import Hits
 
-        found = self.retrieve_tokens([self.tokenizer.tokenize(query)], k, variant, k1, b, delta, k3=k3,
-                                     field_weights=field_weights, field_b=field_b)
         return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
 
-    def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                    k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-                    batch: int = 4096, k3: float | None = None, field_weights: Any = None,
-                    field_b: Any = None) -> "Results":
-        """Search every query of ``{qid: text}`` on the cluster, ``batch`` queries at a time (the client
-        tokenizes them once, with ``workers`` processes)."""
-        from .engine.index import _as_query_mapping
-        from .engine.shards import results_of, search_params
+    def _results(self, qids: Sequence[str], found: Sequence["ShardHits"]) -> "Results":
+        from .engine.shards import results_of
 
-        search_params(variant, k1, b, delta, k3, field_weights, field_b)  # before the queries are analysed
-        queries = _as_query_mapping(queries)
-        qids = list(queries)
-        tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
-        found = []
-        for start in range(0, len(tokens), batch):
-            found.append(self.retrieve_tokens(tokens[start:start + batch], k, variant, k1, b, delta, k3=k3))
-            if progress is not None:
-                progress(min(start + batch, len(tokens)), len(tokens))
         return results_of(qids, found, self.document)
 
-    def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                        k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None, *,
-                        k3: float | None = None, field_weights: Any = None, field_b: Any = None) -> "ShardHits":
+    def retrieve(self, queries: Sequence[Sequence[str]], k: int, params: Params, workers: int | None) -> "ShardHits":
         """The two rounds over the shards, as tasks on the cluster, and the merge here (``k3`` weighs
         the union's multiplicities, as :func:`bm25lab.engine.shards.search_shards` does)."""
         from .engine.errors import IndexFormatError
-        from .engine.shards import GlobalTerms, ShardHits, _check_k, merge_hits, search_params
+        from .engine.shards import GlobalTerms, ShardHits, merge_hits
         from .engine.storage import MissingFile
 
-        k = _check_k(k)
-        searched = search_params(variant, k1, b, delta, k3, field_weights, field_b)
-        params = searched.of_documents()
+        scoring = params.of_documents()
         if not queries:
             return ShardHits.empty(0)
         listed = [list(q) for q in queries]
@@ -608,8 +599,8 @@ class DistributedIndex:
             try:
                 with _cluster_errors(f"searching {self.path}"):
                     terms = GlobalTerms.union(self._on_each_group("look-up", run, _look_up_task, listed,
-                                                                  params)).weighted(searched.k3)
-                    hits = self._on_each_group("top-k", run, _top_k_task, terms, k, params)
+                                                                  scoring)).weighted(params.k3)
+                    hits = self._on_each_group("top-k", run, _top_k_task, terms, k, scoring)
             except MissingFile:  # a worker loading a shard found a file gone: a writer committed meanwhile?
                 if not self._changed():
                     raise  # gone from an index nobody changed: damage

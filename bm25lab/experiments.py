@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .engine import Index, Tokenizer
     from .engine.records import Document, Results
     from .evaluation.evaluator import EvaluationResult
+    from .engine.scoring import Params
 
 __all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
 
@@ -204,11 +205,21 @@ class ExperimentResult:
     cached: bool  # whether the index came from the cache
     results: Results
     evaluation: EvaluationResult
-    variant: str
-    k1: float
-    b: float
+    params: Params  # the search's, checked
     k: int
     seconds: float
+
+    @property
+    def variant(self) -> str:
+        return self.params.variant
+
+    @property
+    def k1(self) -> float:
+        return self.params.k1
+
+    @property
+    def b(self) -> float:
+        return self.params.b
 
 
 def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
@@ -218,7 +229,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                query_text_fields: str | Sequence[str] | None = None,
                index_progress: Callable[[int], None] | None = None,
                search_progress: Callable[[int, int], None] | None = None,
-               cluster: str | Client | None = None, shards: int | None = None) -> ExperimentResult:
+               cluster: str | Client | None = None, shards: int | None = None,
+               params: Params | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
@@ -227,18 +239,20 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
 
     ``cluster`` (an address of :data:`bm25lab.distributed.ADDRESS_FORMS`, or a Dask client) builds and
     searches a sharded index of ``shards`` shards (default: one per worker) on that cluster; ``shards``
-    alone, a sharded index in this process. The results are those of one index."""
+    alone, a sharded index in this process. The results are those of one index. ``params``: the search's
+    parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``."""
     from .engine import Tokenizer
+    from .engine.scoring import Params
 
     started = time.perf_counter()
+    params = params or Params(variant, k1, b, delta, k3)
     collection = open_collection(spec, query_ids=query_ids, query_id_field=query_id_field,
                                  query_text_fields=query_text_fields)
     tokenizer = tokenizer or Tokenizer(collection.language)
     if cluster is None:
         index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress, backend=backend,
                                      shards=shards)
-        results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
-                                    progress=search_progress, k3=k3)
+        results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
     else:
         from .distributed import connect, worker_count
 
@@ -246,17 +260,15 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
             count = shards or worker_count(client)
             index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress,
                                          backend=backend, shards=count, client=client)
-            results = index.search_many(collection.queries(), k=k, variant=variant, k1=k1, b=b, delta=delta,
-                                        progress=search_progress, k3=k3)
-    return _evaluated(collection, index, cached, results, measures, variant, k1, b, k, started)
+            results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
+    return _evaluated(collection, index, cached, results, measures, params.resolved(), k, started)
 
 
 def _evaluated(collection: Collection, index: Any, cached: bool, results: Results, measures: Sequence[str] | None,
-               variant: str, k1: float, b: float, k: int, started: float) -> ExperimentResult:
+               params: Params, k: int, started: float) -> ExperimentResult:
     from .evaluation import evaluate, read_qrels
     from .evaluation.measures import DEFAULT_MEASURES
 
     evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
                           collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
-    return ExperimentResult(collection, index, cached, results, evaluation, variant, k1, b, k,
-                            time.perf_counter() - started)
+    return ExperimentResult(collection, index, cached, results, evaluation, params, k, time.perf_counter() - started)

@@ -19,41 +19,33 @@ from __future__ import annotations
 import weakref
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from . import backends, segments, storage
-from .backends import Backend
+from .backends import Backend, Ranked
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
 from .scratch import Scratch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values
+from .searching import FieldValues, Searcher, check_k
 from .segments import Change, DocLike, Part, Progress, as_document, worker_count
 from .tokenization import Tokenizer
 
-FieldValues = str | Mapping[str, float] | None
-"""Per-field values: ``{"title": 3, "text": 1}`` or ``"title=3,text=1"``."""
 
 __all__ = ["Change", "DocLike", "Index", "PreparedBatch", "as_document"]
 
-# A batch searched with a progress callback is searched this many queries at a time (at least).
-_PROGRESS_STEP = 512
 # A reader that finds a file gone re-reads the manifest this many times (writers committed meanwhile). It
 # opens every file before reading any, so one attempt takes milliseconds however large the index is.
 _LOAD_ATTEMPTS = 50
 
 
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ParameterError(f"k must be a positive integer, got {k!r}")
-    return int(k)
-
-
-class Index:
-    """A searchable BM25 index: postings, document ids, tokenizer and document store."""
+class Index(Searcher["Sequence[Ranked]"]):
+    """A searchable BM25 index: postings, document ids, tokenizer and document store; searched through
+    the protocol every kind of index shares (:class:`~bm25lab.engine.searching.Searcher`)."""
 
     def __init__(self, segment: storage.Segment, tokenizer: Tokenizer, path: Path | None = None,
                  workdir: Scratch | None = None, backend: Backend | str | None = None) -> None:
@@ -321,67 +313,10 @@ class Index:
         """Every live document, in indexing order (segment by segment)."""
         return iter(self._store.iter_documents())
 
-    # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None,
-               field_weights: FieldValues = None, field_b: FieldValues = None) -> Hits:
-        """The best ``k`` documents for ``query``: score descending, ties by document id descending.
-        ``k3`` saturates repeated query terms (:func:`~.scoring.query_term_weight`; None: linear count).
-        ``field_weights`` (``{"title": 3, "text": 1}`` or ``"title=3,text=1"``; a field not named weighs 1)
-        scores by BM25F on an index built with fields (:func:`~.scoring.bm25f_tf_part`), each field's
-        length normalised with its ``field_b`` (default ``b``)."""
-        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta, k3, field_weights, field_b)
-
-    def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
-                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                      k3: float | None = None, field_weights: FieldValues = None, field_b: FieldValues = None) -> Hits:
-        """Like :meth:`search` for an already analysed query."""
-        k = _check_k(k)
-        params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
-        terms = self._backend.term_batch(self._scorer, [tokens]).query(0).weighted(params.k3)
-        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
-        return self._hits(docs, scores)
-
-    def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                    k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-                    k3: float | None = None, field_weights: FieldValues = None, field_b: FieldValues = None) -> Results:
-        """Search every query of ``{qid: text}``, or of a list of texts (their ids are their positions
-        as strings: ``"0"``, ``"1"``, ...); every core is used for large batches. The :class:`Results`
-        read as ``{qid: Hits}`` and hand their columns to the evaluation as they are. ``progress``,
-        when given, is called with (queries done, queries in all) as the batch goes."""
-        queries = _as_query_mapping(queries)
-        qids = list(queries)
-        tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
-        options = dict(k3=k3, field_weights=field_weights, field_b=field_b)
-        if progress is None:
-            return self._results(qids, self.retrieve_tokens(tokens, k, variant, k1, b, delta, workers, **options))
-        ranked: list[tuple[np.ndarray, np.ndarray]] = []
-        step = max(_PROGRESS_STEP, -(-len(tokens) // 100))
-        for start in range(0, len(tokens), step):
-            ranked += self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers, **options)
-            progress(len(ranked), len(tokens))
-        return self._results(qids, ranked)
-
-    def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                        k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                        workers: int | None = None, *, k3: float | None = None, field_weights: FieldValues = None,
-                        field_b: FieldValues = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Batch search on analysed queries: per query, (document numbers, scores), best first."""
-        k = _check_k(k)
-        params = self._params(variant, k1, b, delta, k3, field_weights, field_b)
-        batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
-        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), worker_count(workers))
-
-    def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
-        """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
-        (grid search): each :meth:`PreparedBatch.search` reuses the postings and the tokens."""
-        qids = list(queries)
-        tokens = self.tokenizer.tokenize_many(queries[q] for q in qids)
-        return PreparedBatch(self, qids, QueryBatch(self._scorer, [self._scorer.query_terms(t) for t in tokens]))
-
-    def _params(self, variant: str, k1: float, b: float, delta: float | None, k3: float | None,
-                field_weights: FieldValues, field_b: FieldValues) -> Params:
+    # ------------------------------------------------------------------ search (the protocol: .searching)
+    def params(self, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+               delta: float | None = None, k3: float | None = None, field_weights: FieldValues = None,
+               field_b: FieldValues = None) -> Params:
         """The checked parameters of a search; field weights and b become (field, weight, b) for every
         field of the index, in its order."""
         weights = parse_field_values(field_weights, "field weights")
@@ -397,11 +332,31 @@ class Index:
         fields = tuple((name, weights.get(name, 1.0), bs.get(name, b)) for name in self.fields)
         return Params(variant, k1, b, delta, k3, fields).resolved()
 
-    def _hits(self, docs: np.ndarray, scores: np.ndarray) -> Hits:
+    def retrieve(self, queries: Sequence[Sequence[str]], k: int, params: Params,
+                 workers: int | None) -> Sequence[Ranked]:
+        """Per analysed query, (document numbers, scores), best first."""
+        batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
+        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), worker_count(workers))
+
+    def _search_one(self, tokens: Sequence[str], k: int, params: Params) -> Hits:
+        terms = self._backend.term_batch(self._scorer, [tokens]).query(0).weighted(params.k3)
+        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
         return Hits(docs, scores, self._segment.doc_ids, self._store.get)
 
-    def _results(self, qids: Sequence[str], ranked: Sequence[tuple[np.ndarray, np.ndarray]]) -> Results:
+    def _hits(self, found: Sequence[Ranked]) -> Hits:
+        (docs, scores), = found
+        return Hits(docs, scores, self._segment.doc_ids, self._store.get)
+
+    def _results(self, qids: Sequence[str], found: Sequence[Sequence[Ranked]]) -> Results:
+        ranked = found[0] if len(found) == 1 else [row for part in found for row in part]
         return Results.of(qids, ranked, self._ids, self._store.get)
+
+    def batch(self, queries: Mapping[str, str]) -> "PreparedBatch":
+        """Analyse ``{qid: text}`` and gather its postings once, to score it under many parameter sets
+        (grid search): each :meth:`PreparedBatch.search` reuses the postings and the tokens."""
+        qids = list(queries)
+        tokens = self.tokenizer.tokenize_many(queries[q] for q in qids)
+        return PreparedBatch(self, qids, QueryBatch(self._scorer, [self._scorer.query_terms(t) for t in tokens]))
 
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
@@ -418,23 +373,11 @@ class PreparedBatch:
 
     def search(self, k: int = 1000, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
                delta: float | None = None, k3: float | None = None, field_weights: FieldValues = None,
-               field_b: FieldValues = None) -> Results:
+               field_b: FieldValues = None, *, params: Params | None = None) -> Results:
         """The same :class:`Results` as :meth:`Index.search_many` gives for these parameters."""
-        k = _check_k(k)
-        params = self.index._params(variant, k1, b, delta, k3, field_weights, field_b)
-        return self.index._results(self.qids, self._batch.top(params, k))
-
-
-def _as_query_mapping(queries: Mapping[str, str] | Sequence[str]) -> Mapping[str, str]:
-    """``{qid: text}`` as it is; a list or tuple of texts numbered by position ("0", "1", ...)."""
-    if isinstance(queries, Mapping):
-        return queries
-    if isinstance(queries, str):
-        raise ParameterError("search_many takes many queries: a {qid: text} mapping or a list of texts, not one "
-                             "string (search() takes one)")
-    if isinstance(queries, (list, tuple)):
-        return {str(i): text for i, text in enumerate(queries)}
-    raise ParameterError(f"search_many takes a {{qid: text}} mapping or a list of texts, not {type(queries).__name__}")
+        checked = self.index._checked(params, dict(variant=variant, k1=k1, b=b, delta=delta, k3=k3,
+                                                   field_weights=field_weights, field_b=field_b))
+        return self.index._results(self.qids, [self._batch.top(checked, check_k(k))])
 
 
 def _manifest_changed(directory: Path, raw: bytes) -> bool:

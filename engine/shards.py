@@ -83,6 +83,7 @@ from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values, query_term_weight, zero_tf_part
 from .scratch import Scratch
+from .searching import FieldValues, Searcher
 from .segments import Change, DocLike, Part, Progress
 from .selection import code_point_order
 from .tokenization import Tokenizer
@@ -99,7 +100,6 @@ TERMS_FILE, DF_FILE = "terms.txt", "df.npy"
 STATS_FILES = frozenset([TERMS_FILE, DF_FILE])
 _SHARD_NAME = re.compile(r"shard-[0-9a-f]{1,32}")
 _STATS_NAME = re.compile(r"stats-[0-9a-f]{1,32}")
-_PROGRESS_STEP = 512  # queries searched at a time when a batch reports progress
 
 
 def route(doc_id: str, shards: int) -> int:
@@ -935,19 +935,13 @@ def search_shards(shards: Sequence[Shard], queries: Sequence[Sequence[str]], k: 
 
 
 def search_params(variant: str, k1: float, b: float, delta: float | None, k3: float | None,
-                  field_weights: Any = None, field_b: Any = None) -> Params:
+                  field_weights: FieldValues = None, field_b: FieldValues = None) -> Params:
     """The checked parameters of a search of a sharded index. A sharded index is built without
     fields, so field weights or field b (BM25F) are a ParameterError, whatever their values."""
     if parse_field_values(field_weights, "field weights") or parse_field_values(field_b, "field b"):
         raise ParameterError("a sharded index has no fields: BM25F (field weights, field b) scores an ordinary "
                              "index built with fields (bm25lab index --fields title,text, without --shards)")
     return Params(variant, k1, b, delta, k3).resolved()
-
-
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise ParameterError(f"k must be a positive integer, got {k!r}")
-    return int(k)
 
 
 @dataclass(frozen=True)
@@ -957,9 +951,10 @@ class ShardedIndexInfo(IndexInfo):
     shards: int = 1
 
 
-class ShardedIndex:
-    """A sharded index loaded and searched in this process, with the interface of
-    :class:`~bm25lab.engine.index.Index` for searching and growing; results equal those of one index
+class ShardedIndex(Searcher[ShardHits]):
+    """A sharded index loaded and searched in this process, with the search protocol of every index
+    (:class:`~bm25lab.engine.searching.Searcher`) and the interface of :class:`~bm25lab.engine.index.Index`
+    for growing; results equal those of one index
     of the same documents, bit for bit (see the module docstring).
 
         ShardedIndex.build(docs, "idx", shards=3, tokenizer=Tokenizer("en"))
@@ -1065,48 +1060,24 @@ class ShardedIndex:
         for shard in self.shards:
             yield from shard.store.iter_documents()
 
-    # ------------------------------------------------------------------ search
-    def search(self, query: str, k: int = 10, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1,
-               b: float = DEFAULT_B, delta: float | None = None, k3: float | None = None,
-               field_weights: Any = None, field_b: Any = None) -> Hits:
-        """The best ``k`` documents for ``query``, as :meth:`Index.search` (``k3`` too; field weights
-        are refused: a sharded index has no fields)."""
-        return self.search_tokens(self.tokenizer.tokenize(query), k, variant, k1, b, delta, k3, field_weights, field_b)
+    # ------------------------------------------------------------------ search (the protocol: .searching)
+    def params(self, variant: str = DEFAULT_VARIANT, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+               delta: float | None = None, k3: float | None = None, field_weights: FieldValues = None,
+               field_b: FieldValues = None) -> Params:
+        """The checked parameters of a search: :func:`search_params` (a sharded index has no fields)."""
+        return search_params(variant, k1, b, delta, k3, field_weights, field_b)
 
-    def search_tokens(self, tokens: Sequence[str], k: int = 10, variant: str = DEFAULT_VARIANT,
-                      k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                      k3: float | None = None, field_weights: Any = None, field_b: Any = None) -> Hits:
-        found = self.retrieve_tokens([tokens], k, variant, k1, b, delta, k3=k3, field_weights=field_weights,
-                                     field_b=field_b)
-        return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
-
-    def search_many(self, queries: Mapping[str, str] | Sequence[str], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                    k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                    workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-                    k3: float | None = None, field_weights: Any = None, field_b: Any = None) -> Results:
-        """Search every query of ``{qid: text}`` or of a list of texts, as :meth:`Index.search_many`."""
-        search_params(variant, k1, b, delta, k3, field_weights, field_b)  # before the queries are analysed
-        queries = index_module._as_query_mapping(queries)
-        qids = list(queries)
-        tokens = list(self.tokenizer.tokenize_many((queries[q] for q in qids), workers=workers))
-        step = len(tokens) if progress is None else max(_PROGRESS_STEP, -(-len(tokens) // 100))
-        found = []
-        for start in range(0, len(tokens), max(step, 1)):
-            found.append(self.retrieve_tokens(tokens[start:start + step], k, variant, k1, b, delta, workers, k3=k3))
-            if progress is not None:
-                progress(min(start + step, len(tokens)), len(tokens))
-        return results_of(qids, found, self.document)
-
-    def retrieve_tokens(self, queries: Sequence[Sequence[str]], k: int = 1000, variant: str = DEFAULT_VARIANT,
-                        k1: float = DEFAULT_K1, b: float = DEFAULT_B, delta: float | None = None,
-                        workers: int | None = None, *, k3: float | None = None, field_weights: Any = None,
-                        field_b: Any = None) -> ShardHits:
-        """Batch search on analysed queries: each query's best documents over all shards."""
-        k = _check_k(k)
-        params = search_params(variant, k1, b, delta, k3, field_weights, field_b)
+    def retrieve(self, queries: Sequence[Sequence[str]], k: int, params: Params, workers: int | None) -> ShardHits:
+        """Each analysed query's best documents over all shards."""
         if not queries:
             return ShardHits.empty(0)
         return search_shards(self.shards, queries, k, params, _worker_count(workers))
+
+    def _hits(self, found: ShardHits) -> Hits:
+        return Hits(np.arange(len(found.doc_ids)), found.scores, found.ids(), self.document)
+
+    def _results(self, qids: Sequence[str], found: Sequence[ShardHits]) -> Results:
+        return results_of(qids, found, self.document)
 
     def batch(self, queries: Mapping[str, str]) -> Any:
         raise InputError("tuning searches one index; a sharded index cannot be tuned (tune an ordinary index "

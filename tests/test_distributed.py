@@ -234,8 +234,8 @@ def test_a_worker_killed_mid_query_is_survived(client, references, tmp_path: Pat
     ref = references["cranfield"]
     path = shards.build(ref.docs, tmp_path / "idx", 2, ref.tokenizer, workers=1)
     queries = {f"{q}-{c}": text for c in range(40) for q, text in ref.queries.items()}  # 9,000 queries
-    index = bd.DistributedIndex(path, client, backend="numpy")
-    thread, out = in_thread(lambda: index.search_many(queries, k=10, batch=len(queries)))
+    index = bd.DistributedIndex(path, client, backend="numpy", batch=len(queries))
+    thread, out = in_thread(lambda: index.search_many(queries, k=10))
     try:
         kill_when(client, busy_with("bm25lab-top-k"), thread)
     finally:
