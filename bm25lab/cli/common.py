@@ -155,7 +155,9 @@ _NOTED: set[str] = set()  # notes already printed by this process: a file read t
 
 def _show_input_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                         line: Any = None) -> None:
-    if issubclass(category, InputWarning):
+    from ..engine.core import CoreMissingWarning
+
+    if issubclass(category, (InputWarning, CoreMissingWarning)):
         if str(message) not in _NOTED:
             _NOTED.add(str(message))
             note(str(message))
