@@ -61,6 +61,7 @@ _EXPORTS = {
     "MEASURES": ".evaluation.measures",
     "parse_measure": ".evaluation.measures",
     "compare": ".evaluation.compare",
+    "fuse": ".evaluation.fusion",
     "tune": ".evaluation.tuning",
     "experiment": ".experiments",
 }
@@ -79,6 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .engine.sources import read_documents, read_queries
     from .engine.tokenization import Tokenizer
     from .evaluation.compare import compare
+    from .evaluation.fusion import fuse
     from .evaluation.errors import EvaluationError, MeasureError
     from .evaluation.evaluator import EvaluationResult, evaluate
     from .evaluation.measures import MEASURES, parse_measure
