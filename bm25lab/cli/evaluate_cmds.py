@@ -12,7 +12,8 @@ from ..engine.errors import ParameterError
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
-from ..evaluation.significance import TESTS
+from ..evaluation.corrections import CORRECTIONS
+from ..evaluation.significance import FAMILY_TESTS
 from .common import TableFormat, _choices, console, handles_errors, settle_memory_for_large_files
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
@@ -34,7 +35,9 @@ class CompareFormat(str, Enum):
     latex = "latex"
 
 
-TestName = _choices("TestName", TESTS)
+TestName = _choices("TestName", FAMILY_TESTS)
+CorrectionName = _choices("CorrectionName", CORRECTIONS)
+PairsMode = _choices("PairsMode", ["baseline", "all"])
 TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
 MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab's (nDCG@10), trec_eval's (P.5,10, "
@@ -192,7 +195,9 @@ def compare_cmd(
     baseline: Annotated[Path, typer.Argument(help="Baseline run (TREC, MS MARCO or ranx JSON).")],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName("t"),
+    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), wilcoxon (signed rank), randomization, bootstrap, tukey (Tukey's HSD over all the runs).")] = TestName("t"),
+    correction: Annotated[CorrectionName, typer.Option("--correction", help="Multiple-comparison correction over the runs (or pairs) of each measure: none, bonferroni, holm, bh (Benjamini-Hochberg). Tukey's HSD needs none.")] = CorrectionName("holm"),
+    pairs: Annotated[PairsMode, typer.Option("--pairs", help="baseline: every run against the first; all: every pair, as a table of means with superscripts (ranx's report).")] = PairsMode("baseline"),
     trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
@@ -204,7 +209,7 @@ def compare_cmd(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Per-query differences of every measure and the PR curves. " + PLOT_HELP)] = None,
     dpi: Annotated[int, DPI_OPT] = 150,
 ) -> None:
-    """Compare runs with a baseline: deltas, p-values (Holm-corrected), bootstrap CIs, wins/ties/losses.
+    """Compare runs with a baseline: deltas, p-values (corrected), bootstrap CIs, wins/ties/losses; or every pair.
 
     A run's name is its file's stem. Only queries evaluated in every run are compared.
 
@@ -230,8 +235,14 @@ def compare_cmd(
     loaded = {p.stem: read_a_run(p, run_format) for p in [baseline, *runs]}
     per_query = {name: evaluate(judgments, run, measures, complete=complete, trec_eval=rules).per_query
                  for name, run in loaded.items()}
+    if pairs.value == "all":
+        if plot is not None:
+            raise ParameterError("--plot draws the differences against the baseline: not with --pairs all")
+        _render_all_pairs(per_query, measures, test.value, correction.value, trials, seed, alpha, format)
+        return
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
-                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
+                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem,
+                     correction=correction.value)
     if format is CompareFormat.table:
         console().print(to_rich_table(result))  # its caption holds the notes
     else:
@@ -246,6 +257,20 @@ def compare_cmd(
                   for name, run in loaded.items()}
         plot_comparison(result, curves, plot, dpi=dpi)
         console(stderr=True).print(f"plot -> {plot}")
+
+
+def _render_all_pairs(per_query: dict, measures: list[str], test: str, correction: str, trials: int, seed: int,
+                      alpha: float, format: CompareFormat) -> None:
+    from ..evaluation.pairwise import TEXT_RENDERERS, all_pairs, notes, to_rich_table
+
+    report = all_pairs(per_query, measures, test=test, correction=correction, trials=trials, seed=seed, alpha=alpha)
+    if format is CompareFormat.table:
+        console().print(to_rich_table(report))
+        return
+    typer.echo(TEXT_RENDERERS[format.value](report), nl=False)
+    if format is CompareFormat.json:
+        for line in notes(report):
+            console(stderr=True).print(line)
 
 
 @handles_errors
