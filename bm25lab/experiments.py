@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -47,8 +48,15 @@ class Collection:
     language: str  # the tokenizer language that suits it: "en", "zh" or "auto"
     documents: Callable[[], Iterator["Document"]]
     queries: Callable[[], dict[str, str]]  # the judged queries, {qid: text}
-    qrels_path: Path
+    qrels_path: Path | None  # None: the qrels come from ``load_qrels``
     fingerprint: str  # of the documents file: a changed file gets a new cached index
+    load_qrels: Callable[[], Any] | None = None  # an ir_datasets collection's qrels
+
+    def qrels(self) -> Any:
+        """The collection's judgments."""
+        from .evaluation import read_qrels
+
+        return self.load_qrels() if self.load_qrels is not None else read_qrels(self.qrels_path)
 
 
 def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field: str | None = None,
@@ -63,7 +71,13 @@ def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field
     ``query_id_field`` and ``query_text_fields`` name the fields of a folder's queries
     (:func:`~bm25lab.engine.sources.read_queries`' ``id_field`` and ``text_fields``)."""
     from . import corpora
+    from .corpora.irds import is_irds
 
+    if is_irds(spec) and not Path(spec).exists():
+        if query_id_field is not None or query_text_fields is not None or query_ids != "auto":
+            raise ParameterError(f"{spec} is an ir_datasets collection, whose queries keep their ids and fields")
+        c = corpora.get(str(spec))
+        return Collection(c.name, c.language, c.documents, c.judged_queries, None, c.fingerprint(), c.qrels)
     if str(spec) in corpora.names() and not Path(spec).exists():
         if query_id_field is not None or query_text_fields is not None:
             raise ParameterError(f"{spec} is a bundled collection: its queries' fields cannot be chosen "
@@ -154,7 +168,7 @@ def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool 
 
     key = hashlib.sha256(json.dumps([collection.fingerprint, tokenizer.config(), FORMAT_VERSION],
                                     sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
-    path = cache_dir() / "indexes" / f"{collection.name}-{key}"
+    path = cache_dir() / "indexes" / f"{re.sub(r'[^A-Za-z0-9._-]', '_', collection.name)}-{key}"
     if shards is not None:
         return _cached_sharded(collection, tokenizer, path.with_name(f"{path.name}-{shards}-shards"), rebuild=rebuild,
                                progress=progress, backend=backend, shards=shards, client=client)
@@ -266,9 +280,9 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
 
 def _evaluated(collection: Collection, index: Any, cached: bool, results: Results, measures: Sequence[str] | None,
                params: Params, k: int, started: float) -> ExperimentResult:
-    from .evaluation import evaluate, read_qrels
+    from .evaluation import evaluate
     from .evaluation.measures import DEFAULT_MEASURES
 
-    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
+    evaluation = evaluate(collection.qrels(), results, measures or DEFAULT_MEASURES,
                           collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
     return ExperimentResult(collection, index, cached, results, evaluation, params, k, time.perf_counter() - started)
