@@ -121,7 +121,7 @@ def evaluate_cmd(
     judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
                                                 lambda: read_a_run(runs[0], run_format))
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
-    named, curves, per_query_curves, rocs = [], {}, {}, {}
+    named, curves, per_query_curves, rocs, aucs = [], {}, {}, {}, {}
     for i, path in enumerate(runs):
         run = first_run if i == 0 else read_a_run(path, run_format)
         first_run = None  # each run's memory goes once it is evaluated
@@ -133,6 +133,7 @@ def evaluate_cmd(
                 per_query_curves[path.stem] = precision_recall_curves(judgments, run, **options, trec_eval=rules)
         if plot_roc is not None:
             rocs[path.stem] = roc_curve(judgments, run, **options)
+            aucs[path.stem] = evaluate(judgments, run, ["AUC"], **options, trec_eval=rules).mean["AUC"]
     render_results(named, format.value, per_query)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves, plot_query_pr_curves
@@ -145,7 +146,7 @@ def evaluate_cmd(
     if plot_roc is not None:
         from ..evaluation.plots import plot_roc_curves
 
-        plot_roc_curves(rocs, plot_roc, dpi=dpi)
+        plot_roc_curves(rocs, plot_roc, aucs=aucs, dpi=dpi)
         console(stderr=True).print(f"ROC curves -> {plot_roc}")
 
 
