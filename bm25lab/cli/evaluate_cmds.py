@@ -12,6 +12,7 @@ from ..engine.errors import ParameterError
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
+from ..evaluation.ranking import FRACTIONS
 from ..evaluation.corrections import CORRECTIONS
 from ..evaluation.significance import FAMILY_TESTS
 from .common import TableFormat, _choices, console, handles_errors, settle_memory_for_large_files
@@ -40,6 +41,7 @@ CorrectionName = _choices("CorrectionName", CORRECTIONS)
 PairsMode = _choices("PairsMode", ["baseline", "all"])
 TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
 MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
+Fractions = _choices("Fractions", FRACTIONS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab's (nDCG@10), trec_eval's (P.5,10, "
                                                     "ndcg_1=3,2=9, all_trec), ir_measures' (P(rel=2)@5) or ranx's "
                                                     "(hits@10) names; `bm25lab measures` lists them.")
@@ -82,13 +84,14 @@ def evaluate_cmd(
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also show every query's values (trec_eval -q).")] = False,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c; under --trec-eval 10, as 10.0 scores it).")] = False,
-    rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
+    rel: Annotated[float, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l); a fraction such as 4.5 counts ratings of 4.5 and more.")] = 1,
     judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
     depth: Annotated[Optional[int], typer.Option("--depth", "-M", "--max-docs", help="Evaluate each query's best N documents only, after ranking (trec_eval -M).", min=1)] = None,
     collection_size: Annotated[Optional[int], typer.Option("--collection-size", "-N", min=0, help="Documents in the collection: TN, accuracy, FPR, specificity and utility's TN weight need it (trec_eval -N).")] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="Take the collection size from this index.")] = None,
     trec_eval: Annotated[TrecEvalRules, TREC_EVAL_OPT] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
-    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="MAE/RMSE: a retrieved document its query did not rate is skipped, or rated with the query's mean, median, or zero.")] = MissingRatings("skip"),
+    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="A retrieved document its query did not rate: skipped (MAE/RMSE; gain 0 for the graded measures), or rated with the query's mean, median, or zero, for MAE/RMSE and the graded measures (CG, DCG, IDCG, nDCG and their _exp forms).")] = MissingRatings("skip"),
+    fractions: Annotated[Fractions, typer.Option("--fractions", help="A judgment with a fraction (4.5): keep it as written, or truncate it as trec_eval does (4).")] = Fractions("keep"),
     format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
@@ -120,7 +123,7 @@ def evaluate_cmd(
     settle_memory_for_large_files()
     judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
                                                 lambda: read_a_run(runs[0], run_format))
-    options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
+    options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth, "fractions": fractions.value}
     named, curves, per_query_curves, rocs, aucs = [], {}, {}, {}, {}
     for i, path in enumerate(runs):
         run = first_run if i == 0 else read_a_run(path, run_format)
