@@ -52,6 +52,7 @@ import numpy as np
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import EvaluationError, MeasureError
+from .imputation import IMPUTED, imputed_qrels
 from .measures import (ELEVEN_POINTS, IGNORES_REL, MIN_GEO_MEAN, MISSING_RATINGS, Measure, expand_measures,
                        parse_measures, relevance_threshold)
 from .ranking import JudgedRanking, Qrels, Run, judged_ranking, natural_key
@@ -169,20 +170,28 @@ def evaluate(
     if strict:
         check_meaningful(qrels, run, parsed, rel=rel, fractions=fractions)
     stand_in = complete and rules.missing_query == "stand-in"
-    rankings: dict[tuple[int, bool], JudgedRanking] = {}
-    values = {}
-    for m in parsed:  # one judged ranking per relevance threshold and judged-only choice the measures use
-        key = (rel if m.rel is None else m.rel, judged_only if m.judged_only is None else m.judged_only)
+    rankings: dict[tuple[float, bool, bool], JudgedRanking] = {}
+    imputed: list[Qrels] = []  # the qrels the graded measures read under missing_ratings mean or median
+    values, means = {}, {}
+    for m in parsed:  # one judged ranking per relevance threshold, judged-only choice and imputation
+        only = judged_only if m.judged_only is None else m.judged_only
+        imputes = (missing_ratings in ("mean", "median") and not only and m.definition.name in IMPUTED
+                   and not isinstance(m.param, tuple))
+        key = (rel if m.rel is None else m.rel, only, imputes)
         if key not in rankings:
-            rankings[key] = judged_ranking(qrels, run, selection.averaged, rel=key[0], judged_only=key[1],
-                                           trec_eval=rules, stand_in=stand_in, collection_size=collection_size,
-                                           missing_ratings=missing_ratings, fractions=fractions)
+            if imputes and not imputed:
+                imputed.append(imputed_qrels(qrels, run, selection.averaged, missing_ratings, fractions))
+            rankings[key] = judged_ranking(imputed[0] if imputes else qrels, run, selection.averaged, rel=key[0],
+                                           judged_only=only, trec_eval=rules, stand_in=stand_in,
+                                           collection_size=collection_size, missing_ratings=missing_ratings,
+                                           fractions=fractions)
         values[m.name] = _for_missing_queries(m, m(rankings[key]), rankings[key].in_run, stand_in)
+        means[m.name] = m.definition.pooled(rankings[key]) if m.definition.pooled else _mean(m, values[m.name])
     per_query, undefined = _per_query(selection.averaged, values)
     return EvaluationResult(
         measures=tuple(m.name for m in parsed),
         per_query=per_query,
-        mean={m.name: _mean(m, values[m.name]) for m in parsed},
+        mean=means,
         num_queries=len(selection.averaged),
         undefined=undefined,
         missing_from_run=selection.missing_from_run,

@@ -784,15 +784,9 @@ def _rating_errors(r: JudgedRanking) -> tuple[np.ndarray, np.ndarray]:
 
 def _imputed_ratings(r: JudgedRanking) -> np.ndarray:
     """The rating an unrated retrieved document gets, per query (NaN: a user without ratings)."""
-    if r.missing_ratings == "zero":
-        return np.zeros(r.num_queries)
-    fill = np.full(r.num_queries, np.nan)
-    centre = np.mean if r.missing_ratings == "mean" else np.median
-    for q in range(r.num_queries):
-        grades = r.judged_grade[r.judged_offsets[q]:r.judged_offsets[q + 1]]
-        if grades.size:
-            fill[q] = centre(grades)
-    return fill
+    from .imputation import fills
+
+    return fills(r.judged_offsets, r.judged_grade, r.missing_ratings)
 
 
 def mean_absolute_error(r: JudgedRanking, _: None) -> np.ndarray:
@@ -802,6 +796,21 @@ def mean_absolute_error(r: JudgedRanking, _: None) -> np.ndarray:
     count = np.bincount(seg, minlength=r.num_queries)
     total = np.bincount(seg, weights=np.abs(errors), minlength=r.num_queries)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def pooled_mean_absolute_error(r: JudgedRanking) -> float:
+    """MAE over every compared (query, document) pair of the run at once: sum |predicted - rating| / pairs
+    (scikit-learn's ``mean_absolute_error`` of all the pairs; NaN without one). Users with more compared
+    documents weigh more, where the mean of the per-user MAE weighs every user alike."""
+    _, errors = _rating_errors(r)
+    return float(np.mean(np.abs(errors))) if errors.size else math.nan
+
+
+def pooled_root_mean_squared_error(r: JudgedRanking) -> float:
+    """RMSE over every compared (query, document) pair at once: sqrt(sum (predicted - rating)^2 / pairs)
+    (scikit-learn's ``root_mean_squared_error``, recommender systems' RMSE; NaN without a pair)."""
+    _, errors = _rating_errors(r)
+    return float(np.sqrt(np.mean(errors * errors))) if errors.size else math.nan
 
 
 def root_mean_squared_error(r: JudgedRanking, _: None) -> np.ndarray:
@@ -876,7 +885,9 @@ class MeasureDef:
     and ``geometric`` ones (the geometric mean of the values floored at ``MIN_GEO_MEAN``, which trec_eval
     prints without per-query lines, ``summary_only``). ``text`` measures give strings per query and no
     mean. ``default`` is the parameter when none is written; ``parse_text`` reads a list parameter
-    (``utility_2,-1,0,0``); ``undefined_when`` says when the measure has no value for a query;
+    (``utility_2,-1,0,0``); ``undefined_when`` says when the measure has no value for a query; ``pooled``,
+    when given, computes the run-level figure from all the averaged queries' data at once instead of
+    averaging the per-query values.
     """
 
     name: str
@@ -895,6 +906,7 @@ class MeasureDef:
     default: Param = None
     parse_text: Callable[[str], Param] | None = None
     undefined_when: str = ""
+    pooled: Callable[[JudgedRanking], float] | None = None
 
     def forms(self) -> str:
         """How the name is written: ``P@k``, ``RR, RR@k``, ``iprec@r``, ``bpref``, ``utility@a,b,c,d``."""
@@ -1002,6 +1014,12 @@ _DEFS = (
                bounded=False, undefined_when="no rated document retrieved"),
     MeasureDef("RMSE", root_mean_squared_error, "none", "root mean squared error of scores as predicted ratings",
                bounded=False, undefined_when="no rated document retrieved"),
+    MeasureDef("MAE_pooled", mean_absolute_error, "none", "MAE per user; over the run, pooled: every (user, item) "
+               "pair at once (scikit-learn's)", ("pooled_MAE",), bounded=False,
+               undefined_when="no rated document retrieved", pooled=pooled_mean_absolute_error),
+    MeasureDef("RMSE_pooled", root_mean_squared_error, "none", "RMSE per user; over the run, pooled: every "
+               "(user, item) pair at once (scikit-learn's)", ("pooled_RMSE",), bounded=False,
+               undefined_when="no rated document retrieved", pooled=pooled_root_mean_squared_error),
 )
 
 MEASURES: dict[str, MeasureDef] = {d.name: d for d in _DEFS}
@@ -1056,7 +1074,8 @@ _AMBIGUOUS = {
 }
 _WHOLE_LIST = {"precision": "set_P"}  # ranx: a measure named without a cutoff covers the whole ranking
 IGNORES_REL = frozenset({"CG", "DCG", "IDCG", "nDCG", "DCG_exp", "IDCG_exp", "nDCG_exp", "ERR", "G", "ndcg_rel", "Rndcg",
-                         "RBP_graded", "RBP_resid", "relstring", "unj", "Judged", "num_ret", "MAE", "RMSE"})
+                         "RBP_graded", "RBP_resid", "relstring", "unj", "Judged", "num_ret", "MAE", "RMSE",
+                         "MAE_pooled", "RMSE_pooled"})
 """Measures that do not use a relevance threshold (graded, counting every document, or ratings)."""
 
 
