@@ -40,6 +40,7 @@ _EXPORTS = {
     "Hits": ".engine.records",
     "Results": ".engine.records",
     "Change": ".engine.segments",
+    "Feedback": ".engine.feedback",
     "VARIANTS": ".engine.scoring",
     "BACKENDS": ".engine.backends",
     "read_documents": ".engine.sources",
@@ -71,6 +72,7 @@ __all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from . import corpora, distributed, engine, evaluation
     from .engine.backends import BACKENDS
+    from .engine.feedback import Feedback
     from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
     from .engine.index import Index
     from .engine.shards import ShardedIndex

@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from distributed import Client
 
     from .engine import Index, Tokenizer
+    from .engine.feedback import Feedback
     from .engine.records import Document, Results
     from .evaluation.evaluator import EvaluationResult
     from .engine.scoring import Params
 
-__all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
+__all__ = ["Collection", "ExperimentResult", "FeedbackComparison", "cached_index", "experiment", "feedback_comparison",
+           "open_collection"]
 
 # the names of a collection folder's files, as shell patterns (any case), in the order they are looked for; any
 # format the readers detect: docs.jsonl, corpus.jsonl.gz, docs.trec, a SMART collection's cran.all.1400 or CISI.ALL
@@ -244,7 +246,7 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                index_progress: Callable[[int], None] | None = None,
                search_progress: Callable[[int, int], None] | None = None,
                cluster: str | Client | None = None, shards: int | None = None,
-               params: Params | None = None) -> ExperimentResult:
+               params: Params | None = None, feedback: Feedback | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
@@ -254,7 +256,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     ``cluster`` (an address of :data:`bm25lab.distributed.ADDRESS_FORMS`, or a Dask client) builds and
     searches a sharded index of ``shards`` shards (default: one per worker) on that cluster; ``shards``
     alone, a sharded index in this process. The results are those of one index. ``params``: the search's
-    parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``."""
+    parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``. ``feedback``
+    (:class:`~bm25lab.engine.feedback.Feedback`: RM3, Bo1, Rocchio) searches with pseudo-relevance feedback."""
     from .engine import Tokenizer
     from .engine.scoring import Params
 
@@ -266,7 +269,7 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     if cluster is None:
         index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress, backend=backend,
                                      shards=shards)
-        results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
+        results = _search(index, collection.queries(), k, search_progress, params, feedback)
     else:
         from .distributed import connect, worker_count
 
@@ -274,8 +277,52 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
             count = shards or worker_count(client)
             index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress,
                                          backend=backend, shards=count, client=client)
-            results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
+            results = _search(index, collection.queries(), k, search_progress, params, feedback)
     return _evaluated(collection, index, cached, results, measures, params.resolved(), k, started)
+
+
+def _search(index: Any, queries: dict[str, str], k: int, progress: Callable[[int, int], None] | None, params: Params,
+            feedback: Feedback | None) -> Results:
+    """The queries' results: the index's own search, or with pseudo-relevance feedback."""
+    if feedback is None:
+        return index.search_many(queries, k=k, progress=progress, params=params)
+    from .engine.feedback import search_many
+
+    return search_many(index, queries, k, params, feedback)
+
+
+@dataclass(frozen=True)
+class FeedbackComparison:
+    """BM25, BM25 with feedback and their fusion (reciprocal rank fusion) on one collection: each one's
+    evaluation and the all-pairs significance report."""
+
+    evaluations: dict[str, EvaluationResult]
+    report: Any  # bm25lab.evaluation.pairwise.PairwiseReport
+    results: dict[str, Any]
+
+
+def feedback_comparison(done: ExperimentResult, feedback: Feedback, measures: Sequence[str] | None = None,
+                        test: str = "t", correction: str = "holm", fusion: str = "rrf") -> FeedbackComparison:
+    """Compare the experiment ``done`` (no feedback) with the same search under ``feedback`` and with the two
+    runs fused (``fusion``, reciprocal rank fusion by default): each evaluated with ``measures``, every pair
+    tested (:func:`bm25lab.evaluation.pairwise.all_pairs`)."""
+    from .engine.feedback import search_many
+    from .evaluation import evaluate
+    from .evaluation.fusion import fuse
+    from .evaluation.measures import DEFAULT_MEASURES
+    from .evaluation.pairwise import all_pairs
+    from .evaluation.ranking import Run
+
+    names = ("bm25", f"bm25+{feedback.method}", f"{fusion}(bm25, bm25+{feedback.method})")
+    expanded = search_many(done.index, done.collection.queries(), done.k, done.params, feedback)
+    runs = {names[0]: Run.from_results(done.results), names[1]: Run.from_results(expanded)}
+    runs[names[2]] = fuse([runs[names[0]], runs[names[1]]], fusion, depth=done.k)
+    qrels = done.collection.qrels()
+    chosen = list(measures or DEFAULT_MEASURES)
+    evaluations = {name: evaluate(qrels, run, chosen, collection_size=done.index.num_docs) for name, run in runs.items()}
+    report = all_pairs({name: e.per_query for name, e in evaluations.items()}, list(evaluations[names[0]].measures),
+                       test=test, correction=correction)
+    return FeedbackComparison(evaluations, report, runs)
 
 
 def _evaluated(collection: Collection, index: Any, cached: bool, results: Results, measures: Sequence[str] | None,
