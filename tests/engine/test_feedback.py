@@ -137,3 +137,34 @@ def test_command_line(index, tmp_path):
     assert bad.exit_code == 2 and "choose one feedback method" in bad.stderr
     lonely = runner.invoke(app, ["search", str(tmp_path / "idx"), "apple", "--fb-docs", "3"])
     assert lonely.exit_code == 2 and "go with --rm3" in lonely.stderr
+
+
+def test_tune_feedback_grid_is_cross_validated(index, tmp_path):
+    import numpy as np
+
+    from bm25lab.evaluation import evaluate
+    from bm25lab.evaluation.tuning import fold_assignment, tune_feedback
+
+    queries = {"q1": "apple", "q2": "banana", "q3": "cherry", "q4": "fig", "q5": "grape"}
+    qrels = {"q1": {"d4": 1, "d5": 1}, "q2": {"d3": 1}, "q3": {"d1": 1}, "q4": {"d4": 1}, "q5": {"d5": 1, "d1": 1}}
+    result = tune_feedback(index, queries, qrels, "AP", "rm3", (1, 3), (2, 5), params=PARAMS, folds=2, seed=1)
+    by_hand = np.array([[[evaluate(qrels, search_many(index, queries, 1000, PARAMS, Feedback("rm3", d, t)), ["AP"],
+                                   complete=True).per_query[q]["AP"] for q in queries] for t in (2, 5)] for d in (1, 3)])
+    assert np.allclose(result.grid, by_hand.mean(axis=2), rtol=0, atol=1e-12)
+    i, j = np.unravel_index(int(np.argmax(by_hand.mean(axis=2))), (2, 2))
+    assert result.best == {"fb_docs": (1, 3)[i], "fb_terms": (2, 5)[j]}
+    held = np.empty(5)
+    for fold, test in zip(result.folds, fold_assignment(5, 2, 1)):
+        train = np.setdiff1d(np.arange(5), test)
+        a, b = np.unravel_index(int(np.argmax(by_hand[:, :, train].mean(axis=2))), (2, 2))
+        held[test] = by_hand[a, b, test]
+        assert (fold.k1, fold.b) == ((1, 3)[a], (2, 5)[b])
+    assert result.test_mean == pytest.approx(held.mean(), abs=1e-12)
+    index.save(tmp_path / "idx")
+    (tmp_path / "q.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in queries.items()))
+    (tmp_path / "qrels.json").write_text(json.dumps(qrels))
+    out = CliRunner().invoke(app, ["tune", str(tmp_path / "idx"), str(tmp_path / "q.tsv"), str(tmp_path / "qrels.json"),
+                                   "-m", "AP", "--rm3", "--fb-docs-grid", "1,3", "--fb-terms-grid", "2,5", "--folds", "2",
+                                   "--seed", "1", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["best"] == result.best
