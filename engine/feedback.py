@@ -35,7 +35,7 @@ from .errors import ParameterError
 from .scoring import Params, get_variant
 
 if TYPE_CHECKING:
-    from .records import Hits, Results
+    from .records import Results
     from .searching import Searcher
 
 __all__ = ["DEFAULTS", "METHODS", "Feedback", "FeedbackStatistics", "expand", "search_many"]

@@ -113,7 +113,7 @@ def test_compare_with_wilcoxon_tukey_and_corrections():
 
 
 def test_all_pairs_equals_ranx_tukey_and_marks_the_better_system():
-    ranx = pytest.importorskip("ranx")
+    pytest.importorskip("ranx")
     systems = _systems()
     report = all_pairs(systems, ["AP", "P@5"], test="tukey")
     qids = sorted(systems["bm25"])
