@@ -40,6 +40,7 @@ _EXPORTS = {
     "Hits": ".engine.records",
     "Results": ".engine.records",
     "Change": ".engine.segments",
+    "Feedback": ".engine.feedback",
     "VARIANTS": ".engine.scoring",
     "BACKENDS": ".engine.backends",
     "read_documents": ".engine.sources",
@@ -61,6 +62,7 @@ _EXPORTS = {
     "MEASURES": ".evaluation.measures",
     "parse_measure": ".evaluation.measures",
     "compare": ".evaluation.compare",
+    "fuse": ".evaluation.fusion",
     "tune": ".evaluation.tuning",
     "experiment": ".experiments",
 }
@@ -70,6 +72,7 @@ __all__ = ["__version__", *sorted(_EXPORTS), *_SUBPACKAGES]
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from . import corpora, distributed, engine, evaluation
     from .engine.backends import BACKENDS
+    from .engine.feedback import Feedback
     from .engine.errors import BM25LabError, IndexFormatError, IndexLockedError, InputError, ParameterError
     from .engine.index import Index
     from .engine.shards import ShardedIndex
@@ -79,6 +82,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .engine.sources import read_documents, read_queries
     from .engine.tokenization import Tokenizer
     from .evaluation.compare import compare
+    from .evaluation.fusion import fuse
     from .evaluation.errors import EvaluationError, MeasureError
     from .evaluation.evaluator import EvaluationResult, evaluate
     from .evaluation.measures import MEASURES, parse_measure

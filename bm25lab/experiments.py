@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -25,11 +26,13 @@ if TYPE_CHECKING:
     from distributed import Client
 
     from .engine import Index, Tokenizer
+    from .engine.feedback import Feedback
     from .engine.records import Document, Results
     from .evaluation.evaluator import EvaluationResult
     from .engine.scoring import Params
 
-__all__ = ["Collection", "ExperimentResult", "cached_index", "experiment", "open_collection"]
+__all__ = ["Collection", "ExperimentResult", "FeedbackComparison", "cached_index", "experiment", "feedback_comparison",
+           "open_collection"]
 
 # the names of a collection folder's files, as shell patterns (any case), in the order they are looked for; any
 # format the readers detect: docs.jsonl, corpus.jsonl.gz, docs.trec, a SMART collection's cran.all.1400 or CISI.ALL
@@ -47,8 +50,15 @@ class Collection:
     language: str  # the tokenizer language that suits it: "en", "zh" or "auto"
     documents: Callable[[], Iterator["Document"]]
     queries: Callable[[], dict[str, str]]  # the judged queries, {qid: text}
-    qrels_path: Path
+    qrels_path: Path | None  # None: the qrels come from ``load_qrels``
     fingerprint: str  # of the documents file: a changed file gets a new cached index
+    load_qrels: Callable[[], Any] | None = None  # an ir_datasets collection's qrels
+
+    def qrels(self) -> Any:
+        """The collection's judgments."""
+        from .evaluation import read_qrels
+
+        return self.load_qrels() if self.load_qrels is not None else read_qrels(self.qrels_path)
 
 
 def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field: str | None = None,
@@ -63,7 +73,13 @@ def open_collection(spec: str | Path, *, query_ids: str = "auto", query_id_field
     ``query_id_field`` and ``query_text_fields`` name the fields of a folder's queries
     (:func:`~bm25lab.engine.sources.read_queries`' ``id_field`` and ``text_fields``)."""
     from . import corpora
+    from .corpora.irds import is_irds
 
+    if is_irds(spec) and not Path(spec).exists():
+        if query_id_field is not None or query_text_fields is not None or query_ids != "auto":
+            raise ParameterError(f"{spec} is an ir_datasets collection, whose queries keep their ids and fields")
+        c = corpora.get(str(spec))
+        return Collection(c.name, c.language, c.documents, c.judged_queries, None, c.fingerprint(), c.qrels)
     if str(spec) in corpora.names() and not Path(spec).exists():
         if query_id_field is not None or query_text_fields is not None:
             raise ParameterError(f"{spec} is a bundled collection: its queries' fields cannot be chosen "
@@ -154,7 +170,7 @@ def cached_index(collection: Collection, tokenizer: Tokenizer, *, rebuild: bool 
 
     key = hashlib.sha256(json.dumps([collection.fingerprint, tokenizer.config(), FORMAT_VERSION],
                                     sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
-    path = cache_dir() / "indexes" / f"{collection.name}-{key}"
+    path = cache_dir() / "indexes" / f"{re.sub(r'[^A-Za-z0-9._-]', '_', collection.name)}-{key}"
     if shards is not None:
         return _cached_sharded(collection, tokenizer, path.with_name(f"{path.name}-{shards}-shards"), rebuild=rebuild,
                                progress=progress, backend=backend, shards=shards, client=client)
@@ -230,7 +246,7 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                index_progress: Callable[[int], None] | None = None,
                search_progress: Callable[[int, int], None] | None = None,
                cluster: str | Client | None = None, shards: int | None = None,
-               params: Params | None = None) -> ExperimentResult:
+               params: Params | None = None, feedback: Feedback | None = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
@@ -240,7 +256,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     ``cluster`` (an address of :data:`bm25lab.distributed.ADDRESS_FORMS`, or a Dask client) builds and
     searches a sharded index of ``shards`` shards (default: one per worker) on that cluster; ``shards``
     alone, a sharded index in this process. The results are those of one index. ``params``: the search's
-    parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``."""
+    parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``. ``feedback``
+    (:class:`~bm25lab.engine.feedback.Feedback`: RM3, Bo1, Rocchio) searches with pseudo-relevance feedback."""
     from .engine import Tokenizer
     from .engine.scoring import Params
 
@@ -252,7 +269,7 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     if cluster is None:
         index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress, backend=backend,
                                      shards=shards)
-        results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
+        results = _search(index, collection.queries(), k, search_progress, params, feedback)
     else:
         from .distributed import connect, worker_count
 
@@ -260,15 +277,59 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
             count = shards or worker_count(client)
             index, cached = cached_index(collection, tokenizer, rebuild=rebuild, progress=index_progress,
                                          backend=backend, shards=count, client=client)
-            results = index.search_many(collection.queries(), k=k, progress=search_progress, params=params)
+            results = _search(index, collection.queries(), k, search_progress, params, feedback)
     return _evaluated(collection, index, cached, results, measures, params.resolved(), k, started)
+
+
+def _search(index: Any, queries: dict[str, str], k: int, progress: Callable[[int, int], None] | None, params: Params,
+            feedback: Feedback | None) -> Results:
+    """The queries' results: the index's own search, or with pseudo-relevance feedback."""
+    if feedback is None:
+        return index.search_many(queries, k=k, progress=progress, params=params)
+    from .engine.feedback import search_many
+
+    return search_many(index, queries, k, params, feedback)
+
+
+@dataclass(frozen=True)
+class FeedbackComparison:
+    """BM25, BM25 with feedback and their fusion (reciprocal rank fusion) on one collection: each one's
+    evaluation and the all-pairs significance report."""
+
+    evaluations: dict[str, EvaluationResult]
+    report: Any  # bm25lab.evaluation.pairwise.PairwiseReport
+    results: dict[str, Any]
+
+
+def feedback_comparison(done: ExperimentResult, feedback: Feedback, measures: Sequence[str] | None = None,
+                        test: str = "t", correction: str = "holm", fusion: str = "rrf") -> FeedbackComparison:
+    """Compare the experiment ``done`` (no feedback) with the same search under ``feedback`` and with the two
+    runs fused (``fusion``, reciprocal rank fusion by default): each evaluated with ``measures``, every pair
+    tested (:func:`bm25lab.evaluation.pairwise.all_pairs`)."""
+    from .engine.feedback import search_many
+    from .evaluation import evaluate
+    from .evaluation.fusion import fuse
+    from .evaluation.measures import DEFAULT_MEASURES
+    from .evaluation.pairwise import all_pairs
+    from .evaluation.ranking import Run
+
+    names = ("bm25", f"bm25+{feedback.method}", f"{fusion}(bm25, bm25+{feedback.method})")
+    expanded = search_many(done.index, done.collection.queries(), done.k, done.params, feedback)
+    runs = {names[0]: Run.from_results(done.results), names[1]: Run.from_results(expanded)}
+    runs[names[2]] = fuse([runs[names[0]], runs[names[1]]], fusion, depth=done.k)
+    qrels = done.collection.qrels()
+    chosen = list(measures or DEFAULT_MEASURES)
+    evaluations = {name: evaluate(qrels, run, chosen, collection_size=done.index.num_docs) for name, run in runs.items()}
+    report = all_pairs({name: e.per_query for name, e in evaluations.items()}, list(evaluations[names[0]].measures),
+                       test=test, correction=correction)
+    return FeedbackComparison(evaluations, report, runs)
 
 
 def _evaluated(collection: Collection, index: Any, cached: bool, results: Results, measures: Sequence[str] | None,
                params: Params, k: int, started: float) -> ExperimentResult:
-    from .evaluation import evaluate, read_qrels
+    from .evaluation import evaluate
     from .evaluation.measures import DEFAULT_MEASURES
 
-    evaluation = evaluate(read_qrels(collection.qrels_path), results, measures or DEFAULT_MEASURES,
+    evaluation = evaluate(collection.qrels(), results, measures or DEFAULT_MEASURES,
                           collection_size=index.num_docs)  # TN, accuracy, FPR, specificity need it
     return ExperimentResult(collection, index, cached, results, evaluation, params, k, time.perf_counter() - started)

@@ -4,7 +4,8 @@ Every collection lives in ``corpora/<name>/`` in one layout: ``docs.jsonl.gz`` (
 "text", ...metadata}``), ``queries.jsonl`` (``{"id", "text", ...}``, all queries), ``qrels.trec``
 (``qid 0 docid grade``) and ``meta.json`` (descriptive fields and counts), plus a README and, where the
 source has one, its LICENCE. ``bm25lab.corpora.convert`` regenerates the files from ``../shared/corpora``;
-loading never needs that folder.
+loading never needs that folder. ``get("irds:ID")`` gives a collection of ir_datasets instead
+(:mod:`bm25lab.corpora.irds`, the ``irds`` extra).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     from ..engine.records import Document
+    from ..evaluation.ranking import Qrels
+    from .irds import IrdsCorpus
 
 __all__ = ["Corpus", "FORMAT_VERSION", "documents_of", "get", "names"]
 
@@ -68,6 +71,12 @@ class Corpus:
 
         return read_queries(self.queries_path, format="jsonl")
 
+    def qrels(self, trec_eval: int | None = None) -> Qrels:
+        """The judgments of ``qrels.trec`` (read by the rules of ``trec_eval``, 9 or 10; None: the default)."""
+        from ..evaluation.readers import read_qrels
+
+        return read_qrels(self.qrels_path, format="trec", **({} if trec_eval is None else {"trec_eval": trec_eval}))
+
     def judged_queries(self) -> dict[str, str]:
         """The queries with at least one line in ``qrels.trec``, in file order."""
         judged = _qrels_query_ids(self.qrels_path)
@@ -84,8 +93,13 @@ def names() -> list[str]:
     return sorted(p.parent.name for p in ROOT.glob(f"*/{META_FILE}"))
 
 
-def get(name: str) -> Corpus:
-    """The bundled collection ``name``; an unknown name raises InputError listing the known ones."""
+def get(name: str) -> Corpus | IrdsCorpus:
+    """The bundled collection ``name``, or the ir_datasets collection ``irds:ID``; an unknown name raises
+    InputError listing the known ones."""
+    from .irds import is_irds, load
+
+    if is_irds(name):
+        return load(name)
     folder = ROOT / name
     if name not in names():
         from ..engine.errors import InputError
@@ -113,6 +127,6 @@ def documents_of(source: str | Path) -> Iterator[Document]:
     path = Path(source)
     if path.exists():
         return read_documents(path)
-    if str(source) in names():
+    if str(source) in names() or str(source).startswith("irds:"):
         return get(str(source)).documents()
     raise InputError(f"no such file or folder, nor a bundled corpus ({', '.join(names())})", source)

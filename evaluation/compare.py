@@ -11,18 +11,19 @@ Input is per-query values ``{qid: {measure: value}}`` for the baseline and for e
   in sorted id order, so resampling results do not depend on dict order.
 - **Means** are over the compared queries, so ``delta = mean - baseline_mean`` is the mean of the
   per-query differences ``run - baseline``.
-- **p-value**: the chosen paired two-sided test (:data:`bm25lab.evaluation.significance.TESTS`) of run
+- **p-value**: the chosen two-sided test (:data:`bm25lab.evaluation.significance.FAMILY_TESTS`) of run
   against baseline. Every (run, measure) uses the same ``seed``, so adding a run never changes the
-  others' figures.
-- **Holm.** When more than one run is compared, ``p_holm`` is the Holm-Bonferroni adjustment across
-  the runs, separately for each measure (the family is "these runs against this baseline on this
-  measure"); with a single run it is ``None``.
+  others' figures (the paired tests; Tukey's HSD is computed over the baseline and all the runs at once).
+- **Correction.** When more than one run is compared, ``p_adjusted`` is the chosen correction
+  (:data:`bm25lab.evaluation.corrections.CORRECTIONS`: Holm by default) across the runs, separately for
+  each measure (the family is "these runs against this baseline on this measure"); it is ``None`` with a
+  single run, with ``correction="none"``, and for Tukey's HSD, whose p-values hold for the family already.
 - **Confidence interval**: percentile bootstrap of the mean difference (``ci_level``, default 95%),
   ``trials`` resamples, ``seed``.
 - **Wins/ties/losses**: exact float comparison of the two values of each query (run > baseline is a
   win). No tolerance: both values come from the same measure code on the same judgments, so equal
   rankings give bit-identical values.
-- **significant**: ``p_holm < alpha`` when Holm applies, else ``p_value < alpha``.
+- **significant**: ``p_adjusted < alpha`` when a correction applies, else ``p_value < alpha``.
 
 Renderers are pure: :func:`to_json`, :func:`to_markdown`, :func:`to_latex` return text
 (registry :data:`TEXT_RENDERERS`), :func:`to_rich_table` a ``rich`` table.
@@ -37,7 +38,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import numpy as np
 
 from ..engine.errors import BM25LabError
-from .significance import DEFAULT_TRIALS, TEST_TITLES, bootstrap_ci, get_test, holm
+from .corrections import CORRECTION_TITLES, get_correction
+from .significance import ADJUSTED, DEFAULT_TRIALS, RESAMPLED, TEST_TITLES, bootstrap_ci, get_family_test
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -62,7 +64,7 @@ PerQuery = Mapping[str, Mapping[str, float]]
 DEFAULT_MEASURES = ("nDCG@10", "AP")
 
 JSON_KEYS = (
-    "run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_holm",
+    "run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_adjusted",
     "ci_low", "ci_high", "wins", "ties", "losses",
 )  # fmt: skip
 
@@ -79,7 +81,7 @@ class CompareRow:
     baseline_mean: float
     delta: float
     p_value: float
-    p_holm: float | None
+    p_adjusted: float | None
     ci_low: float
     ci_high: float
     wins: int
@@ -115,11 +117,13 @@ class Comparison:
     alpha: float
     ci_level: float
     differences: Mapping[str, Mapping[str, Mapping[str, float]]]
+    correction: str = "holm"
 
     @property
-    def holm_applied(self) -> bool:
-        """Holm's correction applies when more than one run is compared with the baseline."""
-        return len(self.runs) > 1
+    def corrected(self) -> bool:
+        """A correction applies: more than one run compared with the baseline, a correction chosen, and a
+        test whose p-values are not adjusted for the family already (Tukey's are)."""
+        return len(self.runs) > 1 and self.correction != "none" and self.test not in ADJUSTED
 
     def deltas(self, measure: str) -> dict[str, dict[str, float]]:
         """Per-query differences ``{run: {qid: run - baseline}}`` on ``measure``."""
@@ -202,15 +206,17 @@ def compare(
     *,
     baseline_name: str = "baseline",
     ci_level: float = 0.95,
+    correction: str = "holm",
 ) -> Comparison:
     """Compare every run in ``runs`` ({name: per-query values}) with ``baseline`` on ``measures``.
 
-    See the module docstring for which queries count, how Holm is applied and how wins are counted.
+    See the module docstring for which queries count, how the correction is applied and how wins are counted.
     Raises :class:`BM25LabError` for an unknown test, a measure absent from a system, or fewer
     than two comparable queries.
     """
     _validate(runs, measures, alpha, ci_level)
-    paired_test = get_test(test)
+    family_test = get_family_test(test)
+    correct = get_correction(correction)
     systems: dict[str, PerQuery] = {baseline_name: baseline, **{name: runs[name] for name in runs}}
     qids = _common_queries(baseline, runs)
     if len(qids) < 2:
@@ -230,15 +236,18 @@ def compare(
             )
         per_measure[measure] = len(kept)
         base = matrix[baseline_name]
-        results = {name: paired_test(matrix[name], base, trials, seed) for name in runs}
-        adjusted = holm([r.p_value for r in results.values()]) if len(runs) > 1 else [None] * len(runs)
+        samples = [matrix[name] for name in systems]
+        tested = family_test(samples, [(i, 0) for i in range(1, len(samples))], trials, seed)
+        results = dict(zip(runs, tested))
+        corrected = len(runs) > 1 and correction != "none" and test not in ADJUSTED
+        adjusted = correct([r.p_value for r in tested]) if corrected else [None] * len(runs)
         differences[measure] = {}
-        for name, p_holm in zip(runs, adjusted):
+        for name, p_adjusted in zip(runs, adjusted):
             diff = matrix[name] - base
             differences[measure][name] = dict(zip(kept, (float(x) for x in diff)))
             low, high = bootstrap_ci(diff, trials=trials, seed=seed, level=ci_level)
             p_value = results[name].p_value
-            deciding = p_value if p_holm is None else p_holm
+            deciding = p_value if p_adjusted is None else p_adjusted
             wins, ties, losses = _win_tie_loss(matrix[name], base)
             rows.append(
                 CompareRow(
@@ -248,7 +257,7 @@ def compare(
                     baseline_mean=float(base.mean()),
                     delta=float(diff.mean()),
                     p_value=p_value,
-                    p_holm=p_holm,
+                    p_adjusted=p_adjusted,
                     ci_low=low,
                     ci_high=high,
                     wins=wins,
@@ -270,6 +279,7 @@ def compare(
         alpha=alpha,
         ci_level=ci_level,
         differences=differences,
+        correction=correction,
     )
 
 
@@ -295,16 +305,16 @@ def _wtl(row: CompareRow) -> str:
 
 def _headers(comparison: Comparison) -> list[str]:
     level = f"{comparison.ci_level * 100:g}% CI"
-    holm_column = ["p (Holm)"] if comparison.holm_applied else []
-    return ["run", "measure", "mean", "baseline", "delta", "p", *holm_column, level, "W/T/L", "sig"]
+    adjusted_column = [f"p ({comparison.correction})"] if comparison.corrected else []
+    return ["run", "measure", "mean", "baseline", "delta", "p", *adjusted_column, level, "W/T/L", "sig"]
 
 
 def _cells(comparison: Comparison, row: CompareRow, up: str, down: str) -> list[str]:
-    holm_cell = [_fmt_p(row.p_holm)] if comparison.holm_applied else []
+    adjusted_cell = [_fmt_p(row.p_adjusted)] if comparison.corrected else []
     marker = {UP: up, DOWN: down, "": ""}[row.marker]
     return [
         row.run, row.measure, f"{row.mean:.4f}", f"{row.baseline_mean:.4f}", f"{row.delta:+.4f}",
-        _fmt_p(row.p_value), *holm_cell, _fmt_ci(row), _wtl(row), marker,
+        _fmt_p(row.p_value), *adjusted_cell, _fmt_ci(row), _wtl(row), marker,
     ]  # fmt: skip
 
 
@@ -317,12 +327,13 @@ def notes(comparison: Comparison, up: str = UP, down: str = DOWN) -> list[str]:
         for measure, n in c.queries_per_measure.items()
         if n != c.num_queries
     ]
-    resampled = "" if c.test == "t" else f" ({c.trials} trials, seed {c.seed}, p = (count + 1)/(trials + 1))"
+    resampled = f" ({c.trials} trials, seed {c.seed}, p = (count + 1)/(trials + 1))" if c.test in RESAMPLED else ""
     lines.append(
         f"p: two-sided {TEST_TITLES[c.test]}{resampled}; CI: percentile bootstrap of the mean difference "
         f"({c.trials} trials, seed {c.seed})."
     )
-    family = f" after Holm-Bonferroni correction over the {len(c.runs)} runs, per measure" if c.holm_applied else ""
+    family = (f" after {CORRECTION_TITLES[c.correction]} over the {len(c.runs)} runs, per measure" if c.corrected
+              else "")
     lines.append(f"{up}/{down}: significantly better/worse than {c.baseline} at alpha = {c.alpha:g}{family}.")
     return lines
 
@@ -333,7 +344,7 @@ def rows_as_dicts(comparison: Comparison) -> list[dict[str, object]]:
 
 
 def to_json(comparison: Comparison) -> str:
-    """A JSON list of rows (keys :data:`JSON_KEYS`; ``p_holm`` is null with a single run)."""
+    """A JSON list of rows (keys :data:`JSON_KEYS`; ``p_adjusted`` is null where no correction applies)."""
     return json.dumps(rows_as_dicts(comparison), indent=2, ensure_ascii=False)
 
 
@@ -344,7 +355,7 @@ def _markdown_escape(text: str) -> str:
 def to_markdown(comparison: Comparison) -> str:
     """A GitHub-flavoured Markdown table followed by the notes."""
     headers = _headers(comparison)
-    right = {"mean", "baseline", "delta", "p", "p (Holm)", "W/T/L"}
+    right = {"mean", "baseline", "delta", "p", f"p ({comparison.correction})", "W/T/L"}
     lines = [
         "| " + " | ".join(headers) + " |",
         "|" + "|".join("---:" if h in right else "---" for h in headers) + "|",

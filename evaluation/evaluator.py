@@ -25,7 +25,9 @@ measuring (``-J``), ``depth`` keeps each query's best ``depth`` documents, after
 ``collection_size`` is the number of documents in the collection (``-N``: ``utility``'s TN and the
 confusion measures TN, accuracy, FPR, specificity need it), ``trec_eval`` the rule set (9 or 10,
 :mod:`bm25lab.evaluation.conventions`). ``missing_ratings`` says what MAE and RMSE do with a retrieved
-document its query did not rate (:data:`~bm25lab.evaluation.measures.MISSING_RATINGS`). A measure whose
+document its query did not rate (:data:`~bm25lab.evaluation.measures.MISSING_RATINGS`), ``fractions`` how a
+judgment with a fraction is read (:data:`~bm25lab.evaluation.ranking.FRACTIONS`: kept, 4.5 as 4.5, by default;
+``"truncate"`` reads it as trec_eval does, 4). A measure whose
 name sets its own threshold or judged-only choice (ir_measures' ``P(rel=2)@5``, ranx's ``map-l2``)
 uses it instead of the options.
 
@@ -50,8 +52,9 @@ import numpy as np
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import EvaluationError, MeasureError
+from .imputation import IMPUTED, imputed_qrels
 from .measures import (ELEVEN_POINTS, IGNORES_REL, MIN_GEO_MEAN, MISSING_RATINGS, Measure, expand_measures,
-                       parse_measures)
+                       parse_measures, relevance_threshold)
 from .ranking import JudgedRanking, Qrels, Run, judged_ranking, natural_key
 
 __all__ = ["ROC_POINTS", "EvaluationResult", "QuerySelection", "check_meaningful", "evaluate", "precision_recall_curve",
@@ -86,7 +89,7 @@ class EvaluationResult:
     undefined: dict[str, tuple[str, ...]] = field(default_factory=dict)
     missing_from_run: tuple[str, ...] = ()
     not_judged: tuple[str, ...] = ()
-    rel: int = 1
+    rel: float = 1
     complete: bool = False
     judged_only: bool = False
     run_name: str = ""
@@ -137,7 +140,7 @@ def evaluate(
     run: Run | Mapping[str, Any],
     measures: Iterable[str] | str,
     complete: bool = False,
-    rel: int = 1,
+    rel: float = 1,
     judged_only: bool = False,
     *,
     depth: int | None = None,
@@ -145,6 +148,7 @@ def evaluate(
     trec_eval: int = DEFAULT_TREC_EVAL,
     collection_size: int | None = None,
     missing_ratings: str = "skip",
+    fractions: str = "keep",
 ) -> EvaluationResult:
     """Evaluate ``run`` against ``qrels`` with the named measures (``["P@10", "nDCG@10", "AP"]``, or
     trec_eval's ``"P.5,10"``, ``"all_trec"``: :func:`~bm25lab.evaluation.measures.expand_measures`).
@@ -158,33 +162,41 @@ def evaluate(
     """
     expansion = expand_measures(measures)
     parsed = parse_measures(expansion.names)
-    _check_options(rel, depth, collection_size, missing_ratings)
+    rel = _check_options(rel, depth, collection_size, missing_ratings)
     rules = get_rules(trec_eval)
     qrels = Qrels.from_dict(qrels)
     run = _cut(Run.from_dict(run), depth)
     selection = select_queries(qrels, run, complete=complete)
     if strict:
-        check_meaningful(qrels, run, parsed, rel=int(rel))
+        check_meaningful(qrels, run, parsed, rel=rel, fractions=fractions)
     stand_in = complete and rules.missing_query == "stand-in"
-    rankings: dict[tuple[int, bool], JudgedRanking] = {}
-    values = {}
-    for m in parsed:  # one judged ranking per relevance threshold and judged-only choice the measures use
-        key = (int(rel) if m.rel is None else m.rel, judged_only if m.judged_only is None else m.judged_only)
+    rankings: dict[tuple[float, bool, bool], JudgedRanking] = {}
+    imputed: list[Qrels] = []  # the qrels the graded measures read under missing_ratings mean or median
+    values, means = {}, {}
+    for m in parsed:  # one judged ranking per relevance threshold, judged-only choice and imputation
+        only = judged_only if m.judged_only is None else m.judged_only
+        imputes = (missing_ratings in ("mean", "median") and not only and m.definition.name in IMPUTED
+                   and not isinstance(m.param, tuple))
+        key = (rel if m.rel is None else m.rel, only, imputes)
         if key not in rankings:
-            rankings[key] = judged_ranking(qrels, run, selection.averaged, rel=key[0], judged_only=key[1],
-                                           trec_eval=rules, stand_in=stand_in, collection_size=collection_size,
-                                           missing_ratings=missing_ratings)
+            if imputes and not imputed:
+                imputed.append(imputed_qrels(qrels, run, selection.averaged, missing_ratings, fractions))
+            rankings[key] = judged_ranking(imputed[0] if imputes else qrels, run, selection.averaged, rel=key[0],
+                                           judged_only=only, trec_eval=rules, stand_in=stand_in,
+                                           collection_size=collection_size, missing_ratings=missing_ratings,
+                                           fractions=fractions)
         values[m.name] = _for_missing_queries(m, m(rankings[key]), rankings[key].in_run, stand_in)
+        means[m.name] = m.definition.pooled(rankings[key]) if m.definition.pooled else _mean(m, values[m.name])
     per_query, undefined = _per_query(selection.averaged, values)
     return EvaluationResult(
         measures=tuple(m.name for m in parsed),
         per_query=per_query,
-        mean={m.name: _mean(m, values[m.name]) for m in parsed},
+        mean=means,
         num_queries=len(selection.averaged),
         undefined=undefined,
         missing_from_run=selection.missing_from_run,
         not_judged=selection.not_judged,
-        rel=int(rel),
+        rel=rel,
         complete=complete,
         judged_only=judged_only,
         run_name=run.name,
@@ -200,7 +212,8 @@ def evaluate(
     )
 
 
-def check_meaningful(qrels: Qrels, run: Run, measures: Iterable[Measure] = (), *, rel: int = 1) -> None:
+def check_meaningful(qrels: Qrels, run: Run, measures: Iterable[Measure] = (), *, rel: float = 1,
+                     fractions: str = "keep") -> None:
     """Raise :class:`EvaluationError` when evaluating ``run`` against ``qrels`` could only give
     zeros or NaN: no query in common, no positive label at all, or none at the relevance threshold
     of a measure that uses one (``rel``, or the measure's own)."""
@@ -219,13 +232,13 @@ def check_meaningful(qrels: Qrels, run: Run, measures: Iterable[Measure] = (), *
             f"with other numbers: if the qrels number the queries by their position in the queries file "
             f"(Cranfield's cranqrel does), the run matches the wrong queries; make it with --query-ids position"),
             stacklevel=3)
-    labels = np.asarray(qrels.label)
+    labels = qrels.relevance if fractions == "keep" else qrels.label
     # graded measures need a positive label, the others one at their threshold
     thresholds = {1} | {rel if m.rel is None else m.rel for m in measures if m.definition.name not in IGNORES_REL}
-    highest = int(labels.max()) if labels.size else 0
+    highest = float(labels.max()) if labels.size else 0.0
     for threshold in sorted(thresholds):
         if highest < threshold:
-            found = ", ".join(map(str, np.unique(labels)[:10].tolist()))
+            found = ", ".join(f"{v:g}" for v in np.unique(labels)[:10].tolist())
             hint = (" A SMART relevance file (query document 0 0) lists relevant pairs: read it with --qrels-format "
                     "smart." if highest <= 0 else "")
             raise EvaluationError(f"the qrels hold no relevant judgment (none >= {threshold}; labels found: {found}), "
@@ -254,12 +267,12 @@ def _cut(run: Run, depth: int | None) -> Run:
     return run if depth is None else run.truncated(int(depth))
 
 
-def _check_options(rel: Any, depth: Any, collection_size: Any, missing_ratings: Any) -> None:
+def _check_options(rel: Any, depth: Any, collection_size: Any, missing_ratings: Any) -> float:
+    """The options checked; returns the relevance threshold (an ``int`` when whole)."""
     def whole(value: Any) -> bool:
         return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
-    if not whole(rel) or rel < 1:
-        raise MeasureError(f"the relevance threshold rel must be an integer >= 1, not {rel!r}")
+    threshold = relevance_threshold(rel)
     if depth is not None and (not whole(depth) or depth < 1):
         raise MeasureError(f"the depth (trec_eval -M) must be a positive integer (or None for every document), "
                            f"not {depth!r}")
@@ -267,22 +280,24 @@ def _check_options(rel: Any, depth: Any, collection_size: Any, missing_ratings: 
         raise MeasureError(f"collection_size must be an integer >= 0 (or None), not {collection_size!r}")
     if missing_ratings not in MISSING_RATINGS:
         raise MeasureError(f"unknown missing_ratings {missing_ratings!r}; choose one of: {', '.join(MISSING_RATINGS)}")
+    return threshold
 
 
 def precision_recall_curve(
     qrels: Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Any],
     *,
-    rel: int = 1,
+    rel: float = 1,
     complete: bool = False,
     judged_only: bool = False,
     depth: int | None = None,
     trec_eval: int = DEFAULT_TREC_EVAL,
+    fractions: str = "keep",
 ) -> dict[float, float]:
     """``{recall level: mean interpolated precision}`` at the eleven standard levels 0.0, 0.1, ..., 1.0
     (the means of ``iprec@r``, as trec_eval's ``iprec_at_recall``), for a precision-recall plot."""
     result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth,
-                            trec_eval=trec_eval)
+                            trec_eval=trec_eval, fractions=fractions)
     return {level: result.mean[_level_name(level)] for level in ELEVEN_POINTS}
 
 
@@ -290,16 +305,17 @@ def precision_recall_curves(
     qrels: Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Any],
     *,
-    rel: int = 1,
+    rel: float = 1,
     complete: bool = False,
     judged_only: bool = False,
     depth: int | None = None,
     trec_eval: int = DEFAULT_TREC_EVAL,
+    fractions: str = "keep",
 ) -> dict[str, dict[float, float]]:
     """Per query, ``{qid: {recall level: interpolated precision}}`` at the eleven standard levels (each
     query's ``iprec@r``), for the averaged queries in natural order."""
     result = _eleven_points(qrels, run, rel=rel, complete=complete, judged_only=judged_only, depth=depth,
-                            trec_eval=trec_eval)
+                            trec_eval=trec_eval, fractions=fractions)
     return {qid: {level: values[_level_name(level)] for level in ELEVEN_POINTS}
             for qid, values in result.per_query.items()}
 
@@ -344,19 +360,20 @@ def roc_curve(
     qrels: Qrels | Mapping[str, Mapping[str, float]],
     run: Run | Mapping[str, Any],
     *,
-    rel: int = 1,
+    rel: float = 1,
     complete: bool = False,
     judged_only: bool = False,
     depth: int | None = None,
+    fractions: str = "keep",
 ) -> dict[float, float]:
     """``{false-positive rate: mean true-positive rate}`` at :data:`ROC_POINTS`, over the queries whose
     ``AUC`` is defined (vertical averaging), for a ROC plot. Each query's curve runs over its judged
     documents by run score, the unretrieved ones tied below every retrieved one (as ``AUC``)."""
-    _check_options(rel, depth, None, "skip")
+    rel = _check_options(rel, depth, None, "skip")
     qrels = Qrels.from_dict(qrels)
     run = _cut(Run.from_dict(run), depth)
     selection = select_queries(qrels, run, complete=complete)
-    r = judged_ranking(qrels, run, selection.averaged, rel=rel, judged_only=judged_only)
+    r = judged_ranking(qrels, run, selection.averaged, rel=rel, judged_only=judged_only, fractions=fractions)
     grid = np.array(ROC_POINTS)
     total, counted = np.zeros(grid.size), 0
     floor = float(r.score.min(initial=0.0)) - 1.0

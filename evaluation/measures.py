@@ -114,7 +114,7 @@ def reciprocal_rank_of_best(r: JudgedRanking, k: int | None) -> np.ndarray:
     """RR_max(@k) = 1 / rank of the first retrieved document holding the query's highest judgment
     (article 003's MRR: "the position of the most relevant document"); 0 if it is not retrieved (in
     the top k) or the query has no relevant document. Not trec_eval's ``recip_rank``."""
-    best = np.full(r.num_queries, -1, dtype=np.int64)
+    best = np.full(r.num_queries, -1.0)
     heads = r.judged_offsets[:-1][np.diff(r.judged_offsets) > 0]
     best[r.judged_seg[heads]] = r.judged_label[heads]  # judgments are sorted by label, descending
     is_best = (r.label == best[r.seg]) & r.is_rel & r.top(k)
@@ -306,7 +306,7 @@ def err_satisfaction(label: np.ndarray) -> np.ndarray:
     """R(g) = (2^g - 1) / 2^4: the probability that a document of label g satisfies the user (Chapelle,
     Metzler, Zhang and Grinspan, "Expected reciprocal rank for graded relevance", CIKM 2009, eq. 3 with
     g_max = 4, as gdeval.pl fixes it); 0 for a label <= 0."""
-    return (np.ldexp(1.0, np.maximum(label, 0).astype(np.int64)) - 1.0) / 2.0 ** ERR_MAX_JUDGMENT
+    return (np.exp2(np.maximum(label, 0.0)) - 1.0) / 2.0 ** ERR_MAX_JUDGMENT
 
 
 def expected_reciprocal_rank(r: JudgedRanking, k: int | None) -> np.ndarray:
@@ -331,7 +331,7 @@ def _check_err_labels(r: JudgedRanking) -> None:
         at = int(above[0])
         raise MeasureError(f"ERR takes labels up to {ERR_MAX_JUDGMENT} (gdeval's MAX_JUDGMENT: R(g) = (2^g - 1) "
                            f"/ 2^{ERR_MAX_JUDGMENT} is a probability only up to there); query "
-                           f"{r.qids[int(r.judged_seg[at])]!r} has a judgment of {int(r.judged_label[at])}")
+                           f"{r.qids[int(r.judged_seg[at])]!r} has a judgment of {float(r.judged_label[at]):g}")
 
 
 def _exclusive_products(seg: np.ndarray, factors: np.ndarray) -> np.ndarray:
@@ -617,7 +617,7 @@ def rank_biased_precision_graded(r: JudgedRanking, persistence: float) -> np.nda
     ``m_rbp.c`` rescales gains outside [0, 1] by (gain - min) / (max - min) over the labels 0..max; it
     leaves min and max uninitialised, and this is what its program computes on its own tests). On
     binary qrels it equals RBP@p; it ignores ``rel``."""
-    top = np.zeros(r.num_queries, dtype=np.int64)
+    top = np.zeros(r.num_queries)
     heads = r.judged_offsets[:-1][np.diff(r.judged_offsets) > 0]
     top[r.judged_seg[heads]] = r.judged_label[heads]
     hits = _rows(r.label > 0)
@@ -784,15 +784,9 @@ def _rating_errors(r: JudgedRanking) -> tuple[np.ndarray, np.ndarray]:
 
 def _imputed_ratings(r: JudgedRanking) -> np.ndarray:
     """The rating an unrated retrieved document gets, per query (NaN: a user without ratings)."""
-    if r.missing_ratings == "zero":
-        return np.zeros(r.num_queries)
-    fill = np.full(r.num_queries, np.nan)
-    centre = np.mean if r.missing_ratings == "mean" else np.median
-    for q in range(r.num_queries):
-        grades = r.judged_grade[r.judged_offsets[q]:r.judged_offsets[q + 1]]
-        if grades.size:
-            fill[q] = centre(grades)
-    return fill
+    from .imputation import fills
+
+    return fills(r.judged_offsets, r.judged_grade, r.missing_ratings)
 
 
 def mean_absolute_error(r: JudgedRanking, _: None) -> np.ndarray:
@@ -802,6 +796,21 @@ def mean_absolute_error(r: JudgedRanking, _: None) -> np.ndarray:
     count = np.bincount(seg, minlength=r.num_queries)
     total = np.bincount(seg, weights=np.abs(errors), minlength=r.num_queries)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def pooled_mean_absolute_error(r: JudgedRanking) -> float:
+    """MAE over every compared (query, document) pair of the run at once: sum |predicted - rating| / pairs
+    (scikit-learn's ``mean_absolute_error`` of all the pairs; NaN without one). Users with more compared
+    documents weigh more, where the mean of the per-user MAE weighs every user alike."""
+    _, errors = _rating_errors(r)
+    return float(np.mean(np.abs(errors))) if errors.size else math.nan
+
+
+def pooled_root_mean_squared_error(r: JudgedRanking) -> float:
+    """RMSE over every compared (query, document) pair at once: sqrt(sum (predicted - rating)^2 / pairs)
+    (scikit-learn's ``root_mean_squared_error``, recommender systems' RMSE; NaN without a pair)."""
+    _, errors = _rating_errors(r)
+    return float(np.sqrt(np.mean(errors * errors))) if errors.size else math.nan
 
 
 def root_mean_squared_error(r: JudgedRanking, _: None) -> np.ndarray:
@@ -876,7 +885,9 @@ class MeasureDef:
     and ``geometric`` ones (the geometric mean of the values floored at ``MIN_GEO_MEAN``, which trec_eval
     prints without per-query lines, ``summary_only``). ``text`` measures give strings per query and no
     mean. ``default`` is the parameter when none is written; ``parse_text`` reads a list parameter
-    (``utility_2,-1,0,0``); ``undefined_when`` says when the measure has no value for a query;
+    (``utility_2,-1,0,0``); ``undefined_when`` says when the measure has no value for a query; ``pooled``,
+    when given, computes the run-level figure from all the averaged queries' data at once instead of
+    averaging the per-query values.
     """
 
     name: str
@@ -895,6 +906,7 @@ class MeasureDef:
     default: Param = None
     parse_text: Callable[[str], Param] | None = None
     undefined_when: str = ""
+    pooled: Callable[[JudgedRanking], float] | None = None
 
     def forms(self) -> str:
         """How the name is written: ``P@k``, ``RR, RR@k``, ``iprec@r``, ``bpref``, ``utility@a,b,c,d``."""
@@ -1002,6 +1014,12 @@ _DEFS = (
                bounded=False, undefined_when="no rated document retrieved"),
     MeasureDef("RMSE", root_mean_squared_error, "none", "root mean squared error of scores as predicted ratings",
                bounded=False, undefined_when="no rated document retrieved"),
+    MeasureDef("MAE_pooled", mean_absolute_error, "none", "MAE per user; over the run, pooled: every (user, item) "
+               "pair at once (scikit-learn's)", ("pooled_MAE",), bounded=False,
+               undefined_when="no rated document retrieved", pooled=pooled_mean_absolute_error),
+    MeasureDef("RMSE_pooled", root_mean_squared_error, "none", "RMSE per user; over the run, pooled: every "
+               "(user, item) pair at once (scikit-learn's)", ("pooled_RMSE",), bounded=False,
+               undefined_when="no rated document retrieved", pooled=pooled_root_mean_squared_error),
 )
 
 MEASURES: dict[str, MeasureDef] = {d.name: d for d in _DEFS}
@@ -1056,7 +1074,8 @@ _AMBIGUOUS = {
 }
 _WHOLE_LIST = {"precision": "set_P"}  # ranx: a measure named without a cutoff covers the whole ranking
 IGNORES_REL = frozenset({"CG", "DCG", "IDCG", "nDCG", "DCG_exp", "IDCG_exp", "nDCG_exp", "ERR", "G", "ndcg_rel", "Rndcg",
-                         "RBP_graded", "RBP_resid", "relstring", "unj", "Judged", "num_ret", "MAE", "RMSE"})
+                         "RBP_graded", "RBP_resid", "relstring", "unj", "Judged", "num_ret", "MAE", "RMSE",
+                         "MAE_pooled", "RMSE_pooled"})
 """Measures that do not use a relevance threshold (graded, counting every document, or ratings)."""
 
 
@@ -1078,7 +1097,7 @@ class Measure:
     name: str
     definition: MeasureDef
     param: Param
-    rel: int | None = None
+    rel: float | None = None
     judged_only: bool | None = None
     param_text: str | None = None
 
@@ -1113,7 +1132,7 @@ def parse_measure(name: str) -> Measure:
     if not isinstance(name, str) or not name.strip():
         raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
     text = name.strip()
-    rel: int | None = None
+    rel: float | None = None
     level = _RANX_LEVEL.match(text)
     if level:  # no measure's name ends in -l<digits>
         text, rel = level["name"], int(level["rel"])
@@ -1149,7 +1168,7 @@ def _ranx_fraction(definition: MeasureDef, sep: str | None, text: str | None) ->
     return text
 
 
-def _parse_call(name: str, base: str, params: str, cutoff: str | None, rel: int | None) -> Measure:
+def _parse_call(name: str, base: str, params: str, cutoff: str | None, rel: float | None) -> Measure:
     """ir_measures' ``Name(key=value, ...)@cutoff``."""
     definition = _lookup_base(base)
     if definition is None:
@@ -1162,7 +1181,7 @@ def _parse_call(name: str, base: str, params: str, cutoff: str | None, rel: int 
         values[key.strip()] = value.strip().strip("'\"")
     judged_only = None
     if "rel" in values:
-        rel = _int_param(name, "rel", values.pop("rel"))
+        rel = relevance_threshold(values.pop("rel"), f"measure {name!r}: rel")
     if "judged_only" in values:
         judged_only = _bool_param(name, values.pop("judged_only"))
     if "dcg" in values:
@@ -1193,11 +1212,16 @@ def _dcg_variant(name: str, definition: MeasureDef, value: str) -> MeasureDef:
     return MEASURES[chosen]
 
 
-def _int_param(name: str, key: str, value: str) -> int:
+def relevance_threshold(value: object, what: str = "the relevance threshold rel") -> float | int:
+    """A relevance threshold: a finite number > 0 (4.5 counts a rating of 4.5 or more as relevant), an
+    ``int`` when it is a whole number (so that 2 and 2.0 name the same threshold and print as 2)."""
     try:
-        return int(value)
-    except ValueError:
-        raise MeasureError(f"measure {name!r}: {key} must be an integer, not {value!r}") from None
+        number = float(value) if not isinstance(value, bool) else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number <= 0:
+        raise MeasureError(f"{what} must be a number > 0 (1, 2, 4.5), not {value!r}")
+    return int(number) if number.is_integer() else number
 
 
 def _bool_param(name: str, value: str) -> bool:
@@ -1209,8 +1233,7 @@ def _bool_param(name: str, value: str) -> bool:
 
 def _checked(measure: Measure) -> Measure:
     if measure.rel is not None:
-        if measure.rel < 1:
-            raise MeasureError(f"measure {measure.name!r}: rel must be at least 1")
+        relevance_threshold(measure.rel, f"measure {measure.name!r}: rel")
         if measure.definition.name in IGNORES_REL:
             raise MeasureError(f"measure {measure.name!r}: {measure.definition.name} does not use a relevance "
                                f"threshold (graded, counting every document, or ratings)")

@@ -17,7 +17,10 @@ by score descending, ties broken by document id descending in ``strcmp`` order, 
 order, code point order and Python's ``str`` order. The rank column of a run file is ignored. A
 :class:`Run` keeps each query's rows in this order.
 
-**Labels** (``form_res_rels.c``): a qrels label ``>= 0`` is a judgment, relevant when ``>= rel``.
+**Labels** (``form_res_rels.c``): a qrels label ``>= 0`` is a judgment, relevant when ``>= rel``. A label
+is the judgment as trec_eval reads it where the judgment is a whole number, and the judgment as written
+where it has a fraction (:attr:`Qrels.relevance`: 4.5 stays 4.5, relevant at ``rel=4.5``; trec_eval would
+read 4).
 A negative label means "in the pool but unjudged": never relevant, gain 0, not a judged non-relevant
 document. A retrieved document absent from the qrels is unjudged too. A :class:`JudgedRanking` keeps
 only the judged documents a run retrieved, with their ranks.
@@ -279,6 +282,18 @@ class Qrels:
         if not all(type(g) is int for g in grades):
             grades = [_as_grade(g, q, d) for q, d, g in zip(qids, docs, grades)]
         return cls.from_columns(qids, docs, np.array(grades, dtype=np.float64))
+
+    @cached_property
+    def relevance(self) -> np.ndarray:
+        """The label every measure reads (float64): trec_eval's integer ``label`` where the judgment is a whole
+        number, the judgment as written (``grade``) where it has a fraction. On qrels of whole numbers it
+        is ``label`` exactly, so trec_eval's figures are unchanged; a rating of 4.5 is 4.5, not 4."""
+        return np.where(self.grade == np.trunc(self.grade), self.label, self.grade).astype(np.float64)
+
+    @property
+    def fractional(self) -> bool:
+        """Whether some judgment has a fraction (4.5)."""
+        return bool((self.grade != np.trunc(self.grade)).any())
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: grade}}`` with queries in first-appearance order; whole grades as ``int``."""
@@ -684,7 +699,7 @@ class JudgedRanking:
     ranks and labels of the documents in the qrels: documents absent from the qrels are non-relevant,
     gain 0 and not judged non-relevant. So only those are kept, which makes the measures cheap: row j
     is a judged document (label ``>= 0``) ranked ``rank[j]`` (1-based, in tie-rule order) for query
-    ``seg[j]`` with integer judgment ``label[j]``, grade ``grade[j]`` (the judgment as written: a rating
+    ``seg[j]`` with label ``label[j]`` (:attr:`Qrels.relevance`), grade ``grade[j]`` (the judgment as written: a rating
     such as 4.5) and run score ``score[j]``; rows are ordered by query, then rank. Retrieved documents
     the qrels list with a negative label ("in the pool, unjudged") are ``pooled_seg`` / ``pooled_rank``.
 
@@ -707,7 +722,7 @@ class JudgedRanking:
     label: np.ndarray
     grade: np.ndarray
     score: np.ndarray
-    rel: int
+    rel: float
     num_rel: np.ndarray
     num_nonrel: np.ndarray
     judged_offsets: np.ndarray
@@ -810,7 +825,7 @@ class JudgedRanking:
         (``RELVALUE_UNJUDGED``)."""
         out = np.full(int(self.num_ret[q]), -1, dtype=np.int64)
         rows = slice(self._row_offsets[q], self._row_offsets[q + 1])
-        out[self.rank[rows] - 1] = self.label[rows]
+        out[self.rank[rows] - 1] = np.trunc(self.label[rows])  # a fractional label at its whole part
         out[self.pooled_rank[self._pooled_offsets[q]:self._pooled_offsets[q + 1]] - 1] = -2
         return out
 
@@ -819,9 +834,13 @@ class JudgedRanking:
         return _offsets(self.pooled_seg, self.num_queries)
 
     def judged_levels(self, q: int) -> np.ndarray:
-        """trec_eval's ``rel_levels`` of query position ``q``: the number of judgments at each label 0, 1, ..."""
+        """trec_eval's ``rel_levels`` of query position ``q``: the number of judgments at each label 0, 1, ...
+        (whole labels only: trec_eval's gain levels have no fractions)."""
         labels = self.judged_label[self.judged_offsets[q]:self.judged_offsets[q + 1]]
-        return np.bincount(labels) if labels.size else np.zeros(0, dtype=np.int64)
+        if (labels != np.trunc(labels)).any():
+            raise InputError(f"query {self.qids[q]!r} has fractional judgments: trec_eval's gain levels (nDCG with a "
+                             f"gain map, G, ndcg_rel, Rndcg) are whole labels; nDCG without a map takes fractions")
+        return np.bincount(labels.astype(np.int64)) if labels.size else np.zeros(0, dtype=np.int64)
 
     def __repr__(self) -> str:
         return f"JudgedRanking({self.num_queries} queries, {self.label.size} judged documents retrieved, rel={self.rel})"
@@ -832,12 +851,13 @@ def judged_ranking(
     run: Run,
     qids: Sequence[str],
     *,
-    rel: int = 1,
+    rel: float = 1,
     judged_only: bool = False,
     trec_eval: int | TrecEvalRules = DEFAULT_TREC_EVAL,
     stand_in: bool = False,
     collection_size: int | None = None,
     missing_ratings: str = "skip",
+    fractions: str = "keep",
 ) -> JudgedRanking:
     """Join ``run`` with ``qrels`` for the queries ``qids`` (all judged; some may be absent from the run).
 
@@ -845,11 +865,14 @@ def judged_ranking(
     judged hashes skips most unjudged documents, ``searchsorted`` finds the candidates, and a string
     comparison confirms each one. With ``judged_only`` (trec_eval ``-J``) documents without a judgment ``>= 0`` are
     dropped and the judged ones close ranks. With ``stand_in`` the queries missing from the run are
-    evaluated as trec_eval 10.0 does under ``-c``: as a ranking of one unjudged document.
+    evaluated as trec_eval 10.0 does under ``-c``: as a ranking of one unjudged document. ``fractions``:
+    ``"keep"`` reads the labels as :attr:`Qrels.relevance` (4.5 is 4.5), ``"truncate"`` as trec_eval does
+    (``Qrels.label``: 4.5 is 4, -0.5 is 0).
     """
+    labels = _labels(qrels, fractions)
     n = len(qids)
     run_rows, num_ret, in_run = _run_segments(run, qids)
-    q_seg, q_row, q_label = _qrels_segments(qrels, qids)
+    q_seg, q_row, q_label = _qrels_segments(qrels, qids, labels)
     ends = np.cumsum(num_ret)
     starts = ends - num_ret
     selected_score = run.score if run_rows is None else run.score[run_rows]
@@ -857,7 +880,7 @@ def judged_ranking(
     retrieved, matched = _lookup(qrels, run, run_rows, ends, q_seg, q_row, n)
     seg = np.searchsorted(ends, retrieved, side="right")
     rank = retrieved - starts[seg] + 1
-    label, grade, score = qrels.label[matched], qrels.grade[matched], selected_score[retrieved]
+    label, grade, score = labels[matched], qrels.grade[matched], selected_score[retrieved]
     ret_score = selected_score
     if judged_only:
         keep = label >= 0
@@ -979,13 +1002,24 @@ def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.
     return concat_ranges(start, length), length, in_run
 
 
-def _qrels_segments(qrels: Qrels, qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+FRACTIONS = {"keep": "a judgment with a fraction (4.5) is read as written", "truncate": "as trec_eval reads it: "
+              "the whole part (4.5 is 4, -0.5 is 0)"}
+"""How the measures read a fractional judgment (``fractions=``; whole judgments are trec_eval's either way)."""
+
+
+def _labels(qrels: Qrels, fractions: str) -> np.ndarray:
+    if fractions not in FRACTIONS:
+        raise InputError(f"unknown fractions {fractions!r}; choose one of: {', '.join(FRACTIONS)}")
+    return qrels.relevance if fractions == "keep" else qrels.label.astype(np.float64)
+
+
+def _qrels_segments(qrels: Qrels, qids: Sequence[str], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The judgments of ``qids`` in that order: (query position, qrels row, label)."""
     n = len(qids)
     at = {qid: i for i, qid in enumerate(qrels.qids)}
     position = np.array([at[qid] for qid in qids], dtype=np.int64)
     if n == 0:
-        return position, position, position
+        return position, position, position.astype(np.float64)
     length = np.diff(qrels.offsets)[position]
     rows = concat_ranges(qrels.offsets[:-1][position], length)
-    return np.repeat(np.arange(n, dtype=np.int64), length), rows, qrels.label[rows]
+    return np.repeat(np.arange(n, dtype=np.int64), length), rows, labels[rows]

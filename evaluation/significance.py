@@ -8,10 +8,16 @@ is better. A positive statistic means ``a`` scored higher on average.
 - :func:`randomization_test`: Fisher's paired randomization (sign-flip permutation) test.
 - :func:`bootstrap_test`: paired bootstrap test of the mean difference on data shifted to the null.
 - :func:`bootstrap_ci`: percentile bootstrap confidence interval of the mean difference.
-- :func:`holm`: Holm-Bonferroni step-down adjustment of several p-values.
+- :func:`wilcoxon_test`: Wilcoxon's paired signed-rank test, equal to ``scipy.stats.wilcoxon(a, b)``.
+- :func:`tukey_hsd`: Tukey's honestly significant difference over several systems at once, equal to
+  ``scipy.stats.tukey_hsd`` (which ranx's ``compare(..., stat_test="tukey")`` calls).
+- :func:`holm` (from :mod:`bm25lab.evaluation.corrections`): Holm-Bonferroni adjustment.
 
-``TESTS`` maps the names the command line uses (``t``, ``randomization``, ``bootstrap``) to
+``TESTS`` maps the names of the paired tests (``t``, ``wilcoxon``, ``randomization``, ``bootstrap``) to
 functions of one shape ``(a, b, trials, seed) -> TestResult``; :func:`get_test` looks a name up.
+``FAMILY_TESTS`` holds every test the command line offers in the shape ``(samples, pairs, trials, seed)
+-> [TestResult per pair]``: each paired test applied pair by pair, and ``tukey``, whose p-values are
+adjusted for the whole family already (``ADJUSTED``).
 
 Resampling tests draw from ``numpy.random.default_rng(seed)`` in fixed-size chunks, so a result
 depends only on (data, trials, seed), never on the machine or on memory limits.
@@ -20,6 +26,7 @@ tests for information retrieval evaluation", CIKM 2007.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
@@ -28,6 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..engine.errors import BM25LabError, InputError
+from .corrections import holm
+from .distributions import normal_two_sided, signed_rank_counts, studentized_range_sf
 
 __all__ = [
     "TestResult",
@@ -38,8 +47,14 @@ __all__ = [
     "bootstrap_ci",
     "holm",
     "student_t_sf",
+    "wilcoxon_test",
+    "tukey_hsd",
+    "TukeyResult",
     "TESTS",
+    "FAMILY_TESTS",
+    "ADJUSTED",
     "get_test",
+    "get_family_test",
 ]
 
 DEFAULT_TRIALS = 10_000
@@ -318,30 +333,118 @@ def bootstrap_ci(
     return Interval(float(low), float(high))
 
 
-# --------------------------------------------------------------------------- multiple testing
+# --------------------------------------------------------------------------- Wilcoxon's signed-rank test
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni step-down adjusted p-values, in the input order.
+def _average_ranks(x: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Ranks 1..n of ``x`` ascending, tied values sharing their mean rank; and whether any tie occurred."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    ends = np.r_[starts[1:], x.size]
+    mean_rank = (starts + ends + 1) / 2.0  # ranks starts+1 .. ends, averaged
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks, bool((ends - starts > 1).any())
 
-    With the m p-values sorted ascending, p_(1) <= ... <= p_(m):
-    adj_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)).
-    Rejecting where adj < alpha controls the family-wise error rate at alpha (Holm, "A simple
-    sequentially rejective multiple test procedure", Scand. J. Statistics 6, 1979). Ties keep
-    their input order (a stable sort) and get equal adjusted values.
+
+def _exact_signed_rank_p(r_plus: float, n: int) -> float:
+    """Two-sided exact p of W+ = ``r_plus`` among n untied nonzero differences: 2 min(P(W+ >= floor r),
+    P(W+ <= ceil r)), at most 1 (scipy's ``method="exact"``)."""
+    counts = signed_rank_counts(n)
+    total = 2 ** n
+    upper = sum(counts[int(math.floor(r_plus)):])
+    lower = sum(counts[: int(math.ceil(r_plus)) + 1])
+    return min(1.0, 2 * min(upper, lower) / total)
+
+
+def _permutation_signed_rank_p(ranks: np.ndarray, positive: np.ndarray, r_plus: float) -> float:
+    """Two-sided p of W+ over all 2^n sign patterns of the n differences (zeros among them keep W+):
+    2 min(#{W+ <= r}, #{W+ >= r}) / 2^n with a relative tolerance of 100 eps (scipy's exact
+    ``permutation_test``, which ``wilcoxon`` runs for n <= 13 with ties or zeros)."""
+    n = positive.size
+    patterns = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+    null = patterns @ ranks
+    gamma = abs(np.finfo(np.float64).eps * 100 * r_plus)
+    less = np.count_nonzero(null <= r_plus + gamma) / null.size
+    greater = np.count_nonzero(null >= r_plus - gamma) / null.size
+    return float(min(1.0, 2.0 * min(less, greater)))
+
+
+def wilcoxon_test(a: ArrayLike, b: ArrayLike, trials: int = DEFAULT_TRIALS, seed: int = 0) -> TestResult:
+    """Wilcoxon's paired signed-rank test, two-sided, with scipy's defaults: equals ``scipy.stats.wilcoxon(a,
+    b)`` (``zero_method="wilcox"``, ``correction=False``, ``method="auto"``) in statistic and p-value.
+
+    Zero differences are dropped; the others are ranked by |d|, ties sharing their mean rank; W+ sums
+    the ranks of the positive ones, the statistic is min(W+, W-). The p-value, as ``method="auto"``
+    chooses it from the number of pairs n (zeros included) and the nonzero count m:
+
+    - n <= 50, no tie and no zero: exact, from the null distribution of W+ (:func:`signed_rank_counts`);
+    - n <= 13 with ties or zeros: exact over the 2^n sign patterns of the ranks;
+    - otherwise the normal approximation z = (W+ - m(m+1)/4) / se, se^2 = (m(m+1)(2m+1) - sum(t^3 - t)/2) / 24
+      over the tie groups t, without continuity correction; p = P(|Z| >= |z|).
+
+    ``trials`` and ``seed`` do not apply. Every difference 0 gives p = 1 (scipy: NaN).
     """
-    p = np.asarray(list(p_values), dtype=np.float64)
-    if p.ndim != 1:
-        raise InputError("holm() takes a flat sequence of p-values")
-    if p.size and (np.any(np.isnan(p)) or np.any(p < 0.0) or np.any(p > 1.0)):
-        raise InputError("p-values must lie in [0, 1]")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = (m - np.arange(m)) * p[order]
-    adjusted_sorted = np.minimum(1.0, np.maximum.accumulate(scaled))
-    adjusted = np.empty(m)
-    adjusted[order] = adjusted_sorted
-    return [float(x) for x in adjusted]
+    d = _paired_differences(a, b)
+    n = d.size
+    nonzero = d[d != 0.0]
+    m = nonzero.size
+    if m == 0:
+        return TestResult("wilcoxon", 0.0, 1.0, 0.0, n)
+    ranks, tied = _average_ranks(np.abs(nonzero))
+    r_plus = float(np.sum(ranks[nonzero > 0]))
+    r_minus = float(np.sum(ranks[nonzero < 0]))
+    if n <= 50 and not tied and m == n:
+        p = _exact_signed_rank_p(r_plus, m)
+    elif n <= 13:
+        p = _permutation_signed_rank_p(ranks, nonzero > 0, r_plus)
+    else:
+        _, counts = np.unique(np.abs(nonzero), return_counts=True)
+        variance = (m * (m + 1.0) * (2.0 * m + 1.0) - float(np.sum(counts ** 3 - counts)) / 2.0) / 24.0
+        p = normal_two_sided((r_plus - m * (m + 1.0) * 0.25) / math.sqrt(variance))
+    return TestResult("wilcoxon", min(r_plus, r_minus), p, float(d.mean()), n)
+
+
+# --------------------------------------------------------------------------- Tukey's HSD
+
+
+@dataclass(frozen=True, eq=False)
+class TukeyResult:
+    """Tukey's HSD over k systems: ``differences[i, j]`` = mean_i - mean_j, ``p_values[i, j]`` its p-value
+    (1 on the diagonal), ``df`` the error degrees of freedom N - k."""
+
+    differences: np.ndarray
+    p_values: np.ndarray
+    df: int
+    standard_error: float
+
+
+def tukey_hsd(samples: Sequence[ArrayLike]) -> TukeyResult:
+    """Tukey's honestly significant difference test of every pair of k >= 2 samples, equal to
+    ``scipy.stats.tukey_hsd(*samples)`` (the oracle of the tests, and what ranx calls).
+
+    The design is scipy's (and ranx's): a one-way layout of independent samples with equal variances, not
+    a repeated-measures (two-way, queries as blocks) one. MSE = sum over the samples of their squared
+    deviations / (N - k); for samples i, j: q = |mean_i - mean_j| / sqrt(MSE / 2 (1/n_i + 1/n_j)), p =
+    P(Q_{k, N-k} > q) of the studentized range (:func:`~bm25lab.evaluation.distributions.studentized_range_sf`).
+    The p-values hold for the whole family (no further correction is needed).
+    """
+    groups = [_checked_sample(x) for x in samples]
+    if len(groups) < 2:
+        raise InputError(f"Tukey's HSD needs at least 2 samples, got {len(groups)}")
+    k = len(groups)
+    sizes = np.array([g.size for g in groups], dtype=np.float64)
+    means = np.array([g.mean() for g in groups])
+    df = int(sizes.sum()) - k
+    mse = float(sum(float(np.var(g, ddof=1)) * (g.size - 1) for g in groups)) / df
+    differences = means[:, None] - means[None, :]
+    error = np.sqrt(mse / 2.0 * (1.0 / sizes[:, None] + 1.0 / sizes[None, :]))
+    p = np.ones((k, k))
+    for i, j in itertools.combinations(range(k), 2):
+        q = abs(differences[i, j]) / error[i, j] if error[i, j] > 0 else (math.inf if differences[i, j] else 0.0)
+        p[i, j] = p[j, i] = studentized_range_sf(q, k, df)
+    return TukeyResult(differences, p, df, float(error[0, 1]))
 
 
 # --------------------------------------------------------------------------- registry
@@ -356,15 +459,45 @@ def _t_entry(a: ArrayLike, b: ArrayLike, trials: int, seed: int) -> TestResult:
 
 TESTS: dict[str, PairedTest] = {
     "t": _t_entry,
+    "wilcoxon": wilcoxon_test,
     "randomization": randomization_test,
     "bootstrap": bootstrap_test,
 }
 
+FamilyTest = Callable[[Sequence[np.ndarray], Sequence[tuple[int, int]], int, int], list[TestResult]]
+"""``(samples, pairs, trials, seed) -> [TestResult of each pair (i, j), sample i against sample j]``."""
+
+
+def _pairwise(test: PairedTest) -> FamilyTest:
+    """A paired test applied to each pair of the family on its own."""
+
+    def family(samples: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]], trials: int, seed: int) -> list[TestResult]:
+        return [test(samples[i], samples[j], trials, seed) for i, j in pairs]
+
+    return family
+
+
+def _tukey_family(samples: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]], trials: int, seed: int) -> list[TestResult]:
+    """Tukey's HSD over all the samples, read for the pairs asked (``trials`` and ``seed`` do not apply)."""
+    result = tukey_hsd(samples)
+    return [TestResult("tukey", float(result.differences[i, j]), float(result.p_values[i, j]),
+                       float(result.differences[i, j]), int(np.asarray(samples[i]).size)) for i, j in pairs]
+
+
+FAMILY_TESTS: dict[str, FamilyTest] = {**{name: _pairwise(test) for name, test in TESTS.items()}, "tukey": _tukey_family}
+"""Every test by the name ``compare --test`` takes."""
+ADJUSTED = frozenset({"tukey"})
+"""Tests whose p-values hold for the whole family already: no correction applies to them."""
+
 TEST_TITLES: dict[str, str] = {
     "t": "paired t-test",
+    "wilcoxon": "Wilcoxon signed-rank test (scipy's defaults: zeros dropped, no continuity correction, exact for "
+                "n <= 50 without ties)",
     "randomization": "paired randomization test",
     "bootstrap": "paired bootstrap test",
+    "tukey": "Tukey's HSD over all the systems (one-way, as scipy.stats.tukey_hsd and ranx)",
 }
+RESAMPLED = frozenset({"randomization", "bootstrap"})
 
 
 def get_test(name: str) -> PairedTest:
@@ -373,3 +506,11 @@ def get_test(name: str) -> PairedTest:
         return TESTS[name]
     except KeyError:
         raise BM25LabError(f"unknown significance test {name!r}; choose one of: {', '.join(TESTS)}") from None
+
+
+def get_family_test(name: str) -> FamilyTest:
+    """The test registered in :data:`FAMILY_TESTS` under ``name``, or a :class:`BM25LabError` listing the names."""
+    try:
+        return FAMILY_TESTS[name]
+    except KeyError:
+        raise BM25LabError(f"unknown significance test {name!r}; choose one of: {', '.join(FAMILY_TESTS)}") from None

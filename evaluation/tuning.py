@@ -59,6 +59,8 @@ __all__ = [
     "parse_grid",
     "search_depth",
     "tune",
+    "tune_feedback",
+    "FeedbackTuning",
 ]
 
 _DECIMALS = 10
@@ -336,3 +338,72 @@ def tune(index: "Index", queries: Mapping[str, str], qrels: Any, measure: str = 
     return TuneResult(measure, variant, k1_grid, b_grid, grid, {"k1": k1_grid[i], "b": b_grid[j]},
                       float(grid[i, j]), float(defaults.mean()), cv.folds, cv.train_mean, cv.test_mean,
                       int(defined.sum()), depth, k3)
+
+
+# --------------------------------------------------------------------------- tuning feedback
+
+
+@dataclass(frozen=True, eq=False)
+class FeedbackTuning:
+    """A feedback method's (fb_docs, fb_terms) grid at fixed BM25 parameters, cross-validated as :func:`tune`
+    cross-validates (k1, b): ``grid[i, j]`` the mean at ``docs_grid[i]``, ``terms_grid[j]``; ``folds`` hold each
+    fold's choice as ``Fold(k1=fb_docs, b=fb_terms)``; ``none_mean`` the measure without feedback."""
+
+    measure: str
+    method: str
+    docs_grid: tuple[int, ...]
+    terms_grid: tuple[int, ...]
+    grid: np.ndarray
+    best: dict[str, int]
+    best_mean: float
+    none_mean: float
+    folds: tuple[Fold, ...]
+    train_mean: float
+    test_mean: float
+    num_queries: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "best": dict(self.best), "best_mean": self.best_mean,
+                "none_mean": self.none_mean, "train_mean": self.train_mean, "test_mean": self.test_mean,
+                "folds": [{"fold": f.index, "fb_docs": int(f.k1), "fb_terms": int(f.b), "train_mean": f.train_mean,
+                           "test_mean": f.test_mean, "num_test_queries": f.num_test_queries} for f in self.folds]}
+
+
+def tune_feedback(index: Any, queries: Mapping[str, str], qrels: Any, measure: str = "nDCG@10",
+                  method: str = "rm3", docs_grid: Sequence[int] = (5, 10, 20), terms_grid: Sequence[int] = (5, 10, 20),
+                  original_query_weight: float | None = None, params: Params | None = None, folds: int = 5,
+                  k: int = 1000, seed: int = 0, progress: ProgressCallback | None = None) -> FeedbackTuning:
+    """Grid search of a feedback method's ``fb_docs`` x ``fb_terms`` (:mod:`bm25lab.engine.feedback`) at the
+    BM25 parameters ``params`` (default: the engine's), with the queries' k-fold cross-validation of
+    :func:`cross_validate` (same folds, same tie rule: the first grid point in row-major order)."""
+    from ..engine.feedback import Feedback, FeedbackStatistics, expand, second_pass
+    from .evaluator import evaluate
+
+    docs_grid, terms_grid = tuple(int(v) for v in docs_grid), tuple(int(v) for v in terms_grid)
+    if not docs_grid or not terms_grid or min(docs_grid + terms_grid) < 1:
+        raise ParameterError("the feedback grids need values >= 1")
+    qids, judged = _judged(qrels, queries)
+    fold_assignment(len(qids), folds, seed)
+    params = params or index.params()
+    tokens = {q: index.tokenizer.tokenize(queries[q]) for q in qids}
+    stats = FeedbackStatistics(index)
+
+    def values_of(run: Mapping[str, Any]) -> np.ndarray:
+        return _per_query(evaluate(judged, run, [measure], complete=True), qids, measure)
+
+    values = np.empty((len(docs_grid), len(terms_grid), len(qids)))
+    for n, (i, j) in enumerate(np.ndindex(*values.shape[:2]), start=1):
+        feedback = Feedback(method, docs_grid[i], terms_grid[j], original_query_weight).resolved()
+        run = {q: second_pass(stats, expand(index, tokens[q], params, feedback, stats), params, k) for q in qids}
+        values[i, j] = values_of(run)
+        if progress is not None:
+            progress(n, values.shape[0] * values.shape[1])
+    plain = values_of(index.search_many({q: queries[q] for q in qids}, k=k, params=params))
+    defined = ~np.isnan(values).any(axis=(0, 1)) & ~np.isnan(plain)
+    values, plain = values[:, :, defined], plain[defined]
+    cv = cross_validate(values, docs_grid, terms_grid, folds, seed)
+    grid = values.mean(axis=2)
+    i, j = _first_best(grid)
+    return FeedbackTuning(measure, method, docs_grid, terms_grid, grid, {"fb_docs": docs_grid[i], "fb_terms": terms_grid[j]},
+                          float(grid[i, j]), float(plain.mean()), cv.folds, cv.train_mean, cv.test_mean,
+                          int(defined.sum()))

@@ -1,4 +1,4 @@
-"""The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, link-prediction,
+"""The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, fuse, link-prediction,
 tune, corpora, experiment, info, measures.
 
 Each area lives in its own module; this one only assembles the app. The commands parse their
@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("engine_cmds", "run"),
     "evaluate": ("evaluate_cmds", "evaluate_cmd"),
     "compare": ("evaluate_cmds", "compare_cmd"),
+    "fuse": ("fusion_cmds", "fuse_cmd"),
     "link-prediction": ("evaluate_cmds", "link_prediction_cmd"),
     "tune": ("tune_cmds", "tune"),
     "corpora": ("corpora_cmds", "corpora_list"),

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engine.errors import ParameterError
 from ..evaluation.measures import DEFAULT_MEASURES
+from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
                      handles_errors, human_bytes, progress_bars)
@@ -68,6 +70,16 @@ def experiment(
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
     shards: Annotated[Optional[int], SHARDS_OPT] = None,
+    rm3: Annotated[bool, RM3_OPT] = False,
+    bo1: Annotated[bool, BO1_OPT] = False,
+    rocchio: Annotated[bool, ROCCHIO_OPT] = False,
+    fb_docs: Annotated[Optional[int], FB_DOCS_OPT] = None,
+    fb_terms: Annotated[Optional[int], FB_TERMS_OPT] = None,
+    original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
+    compare: Annotated[bool, typer.Option("--compare", help="With a feedback method: BM25, BM25 with feedback and their reciprocal rank fusion, every pair tested (--test, --correction), as a table with superscripts.")] = False,
+    test: Annotated[str, typer.Option("--test", help="--compare's significance test (compare --test's names).")] = "t",
+    correction: Annotated[str, typer.Option("--correction", help="--compare's correction: none, bonferroni, holm, bh.")] = "holm",
+    compare_format: Annotated[str, typer.Option("--compare-format", help="--compare's table: table, markdown, latex or json.")] = "table",
 ) -> None:
     """Index a collection (cached), run every judged query, evaluate, and print the measures.
 
@@ -77,6 +89,9 @@ def experiment(
     from ..experiments import experiment as run_experiment, open_collection
     from .evaluate_cmds import render_results
 
+    feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
+    if compare and feedback is None:
+        raise ParameterError("--compare compares BM25 with feedback: give --rm3, --bo1 or --rocchio")
     fields = {"query_id_field": query_id_field, "query_text_fields": query_text_fields}
     collection = open_collection(corpus, query_ids=query_ids.value, **fields)
     tokenizer = make_tokenizer(language or Language(collection.language), stem, None, None)
@@ -85,7 +100,11 @@ def experiment(
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
                               query_ids=query_ids.value, **fields,
                               index_progress=bars.documents(f"indexing {collection.name}"),
-                              search_progress=bars.queries(), cluster=cluster, shards=shards)
+                              search_progress=bars.queries(), cluster=cluster, shards=shards,
+                              feedback=None if compare else feedback)
+    if compare:
+        _render_comparison(done, feedback, measure, test, correction, compare_format)
+        return
     if run_out is not None:
         write_run(done.results, run_out, tag=f"bm25lab-{variant.value}")
     render_results([(collection.name, done.evaluation)], format.value, per_query=False)
@@ -94,3 +113,17 @@ def experiment(
             f"{collection.name}: {done.index.num_docs:,} documents ({'cached index' if done.cached else 'indexed'}), "
             f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}"
             f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s")
+
+
+def _render_comparison(done, feedback, measures, test: str, correction: str, format: str) -> None:  # type: ignore[no-untyped-def]
+    from ..evaluation.pairwise import TEXT_RENDERERS, to_rich_table
+    from ..experiments import feedback_comparison
+
+    renderers = {"table": None, **TEXT_RENDERERS}
+    if format not in renderers:
+        raise ParameterError(f"--compare-format {format!r}: use {', '.join(renderers)}")
+    result = feedback_comparison(done, feedback, measures, test=test, correction=correction)
+    if format == "table":
+        console().print(to_rich_table(result.report))
+    else:
+        typer.echo(renderers[format](result.report), nl=False)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from . import distributed_cmds
+from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
                      backend_name, console, document_progress, handles_errors, human_bytes, query_progress,
@@ -147,14 +148,27 @@ def search(
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
+    rm3: Annotated[bool, RM3_OPT] = False,
+    bo1: Annotated[bool, BO1_OPT] = False,
+    rocchio: Annotated[bool, ROCCHIO_OPT] = False,
+    fb_docs: Annotated[Optional[int], FB_DOCS_OPT] = None,
+    fb_terms: Annotated[Optional[int], FB_TERMS_OPT] = None,
+    original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
 ) -> None:
     """Search an index and show the best documents with titles and highlighted snippets.
 
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
+    feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
-    hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, field_weights=field_weights,
-                      field_b=field_b)
+    if feedback is None:
+        hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3,
+                          field_weights=field_weights, field_b=field_b)
+    else:
+        from ..engine.feedback import search_many
+
+        params = idx.params(variant.value, k1, b, delta, k3, field_weights, field_b)
+        hits = search_many(idx, {qid: query}, k, params, feedback)[qid]
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -209,6 +223,12 @@ def run(
     run_format: Annotated[RunWriter, typer.Option("--run-format", help="Run file to write: trec, msmarco (qid docid rank) or ranx (JSON).")] = RunWriter("trec"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
+    rm3: Annotated[bool, RM3_OPT] = False,
+    bo1: Annotated[bool, BO1_OPT] = False,
+    rocchio: Annotated[bool, ROCCHIO_OPT] = False,
+    fb_docs: Annotated[Optional[int], FB_DOCS_OPT] = None,
+    fb_terms: Annotated[Optional[int], FB_TERMS_OPT] = None,
+    original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
 ) -> None:
     """Search every query of QUERIES and write a run (TREC by default).
 
@@ -217,11 +237,18 @@ def run(
     from ..evaluation import write_run
     from .inputs import queries as read_topics
 
+    feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
-    with query_progress() as advance:
-        results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
-                                  k3=k3, field_weights=field_weights, field_b=field_b)
+    if feedback is not None:
+        from ..engine.feedback import search_many
+
+        params = idx.params(variant.value, k1, b, delta, k3, field_weights, field_b)
+        results = search_many(idx, topics, k, params, feedback)
+    else:
+        with query_progress() as advance:
+            results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
+                                      k3=k3, field_weights=field_weights, field_b=field_b)
     write_run(results, out, tag=tag, format=run_format.value)
     console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 

@@ -12,7 +12,9 @@ from ..engine.errors import ParameterError
 from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
-from ..evaluation.significance import TESTS
+from ..evaluation.ranking import FRACTIONS
+from ..evaluation.corrections import CORRECTIONS
+from ..evaluation.significance import FAMILY_TESTS
 from .common import TableFormat, _choices, console, handles_errors, settle_memory_for_large_files
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
@@ -34,9 +36,12 @@ class CompareFormat(str, Enum):
     latex = "latex"
 
 
-TestName = _choices("TestName", TESTS)
+TestName = _choices("TestName", FAMILY_TESTS)
+CorrectionName = _choices("CorrectionName", CORRECTIONS)
+PairsMode = _choices("PairsMode", ["baseline", "all"])
 TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
 MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
+Fractions = _choices("Fractions", FRACTIONS)
 MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab's (nDCG@10), trec_eval's (P.5,10, "
                                                     "ndcg_1=3,2=9, all_trec), ir_measures' (P(rel=2)@5) or ranx's "
                                                     "(hits@10) names; `bm25lab measures` lists them.")
@@ -79,13 +84,14 @@ def evaluate_cmd(
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also show every query's values (trec_eval -q).")] = False,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="Average over every judged query; one missing from the run scores 0 (trec_eval -c; under --trec-eval 10, as 10.0 scores it).")] = False,
-    rel: Annotated[int, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l).")] = 1,
+    rel: Annotated[float, typer.Option("--rel", "-l", help="Lowest judgment that counts as relevant (trec_eval -l); a fraction such as 4.5 counts ratings of 4.5 and more.")] = 1,
     judged_only: Annotated[bool, typer.Option("--judged-only", "-J", help="Drop unjudged documents from the ranking first (trec_eval -J).")] = False,
     depth: Annotated[Optional[int], typer.Option("--depth", "-M", "--max-docs", help="Evaluate each query's best N documents only, after ranking (trec_eval -M).", min=1)] = None,
     collection_size: Annotated[Optional[int], typer.Option("--collection-size", "-N", min=0, help="Documents in the collection: TN, accuracy, FPR, specificity and utility's TN weight need it (trec_eval -N).")] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="Take the collection size from this index.")] = None,
     trec_eval: Annotated[TrecEvalRules, TREC_EVAL_OPT] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
-    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="MAE/RMSE: a retrieved document its query did not rate is skipped, or rated with the query's mean, median, or zero.")] = MissingRatings("skip"),
+    missing_ratings: Annotated[MissingRatings, typer.Option("--missing-ratings", help="A retrieved document its query did not rate: skipped (MAE/RMSE; gain 0 for the graded measures), or rated with the query's mean, median, or zero, for MAE/RMSE and the graded measures (CG, DCG, IDCG, nDCG and their _exp forms).")] = MissingRatings("skip"),
+    fractions: Annotated[Fractions, typer.Option("--fractions", help="A judgment with a fraction (4.5): keep it as written, or truncate it as trec_eval does (4).")] = Fractions("keep"),
     format: Annotated[EvalFormat, typer.Option("--format", help="table, trec (trec_eval layout), json or csv.")] = EvalFormat.table,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
@@ -117,8 +123,8 @@ def evaluate_cmd(
     settle_memory_for_large_files()
     judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
                                                 lambda: read_a_run(runs[0], run_format))
-    options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth}
-    named, curves, per_query_curves, rocs = [], {}, {}, {}
+    options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth, "fractions": fractions.value}
+    named, curves, per_query_curves, rocs, aucs = [], {}, {}, {}, {}
     for i, path in enumerate(runs):
         run = first_run if i == 0 else read_a_run(path, run_format)
         first_run = None  # each run's memory goes once it is evaluated
@@ -130,6 +136,7 @@ def evaluate_cmd(
                 per_query_curves[path.stem] = precision_recall_curves(judgments, run, **options, trec_eval=rules)
         if plot_roc is not None:
             rocs[path.stem] = roc_curve(judgments, run, **options)
+            aucs[path.stem] = evaluate(judgments, run, ["AUC"], **options, trec_eval=rules).mean["AUC"]
     render_results(named, format.value, per_query)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves, plot_query_pr_curves
@@ -142,7 +149,7 @@ def evaluate_cmd(
     if plot_roc is not None:
         from ..evaluation.plots import plot_roc_curves
 
-        plot_roc_curves(rocs, plot_roc, dpi=dpi)
+        plot_roc_curves(rocs, plot_roc, aucs=aucs, dpi=dpi)
         console(stderr=True).print(f"ROC curves -> {plot_roc}")
 
 
@@ -192,7 +199,9 @@ def compare_cmd(
     baseline: Annotated[Path, typer.Argument(help="Baseline run (TREC, MS MARCO or ranx JSON).")],
     runs: Annotated[list[Path], RUNS_ARG],
     measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), randomization, bootstrap.")] = TestName("t"),
+    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), wilcoxon (signed rank), randomization, bootstrap, tukey (Tukey's HSD over all the runs).")] = TestName("t"),
+    correction: Annotated[CorrectionName, typer.Option("--correction", help="Multiple-comparison correction over the runs (or pairs) of each measure: none, bonferroni, holm, bh (Benjamini-Hochberg). Tukey's HSD needs none.")] = CorrectionName("holm"),
+    pairs: Annotated[PairsMode, typer.Option("--pairs", help="baseline: every run against the first; all: every pair, as a table of means with superscripts (ranx's report).")] = PairsMode("baseline"),
     trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
@@ -204,7 +213,7 @@ def compare_cmd(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Per-query differences of every measure and the PR curves. " + PLOT_HELP)] = None,
     dpi: Annotated[int, DPI_OPT] = 150,
 ) -> None:
-    """Compare runs with a baseline: deltas, p-values (Holm-corrected), bootstrap CIs, wins/ties/losses.
+    """Compare runs with a baseline: deltas, p-values (corrected), bootstrap CIs, wins/ties/losses; or every pair.
 
     A run's name is its file's stem. Only queries evaluated in every run are compared.
 
@@ -230,8 +239,14 @@ def compare_cmd(
     loaded = {p.stem: read_a_run(p, run_format) for p in [baseline, *runs]}
     per_query = {name: evaluate(judgments, run, measures, complete=complete, trec_eval=rules).per_query
                  for name, run in loaded.items()}
+    if pairs.value == "all":
+        if plot is not None:
+            raise ParameterError("--plot draws the differences against the baseline: not with --pairs all")
+        _render_all_pairs(per_query, measures, test.value, correction.value, trials, seed, alpha, format)
+        return
     result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
-                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem)
+                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem,
+                     correction=correction.value)
     if format is CompareFormat.table:
         console().print(to_rich_table(result))  # its caption holds the notes
     else:
@@ -246,6 +261,20 @@ def compare_cmd(
                   for name, run in loaded.items()}
         plot_comparison(result, curves, plot, dpi=dpi)
         console(stderr=True).print(f"plot -> {plot}")
+
+
+def _render_all_pairs(per_query: dict, measures: list[str], test: str, correction: str, trials: int, seed: int,
+                      alpha: float, format: CompareFormat) -> None:
+    from ..evaluation.pairwise import TEXT_RENDERERS, all_pairs, notes, to_rich_table
+
+    report = all_pairs(per_query, measures, test=test, correction=correction, trials=trials, seed=seed, alpha=alpha)
+    if format is CompareFormat.table:
+        console().print(to_rich_table(report))
+        return
+    typer.echo(TEXT_RENDERERS[format.value](report), nl=False)
+    if format is CompareFormat.json:
+        for line in notes(report):
+            console(stderr=True).print(line)
 
 
 @handles_errors

@@ -52,10 +52,12 @@ RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: de
 
 
 def bundled(name: str) -> Optional[str]:
-    """``name`` when it names a bundled collection and no file or folder of that name exists."""
+    """``name`` when it names a bundled collection (or an ir_datasets one, ``irds:ID``) and no file or folder of
+    that name exists."""
     from .. import corpora
+    from ..corpora.irds import is_irds
 
-    return name if not Path(name).exists() and name in corpora.names() else None
+    return name if not Path(name).exists() and (name in corpora.names() or is_irds(name)) else None
 
 
 def _neither(spec: str, what: str) -> InputError:
@@ -70,11 +72,13 @@ def documents(source: str, format: Enum, id_field: Optional[str], text_fields: O
     from .. import corpora
     from ..engine.sources import read_documents
 
-    if not Path(source).exists() and source in corpora.names():
+    if bundled(source) is not None:
         if format.value != "auto" or id_field or text_fields:
             raise ParameterError(f"{source} is a bundled collection: --format, --id-field and --text-fields are "
                                  f"for files")
         corpus = corpora.get(source)
+        if not hasattr(corpus, "docs_path"):  # an ir_datasets collection: its documents as ir_datasets reads them
+            return corpus.documents(), None
         docs = read_documents(corpus.docs_path, format="jsonl", duplicates=duplicates.value)
         return docs, lambda: corpus.num_docs
     if not Path(source).exists():
@@ -128,7 +132,7 @@ def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
         if format.value not in ("auto", "trec"):
             raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
                                  f"{format.value} is for qrels files")
-        return read_qrels(corpora.get(name).qrels_path, format="trec", **rules)
+        return corpora.get(name).qrels(**rules)
     if not Path(spec).exists():
         raise _neither(spec, "qrels file")
     return read_qrels(spec, format=format.value, **rules)

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from ..engine.errors import ParameterError
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
+from .feedback_opts import BO1_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
                      backend_name, console, handles_errors, note)
 from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT, QUERY_TEXT_FIELDS_OPT,
@@ -101,8 +103,15 @@ def tune(
     query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    rm3: Annotated[bool, RM3_OPT] = False,
+    bo1: Annotated[bool, BO1_OPT] = False,
+    rocchio: Annotated[bool, ROCCHIO_OPT] = False,
+    fb_docs_grid: Annotated[str, typer.Option("--fb-docs-grid", help="With a feedback method: feedback documents to try, a comma list.")] = "5,10,20",
+    fb_terms_grid: Annotated[str, typer.Option("--fb-terms-grid", help="With a feedback method: feedback terms to try, a comma list.")] = "5,10,20",
+    original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
 ) -> None:
-    """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries.
+    """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries; with --rm3, --bo1 or
+    --rocchio, the feedback's documents x terms instead (at one k1 and b: the defaults, or one-value grids).
 
     Reports the best point on all queries, each fold's choice with its train and held-out means,
     and the default parameters' score. Every grid point reuses the index's postings.
@@ -117,6 +126,11 @@ def tune(
         check_plot_path(plot)
     judgments = read_judgments(qrels, qrels_format)
     topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
+    feedback = chosen_feedback(rm3, bo1, rocchio, None, None, original_query_weight)
+    if feedback is not None:
+        _tune_feedback(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, k3, feedback,
+                       fb_docs_grid, fb_terms_grid, folds, k, seed, backend_name(backend), format)
+        return
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
                                  backend_name(backend), k3)
     if format is TableFormat.json:
@@ -130,3 +144,49 @@ def tune(
 
         plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure, dpi=dpi)
         console(stderr=True).print(f"heat map -> {plot}")
+
+
+def _one_value(text: Optional[str], name: str, default: float) -> float:
+    from ..evaluation.tuning import parse_grid
+
+    if not text:
+        return default
+    values = parse_grid(text, name)
+    if len(values) != 1:
+        raise ParameterError(f"feedback is tuned at one k1 and one b: give {name} a single value")
+    return values[0]
+
+
+def _tune_feedback(index_dir: Path, topics: dict, judgments: object, measure: str, variant: str, k1_text: Optional[str],
+                   b_text: Optional[str], k3: Optional[float], feedback, docs_text: str, terms_text: str,  # type: ignore[no-untyped-def]
+                   folds: int, k: int, seed: int, backend: Optional[str], format: TableFormat) -> None:
+    from rich.table import Table
+
+    from ..engine import Index
+    from ..engine.scoring import DEFAULT_B, DEFAULT_K1
+    from ..evaluation.tuning import tune_feedback
+
+    def ints(text: str, name: str) -> list[int]:
+        try:
+            return [int(v) for v in text.split(",")]
+        except ValueError:
+            raise ParameterError(f"{name} {text!r}: a comma list of whole numbers (5,10,20)") from None
+
+    idx = Index.load(index_dir, backend=backend)
+    params = idx.params(variant, _one_value(k1_text, "--k1-grid", DEFAULT_K1), _one_value(b_text, "--b-grid", DEFAULT_B),
+                        None, k3)
+    result = tune_feedback(idx, topics, judgments, measure, feedback.method, ints(docs_text, "--fb-docs-grid"),
+                           ints(terms_text, "--fb-terms-grid"), feedback.original_query_weight, params, folds, k, seed)
+    if format is TableFormat.json:
+        typer.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    table = Table(title=f"tune {result.method} for {measure} ({result.num_queries} queries, "
+                        f"{len(result.docs_grid)} x {len(result.terms_grid)} grid)")
+    for name in ("", "fb_docs", "fb_terms", measure):
+        table.add_column(name, justify="left" if not name else "right")
+    table.add_row("best on all queries", str(result.best["fb_docs"]), str(result.best["fb_terms"]), f"{result.best_mean:.4f}")
+    table.add_row("without feedback", "-", "-", f"{result.none_mean:.4f}")
+    table.add_row(f"{len(result.folds)}-fold CV, held-out mean", "per fold", "per fold", f"{result.test_mean:.4f}")
+    for f in result.folds:
+        table.add_row(f"fold {f.index}", f"{int(f.k1)}", f"{int(f.b)}", f"{f.train_mean:.4f} / {f.test_mean:.4f}")
+    console().print(table)

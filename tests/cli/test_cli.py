@@ -250,7 +250,7 @@ def test_compare_formats_and_plot(two_runs, tmp_path: Path) -> None:
     qrels, base, other = two_runs
     rows = json.loads(invoke("compare", str(qrels), str(base), str(other), "-m", "AP", "--format", "json").stdout)
     assert len(rows) == 1
-    assert set(rows[0]) == {"run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_holm", "ci_low",
+    assert set(rows[0]) == {"run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_adjusted", "ci_low",
                             "ci_high", "wins", "ties", "losses"}
     assert rows[0]["run"] == "other" and rows[0]["wins"] + rows[0]["ties"] + rows[0]["losses"] == 3
     markdown = invoke("compare", str(qrels), str(base), str(other), "--format", "markdown").stdout

@@ -74,7 +74,7 @@ def test_rows_are_measure_major_with_exact_keys(two_runs: Comparison) -> None:
     for row in rows_as_dicts(two_runs):
         assert tuple(row) == JSON_KEYS
     assert set(JSON_KEYS) == {
-        "run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_holm",
+        "run", "measure", "mean", "baseline_mean", "delta", "p_value", "p_adjusted",
         "ci_low", "ci_high", "wins", "ties", "losses",
     }  # fmt: skip
     assert [f for f in CompareRow.__dataclass_fields__] == [*JSON_KEYS, "significant"]
@@ -107,8 +107,8 @@ def test_p_values_equal_scipy_and_holm_is_per_measure(two_runs: Comparison) -> N
         # two runs: the smaller p is doubled, the larger is max(itself, doubled smaller), capped at 1
         small, large = sorted(expected)
         by_hand = [min(1.0, 2 * small) if p == small else min(1.0, max(large, 2 * small)) for p in expected]
-        assert [r.p_holm for r in rows] == pytest.approx(by_hand, rel=1e-9)
-        assert [r.p_holm for r in rows] == pytest.approx(holm(expected), rel=1e-12)
+        assert [r.p_adjusted for r in rows] == pytest.approx(by_hand, rel=1e-9)
+        assert [r.p_adjusted for r in rows] == pytest.approx(holm(expected), rel=1e-12)
 
 
 def test_single_run_has_no_holm_and_significance_uses_the_raw_p() -> None:
@@ -116,9 +116,9 @@ def test_single_run_has_no_holm_and_significance_uses_the_raw_p() -> None:
     better = {f"q{i}": {"AP": i / 20 + 0.1 + (i % 3) / 100} for i in range(1, 11)}
     result = compare(baseline, {"better": better}, ["AP"], trials=500)
     (row,) = result.rows
-    assert row.p_holm is None and not result.holm_applied
+    assert row.p_adjusted is None and not result.corrected
     assert row.p_value < 1e-6 and row.significant and row.marker == "▲"
-    assert json.loads(to_json(result))[0]["p_holm"] is None
+    assert json.loads(to_json(result))[0]["p_adjusted"] is None
     worse = compare(better, {"worse": baseline}, ["AP"], trials=500).rows[0]
     assert worse.significant and worse.marker == "▼" and worse.delta < 0
 
@@ -132,8 +132,8 @@ def test_significance_after_holm_with_alpha() -> None:
     assert alone.p_value < 0.05 and alone.significant
     with_null_run = compare(baseline, {"x": borderline, "same": same, "same2": same}, ["AP"], trials=500)
     row = with_null_run.rows[0]
-    assert row.p_value == alone.p_value and row.p_holm == pytest.approx(3 * alone.p_value)
-    assert row.p_holm > 0.05 and not row.significant
+    assert row.p_value == alone.p_value and row.p_adjusted == pytest.approx(3 * alone.p_value)
+    assert row.p_adjusted > 0.05 and not row.significant
     assert with_null_run.rows[1].p_value == 1.0 and with_null_run.rows[1].ties == 8
     assert compare(baseline, {"x": borderline}, ["AP"], trials=500, alpha=0.01).rows[0].significant is False
 
@@ -174,7 +174,7 @@ def test_resampling_tests_are_reproducible_and_independent_of_other_runs() -> No
     "kwargs, message",
     [
         ({"runs": {"a": RUN_A}, "measures": ["nDCG"]}, "measure 'nDCG' has no values in base; available: AP, P@5"),
-        ({"runs": {"a": RUN_A}, "measures": ["AP"], "test": "sign"}, "choose one of: t, randomization, bootstrap"),
+        ({"runs": {"a": RUN_A}, "measures": ["AP"], "test": "sign"}, "choose one of: t, wilcoxon, randomization, bootstrap, tukey"),
         ({"runs": {}, "measures": ["AP"]}, "at least one run"),
         ({"runs": {"a": RUN_A}, "measures": []}, "at least one measure"),
         ({"runs": {"a": RUN_A}, "measures": ["AP"], "alpha": 5}, "alpha"),
@@ -197,19 +197,19 @@ def test_json_rendering(two_runs: Comparison) -> None:
     parsed = json.loads(to_json(two_runs))
     assert [tuple(row) for row in parsed] == [JSON_KEYS] * 4
     assert parsed[0]["run"] == "run_a" and parsed[0]["wins"] == 2
-    assert parsed[0]["p_holm"] == two_runs.rows[0].p_holm
+    assert parsed[0]["p_adjusted"] == two_runs.rows[0].p_adjusted
     assert TEXT_RENDERERS["json"] is to_json
 
 
 def test_markdown_rendering(two_runs: Comparison) -> None:
     text = to_markdown(two_runs)
     lines = text.splitlines()
-    assert lines[0] == "| run | measure | mean | baseline | delta | p | p (Holm) | 95% CI | W/T/L | sig |"
+    assert lines[0] == "| run | measure | mean | baseline | delta | p | p (holm) | 95% CI | W/T/L | sig |"
     assert lines[1].count("|") == lines[0].count("|")
     assert lines[2].startswith("| run_a | AP | 0.4750 | 0.3875 | +0.0875 |") and "| 2/1/1 |" in lines[2]
     assert "4 queries evaluated" in text and "Holm-Bonferroni correction over the 2 runs" in text
     single = to_markdown(compare(BASELINE, {"a|b": RUN_A}, ["AP"], trials=100))
-    assert "p (Holm)" not in single and "| a\\|b |" in single
+    assert "p (holm)" not in single and "| a\\|b |" in single
 
 
 def test_latex_rendering(two_runs: Comparison) -> None:

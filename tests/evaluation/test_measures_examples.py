@@ -242,13 +242,16 @@ def test_seed002_missing_ratings_skip_mean_median_zero():
     assert result.undefined == {"MAE": ("v",)} and result.mean["MAE"] == 1.0
 
 
-def test_non_integer_grades_count_truncated_for_the_integer_measures():
-    # grades 0.5 and 2.7 read as labels 0 and 2 (trec_eval's atol), so d1 is not relevant and d2 gains 2
+def test_fractional_grades_are_kept_for_every_measure():
+    # grades 0.5 and 2.7 stay 0.5 and 2.7 (issue 32; trec_eval's atol would read 0 and 2): at rel 1 d1 is
+    # not relevant and d2 is; the gains are the grades, d1 at rank 1 and d2 at rank 2
     qrels = {"q": {"d1": 0.5, "d2": 2.7}}
     run = {"q": {"d1": 2.0, "d2": 1.0}}
-    got = values(qrels, run, ["P@1", "RR", "DCG", "MAE"])
-    assert got["P@1"] == 0.0 and got["RR"] == 0.5 and got["DCG"] == pytest.approx(2 / math.log2(3), abs=EXACT)
+    got = values(qrels, run, ["P@1", "RR", "DCG", "MAE", "P(rel=0.5)@1", "RR(rel=2.7)", "RR(rel=2.71)"])
+    assert got["P@1"] == 0.0 and got["RR"] == 0.5
+    assert got["DCG"] == pytest.approx(0.5 + 2.7 / math.log2(3), abs=EXACT)
     assert got["MAE"] == pytest.approx((1.5 + 1.7) / 2, abs=EXACT)
+    assert got["P(rel=0.5)@1"] == 1.0 and got["RR(rel=2.7)"] == 0.5 and got["RR(rel=2.71)"] == 0.0
 
 
 def test_seed001_confusion_counts_accuracy_and_false_positive_rate():

@@ -109,7 +109,7 @@ def test_trec_eval_lists_families_and_nicknames() -> None:
         ("P(foo=1)@5", "unknown parameter 'foo'"),
         ("nDCG(dcg=exp)@10", "dcg= is log2 or exp-log2"),
         ("RBP(p=0.8)@10", "a cutoff cannot be given"),
-        ("P(rel=x)@5", "rel must be an integer"),
+        ("P(rel=x)@5", "rel must be a number > 0"),
         ("recall", "ambiguous"),
         ("SetF(beta=2)", "only beta=1"),
         ("nope@3", "unknown measure"),

@@ -148,7 +148,42 @@ def test_roc_curves_plot(tmp_path):
     from bm25lab.evaluation.evaluator import roc_curve
 
     curves = {"bm25": roc_curve({"q": {"a": 1, "b": 0, "c": 1}}, {"q": {"a": 2.0, "b": 1.0, "c": 0.5}})}
-    assert _png_size(plot_roc_curves(curves, tmp_path / "roc.png"))[0] > 300
+    assert _png_size(plot_roc_curves(curves, tmp_path / "roc.png", aucs={"bm25": 0.5}))[0] > 300
     undefined = {"bm25": roc_curve({"q": {"a": 1}}, {"q": {"a": 2.0}})}
     with pytest.raises(BM25LabError, match="no query has both relevant and judged non-relevant"):
-        plot_roc_curves(undefined, tmp_path / "none.png")
+        plot_roc_curves(undefined, tmp_path / "none.png", aucs={"bm25": 0.5})
+
+
+def test_roc_legend_gives_the_auc_measure(tmp_path, monkeypatch):
+    # three queries of 3-7 judged documents: the mean curve at 101 points has a trapezoid area that differs
+    # from the mean AUC in the third decimal; the legend must give the measure's value
+    from bm25lab.evaluation import evaluate, plots
+    from bm25lab.evaluation.evaluator import roc_curve
+
+    qrels = {"q1": {"a": 1, "b": 0, "c": 1}, "q2": {"a": 0, "b": 1, "c": 0, "d": 1, "e": 0, "f": 0, "g": 1},
+             "q3": {"x": 1, "y": 0, "z": 0, "w": 0}}
+    run = {"q1": {"a": 2.0, "b": 1.0, "c": 0.5}, "q2": {"a": 7, "b": 6, "c": 5, "d": 4, "e": 3, "f": 2, "g": 1},
+           "q3": {"y": 3.0, "x": 2.0, "z": 1.0}}
+    auc = evaluate(qrels, run, ["AUC"]).mean["AUC"]
+    curve = roc_curve(qrels, run)
+    fpr, tpr = np.array(list(curve)), np.array(list(curve.values()))
+    trapezoids = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+    assert f"{trapezoids:.4f}" != f"{auc:.4f}"
+    seen = {}
+    monkeypatch.setattr(plots, "_save", lambda figure, path, dpi: seen.setdefault("figure", figure) and path)
+    plots.plot_roc_curves({"bm25": curve}, tmp_path / "roc.png", aucs={"bm25": auc})
+    labels = [t.get_text() for t in seen["figure"].axes[0].get_legend().get_texts()]
+    assert labels == [f"bm25 (AUC {auc:.4f})"]
+    import json
+
+    from typer.testing import CliRunner
+
+    from bm25lab.cli import app
+
+    (tmp_path / "q.json").write_text(json.dumps(qrels))
+    (tmp_path / "r.json").write_text(json.dumps(run))
+    seen.clear()
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "q.json"), str(tmp_path / "r.json"), "--plot-roc",
+                                      str(tmp_path / "r.png")])
+    assert result.exit_code == 0, result.output
+    assert [t.get_text() for t in seen["figure"].axes[0].get_legend().get_texts()] == [f"r (AUC {auc:.4f})"]

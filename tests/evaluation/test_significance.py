@@ -327,13 +327,13 @@ def test_holm_rejects_exactly_what_the_step_down_procedure_rejects(p_values: lis
 
 
 def test_registry_runs_every_test_by_name() -> None:
-    assert set(TESTS) == {"t", "randomization", "bootstrap"}
+    assert set(TESTS) == {"t", "wilcoxon", "randomization", "bootstrap"}
     a, b = [0.5, 0.7, 0.2, 0.9, 0.4], [0.4, 0.6, 0.3, 0.5, 0.1]
     for name in TESTS:
         result = get_test(name)(a, b, 500, 0)
         assert isinstance(result, TestResult) and result.test == name and 0 < result.p_value <= 1
-    with pytest.raises(BM25LabError, match="t, randomization, bootstrap"):
-        get_test("wilcoxon")
+    with pytest.raises(BM25LabError, match="t, wilcoxon, randomization, bootstrap"):
+        get_test("sign")
 
 
 def test_compare_reproduces_scipy_and_holm_on_cranfield(cranfield_ap) -> None:
@@ -356,4 +356,4 @@ def test_compare_reproduces_scipy_and_holm_on_cranfield(cranfield_ap) -> None:
     # Holm over two runs: the smaller p doubles, the larger stays unless below the doubled smaller one
     small, large = sorted(p.values())
     expected = {run: min(1.0, 2 * small) if p[run] == small else max(large, 2 * small) for run in p}
-    assert {row.run: row.p_holm for row in result.rows} == pytest.approx(expected, rel=RELATIVE)
+    assert {row.run: row.p_adjusted for row in result.rows} == pytest.approx(expected, rel=RELATIVE)

@@ -40,7 +40,7 @@ def parse_output(text: str) -> dict[tuple[str, str], str]:
 def options(args: list[str]) -> dict:
     """evaluate()'s options for trec_eval's command-line flags (-N defaults to 0, as trec_eval's); not
     strict, since trec_eval evaluates what it is given (cases whose run shares no query with the qrels)."""
-    out: dict = {"trec_eval": 10, "collection_size": 0, "strict": False}
+    out: dict = {"trec_eval": 10, "collection_size": 0, "strict": False, "fractions": "truncate"}
     for arg in args:
         if arg == "-c":
             out["complete"] = True
