@@ -69,25 +69,78 @@ def _number(value: float | str, count: bool) -> str:
 # trec_eval text
 
 
+TREC_EVAL_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                   "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult",
+                   "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut",
+                   "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                   "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj")
+"""The order in which trec_eval 10.0 prints its measures (``te_trec_measures`` in its ``measures.c``)."""
+
+
+def trec_eval_label(measure: str) -> str:
+    """The name trec_eval's layout prints for a measure: as written, except the measures bm25lab computes
+    under another name (:data:`~bm25lab.evaluation.measures.TREC_RENAMED`: ``RBP_graded`` is ``rbp``)."""
+    from .measures import TREC_RENAMED
+
+    return {ours: theirs for theirs, ours in TREC_RENAMED.items()}.get(measure, measure)
+
+
+def _trec_eval_position(measure: str) -> tuple[int, float]:
+    """Where trec_eval prints ``measure``: its family's place in :data:`TREC_EVAL_ORDER`, then its parameter
+    (trec_eval prints a family's cutoffs in ascending order). Other measures come after, as given."""
+    from .errors import MeasureError
+    from .measures import parse_measure
+
+    try:
+        name = parse_measure(measure).trec_eval_name
+    except MeasureError:
+        name = None
+    if name is None:
+        return len(TREC_EVAL_ORDER), 0.0
+    family = max((f for f in TREC_EVAL_ORDER if name == f or name.startswith(f + "_")), key=len, default=None)
+    if family is None:
+        return len(TREC_EVAL_ORDER), 0.0
+    rest = name[len(family) + 1:]
+    try:
+        param = float(rest) if rest else -1.0
+    except ValueError:
+        param = -1.0
+    return TREC_EVAL_ORDER.index(family), param
+
+
+def _in_trec_eval_order(measures: Sequence[str]) -> list[str]:
+    """The measures in trec_eval's printing order (a stable sort: measures it does not have keep their order,
+    after its own)."""
+    return sorted(measures, key=_trec_eval_position)
+
+
 def to_trec(results: Results, *, per_query: bool = False) -> str:
-    """trec_eval's output: per-query lines (``-q``) and the ``all`` lines, one block per run."""
+    """trec_eval's output, as the trec_eval program prints it: per-query lines (``-q``; queries in byte order of
+    their ids, each with its measures), then ``runid``, ``num_q`` and the ``all`` lines; measures in trec_eval's
+    order (:data:`TREC_EVAL_ORDER`) under trec_eval's names (:func:`trec_eval_label`), bm25lab's own measures
+    after them, in the order given. One block per run."""
     lines: list[str] = []
     for name, result in _named(results):
-        lines.append(f"{'runid':<22}\tall\t{result.run_name or name}")
         counts = set(result.totals)
-        shown = [m for m in result.measures if m not in result.summary_only]
+        measures = _in_trec_eval_order(result.measures)
+        shown = [m for m in measures if m not in result.summary_only]
         unlisted = set(result.missing_from_run) if result.trec_eval == 9 else set()
         if per_query:
-            for qid, values in result.per_query.items():
+            for qid in sorted(result.per_query, key=lambda q: q.encode("utf-8")):
                 if qid in unlisted:
                     continue
+                values = result.per_query[qid]
                 for measure in shown:
                     if measure in values:
-                        lines.append(f"{measure:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
+                        label = trec_eval_label(measure)
+                        lines.append(f"{label:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
+        lines.append(f"{'runid':<22}\tall\t{result.run_name or name}")
         lines.append(f"{'num_q':<22}\tall\t{result.num_queries}")
-        for measure, value in result.summary.items():
-            if not math.isnan(value):
-                lines.append(f"{measure:<22}\tall\t{_number(value, measure in counts)}")
+        summary = result.summary
+        for measure in measures:
+            value = summary.get(measure, math.nan)
+            if not isinstance(value, str) and not math.isnan(value):
+                lines.append(f"{trec_eval_label(measure):<22}\tall\t{_number(value, measure in counts)}")
     return "".join(line + "\n" for line in lines)
 
 
