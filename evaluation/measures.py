@@ -1091,9 +1091,13 @@ def suggest_measure(name: str) -> str | None:
 
 
 def unknown_measure(name: object) -> MeasureError:
-    """The error for a name no syntax reads: a suggestion when one is close, and the syntaxes in one line."""
-    suggestion = suggest_measure(name) if isinstance(name, str) else None
-    hint = f"; did you mean {suggestion}?" if suggestion else ""
+    """The error for a name no syntax reads: how its measure is written when its base is known (``nDCG@x``),
+    else a suggestion when one is close, and the syntaxes in one line."""
+    known = _lookup_base(re.split(r"[@_.(]", name.strip(), maxsplit=1)[0]) if isinstance(name, str) and name.strip() \
+        else None
+    suggestion = suggest_measure(name) if isinstance(name, str) and known is None else None
+    hint = f"; {known.name} is written {known.forms()}" if known else f"; did you mean {suggestion}?" if suggestion \
+        else ""
     return MeasureError(f"unknown measure {name!r}{hint} ({MEASURE_SYNTAX})")
 
 

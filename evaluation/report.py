@@ -38,7 +38,8 @@ from .ranking import natural_key
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["UNDEFINED", "averaging", "notes", "to_csv", "to_json", "to_table", "to_tables", "to_trec"]
+__all__ = ["TREC_EVAL_ORDER", "UNDEFINED", "averaging", "caption", "means_rows", "notes", "per_query_rows", "rules",
+           "to_csv", "to_json", "to_table", "to_tables", "to_trec", "trec_eval_label"]
 
 Results = Union[EvaluationResult, Mapping[str, EvaluationResult], Sequence[tuple[str, EvaluationResult]]]
 
@@ -223,20 +224,55 @@ def averaging(results: Sequence[EvaluationResult]) -> str:
             f"judged queries, a missing one scoring 0 (ir_measures' and ranx's rule).")
 
 
+RULES_NAMES = {9: "trec_eval 9.0.8's rules (pytrec_eval's; --trec-eval 10 gives 10.0's)",
+               10: "trec_eval 10.0's rules (the program's current release)"}
+
+
+def rules(results: Sequence[EvaluationResult]) -> str:
+    """One line naming the trec_eval rules the figures follow (they differ on iprec/11pt and under -c)."""
+    versions = sorted({r.trec_eval for r in results})
+    return "Computed by " + " and ".join(RULES_NAMES.get(v, f"trec_eval {v}'s rules") for v in versions) + "."
+
+
+def caption(results: Sequence[EvaluationResult]) -> str:
+    """What goes under a table of means: which queries were averaged, and by which rules."""
+    return f"{averaging(results)}\n{rules(results)}"
+
+
+def means_rows(results: Results) -> tuple[list[str], list[list[str]]]:
+    """The table of means as text: headers ``run``, ``queries``, the measures; a row per run."""
+    named = _named(results)
+    measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
+    rows = [[name, _options(result, unit=""),
+             *(_number(result.mean[m], False) if m in result.mean and m not in result.text else "" for m in measures)]
+            for name, result in named]
+    return ["run", "queries", *measures], rows
+
+
+def per_query_rows(result: EvaluationResult) -> tuple[list[str], list[list[str]]]:
+    """One run's per-query values as text: headers ``query`` and the measures; the means as a last ``all`` row."""
+    rows = [[qid, *(_number(values[m], False) if m in values else UNDEFINED for m in result.measures)]
+            for qid, values in result.per_query.items()]
+    rows.append(["all", *("" if m in result.text else _number(result.mean[m], False) for m in result.measures)])
+    return ["query", *result.measures], rows
+
+
+def per_query_title(name: str, result: EvaluationResult) -> str:
+    return f"{name}: per query ({_options(result)})"
+
+
 def to_table(results: Results) -> Table:
-    """A rich table of means: one row per run, one column per measure, plus the query count."""
+    """A rich table of means: one row per run, one column per measure, plus the query count; the caption
+    says which queries were averaged and by which trec_eval rules."""
     from rich.table import Table
 
     named = _named(results)
-    measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
-    table = Table(title="Evaluation", caption=averaging([result for _, result in named]))
-    table.add_column("run")
-    table.add_column("queries", justify="right", no_wrap=True)
-    for measure in measures:
-        table.add_column(measure, justify="right")
-    for name, result in named:
-        cells = [_number(result.mean[m], False) if m in result.mean and m not in result.text else "" for m in measures]
-        table.add_row(name, _options(result, unit=""), *cells)
+    headers, rows = means_rows(named)
+    table = Table(title="Evaluation", caption=caption([result for _, result in named]))
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 1)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -244,14 +280,12 @@ def to_per_query_table(name: str, result: EvaluationResult) -> Table:
     """A rich table of one run's per-query values, with the means as a last ``all`` row."""
     from rich.table import Table
 
-    table = Table(title=f"{name}: per query ({_options(result)})")
-    table.add_column("query")
-    for measure in result.measures:
-        table.add_column(measure, justify="right")
-    for qid, values in result.per_query.items():
-        table.add_row(qid, *(_number(values[m], False) if m in values else "-" for m in result.measures))
-    table.add_row("all", *("" if m in result.text else _number(result.mean[m], False) for m in result.measures),
-                  style="bold")
+    headers, rows = per_query_rows(result)
+    table = Table(title=per_query_title(name, result), caption=rules([result]))
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*row, style="bold" if row is rows[-1] else None)
     return table
 
 

@@ -101,7 +101,7 @@ DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
-           "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
+           "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress", "say",
            "settle_memory_for_large_files"]
 
 
@@ -113,6 +113,11 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def say(message: str, stderr: bool = False) -> None:
+    """Print one plain line whole (never wrapped at the terminal's width: a pipe gets it as one line)."""
+    console(stderr).print(message, soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -10,7 +10,7 @@ import typer
 from ..evaluation.measures import DEFAULT_MEASURES
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
-                     handles_errors, human_bytes, progress_bars)
+                     handles_errors, human_bytes, progress_bars, say)
 from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
 from .inputs import QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT, CollectionQueryIds
@@ -35,16 +35,16 @@ def corpora_list(
     if format is TableFormat.json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
-    from rich.table import Table
+    from .tables import Column, Grid, print_grid
 
-    table = Table(title="bundled collections")
-    table.add_column("name", no_wrap=True)
-    for col in ("language", "documents", "queries (judged)", "judgments", "grades", "size", "licence"):
-        table.add_column(col, overflow="fold")
+    grid = Grid("bundled collections", [Column("name"), Column("language", wrap=True), Column("documents", "right"),
+                                        Column("queries (judged)", "right", wrap=True), Column("judgments", "right"),
+                                        Column("grades", wrap=True), Column("size", "right", wrap=True),
+                                        Column("licence", wrap=True)])
     for r in rows:
-        table.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
-                      f"{r['judgments']:,}", r["grades"], human_bytes(r["size_bytes"]), r["licence"])
-    console().print(table)
+        grid.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
+                     f"{r['judgments']:,}", r["grades"], human_bytes(r["size_bytes"]), r["licence"])
+    print_grid(grid)
 
 
 @handles_errors
@@ -90,7 +90,7 @@ def experiment(
         write_run(done.results, run_out, tag=f"bm25lab-{variant.value}")
     render_results([(collection.name, done.evaluation)], format.value, per_query=False)
     if format is TableFormat.table:
-        console(stderr=True).print(
+        say(
             f"{collection.name}: {done.index.num_docs:,} documents ({'cached index' if done.cached else 'indexed'}), "
             f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}"
-            f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s")
+            f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s", stderr=True)

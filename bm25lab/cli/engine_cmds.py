@@ -12,7 +12,7 @@ import typer
 from . import distributed_cmds
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
-                     backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress)
+                     backend_name, console, document_progress, handles_errors, human_bytes, note, query_progress, say)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
                      QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
@@ -116,9 +116,9 @@ def index(
         raise
     elapsed = time.perf_counter() - started
     info = built.info()
-    console().print(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
-                    f"{human_bytes(size_on_disk(out))} on disk, {elapsed:.1f} s "
-                    f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
+    say(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
+        f"{human_bytes(size_on_disk(out))} on disk, {elapsed:.1f} s "
+        f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -230,7 +230,7 @@ def run(
         results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
                                   k3=k3, field_weights=field_weights, field_b=field_b)
     write_run(results, out, tag=tag, format=run_format.value)
-    console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
+    say(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
 
 
 @handles_errors
@@ -249,15 +249,18 @@ def info(
     if format is TableFormat.json:
         typer.echo(json.dumps(facts, ensure_ascii=False, indent=1))
         return
-    from rich.table import Table
+    from .tables import Column, Grid, print_grid
 
-    table = Table(title=f"index {directory}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
+    grid = Grid(f"index {directory}", [Column("field"), Column("value", wrap=True)])
     for key, value in facts.items():
         shown = human_bytes(value) if key == "size_bytes" else value
-        table.add_row(key, json.dumps(shown, ensure_ascii=False) if isinstance(shown, dict) else f"{shown:,}" if isinstance(shown, int) else str(shown))
-    console().print(table)
+        if isinstance(shown, dict):  # the tokenizer: a row per setting, each whole
+            for name, setting in shown.items():
+                grid.add_row(f"{key}.{name}", json.dumps(setting, ensure_ascii=False) if not isinstance(setting, str)
+                             else setting)
+        else:
+            grid.add_row(key, f"{shown:,}" if isinstance(shown, int) and not isinstance(shown, bool) else str(shown))
+    print_grid(grid)
 
 
 def _tokenizer_summary(config: dict) -> dict:

@@ -10,7 +10,7 @@ import typer
 
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
 from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
-                     backend_name, console, handles_errors, note)
+                     backend_name, console, handles_errors, note, say)
 from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT, QUERY_TEXT_FIELDS_OPT,
                      TOPIC_FIELD_OPT, QrelsFormat, QueryFormat, QueryIds)
 
@@ -46,36 +46,33 @@ def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: obje
                       folds=folds, k=k, seed=seed, progress=advance, k3=k3)
     elapsed = time.perf_counter() - started
     points = len(k1_grid) * len(b_grid)
-    console(stderr=True).print(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s "
-                               f"({result.depth} results per query)")
+    say(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s ({result.depth} results per query)",
+        stderr=True)
     return result
 
 
 def _print_tables(result: "TuneResult") -> None:
     """A summary table and a table of the folds' choices, for people."""
-    from rich.table import Table
-
     from ..engine.scoring import DEFAULT_B, DEFAULT_K1
+    from .tables import Column, Grid, print_grid
 
     m = result.measure
     k3 = "" if result.k3 is None else f", k3 {result.k3:g}"
-    summary = Table(title=f"tune {m} ({result.variant}{k3}, {result.num_queries} queries, "
-                          f"{len(result.k1_grid)} x {len(result.b_grid)} grid)")
-    for name, justify in (("", "left"), ("k1", "right"), ("b", "right"), (m, "right")):
-        summary.add_column(name, justify=justify)
+    summary = Grid(f"tune {m} ({result.variant}{k3}, {result.num_queries} queries, {len(result.k1_grid)} x "
+                   f"{len(result.b_grid)} grid)", [Column(""), Column("k1", "right"), Column("b", "right"),
+                                                   Column(m, "right")])
     cv = f"{len(result.folds)}-fold CV"
     summary.add_row("best on all queries", f"{result.best['k1']:g}", f"{result.best['b']:g}", f"{result.best_mean:.4f}")
     summary.add_row("default", f"{DEFAULT_K1:g}", f"{DEFAULT_B:g}", f"{result.default_mean:.4f}")
     summary.add_row(f"{cv}, train mean", "per fold", "per fold", f"{result.train_mean:.4f}")
     summary.add_row(f"{cv}, held-out mean", "per fold", "per fold", f"{result.test_mean:.4f}")
-    console().print(summary)
-    folds = Table(title="parameters chosen in each fold")
-    for name in ("fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}"):
-        folds.add_column(name, justify="right")
+    print_grid(summary)
+    folds = Grid("parameters chosen in each fold", [Column(name, "right", wrap=True) for name in (
+        "fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}")])
     for f in result.folds:
         folds.add_row(str(f.index), str(f.num_test_queries), f"{f.k1:g}", f"{f.b:g}", f"{f.train_mean:.4f}",
                       f"{f.test_mean:.4f}")
-    console().print(folds)
+    print_grid(folds)
 
 
 @handles_errors
@@ -129,4 +126,4 @@ def tune(
         from ..evaluation.plots import plot_heatmap
 
         plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure, dpi=dpi)
-        console(stderr=True).print(f"heat map -> {plot}")
+        say(f"heat map -> {plot}", stderr=True)
