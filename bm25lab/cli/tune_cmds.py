@@ -75,6 +75,17 @@ def _print_tables(result: "TuneResult") -> None:
     print_grid(folds)
 
 
+def tune_json(result: "TuneResult") -> dict:
+    """The JSON of ``tune``: the library's (best point, means, folds) with the measure, the best point's value
+    and the whole grid (each k1 a row of means over the b values)."""
+    import math
+
+    return {"measure": result.measure, "variant": result.variant, "queries": result.num_queries,
+            **result.to_dict(), "best_mean": result.best_mean,
+            "grid": {"k1": list(result.k1_grid), "b": list(result.b_grid),
+                     "mean": [[None if math.isnan(v) else float(v) for v in row] for row in result.grid.tolist()]}}
+
+
 @handles_errors
 def tune(
     directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
@@ -117,7 +128,7 @@ def tune(
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
                                  backend_name(backend), k3)
     if format is TableFormat.json:
-        typer.echo(json.dumps(result.to_dict(), indent=1))
+        typer.echo(json.dumps(tune_json(result), indent=1))
     else:
         _print_tables(result)
     for warning in result.on_edge:
