@@ -74,7 +74,10 @@ def test_collection_errors_name_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="neither a bundled corpus .* nor a folder"):
         open_collection(tmp_path / "nothing")
     (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
-    with pytest.raises(InputError, match=f"{tmp_path}: the folder holds no file named like queries"):
+    with pytest.raises(InputError, match=f"{tmp_path}: no file named like the qrels .*: give it with --qrels FILE"):
+        open_collection(tmp_path)
+    (tmp_path / "qrels.trec").write_text("1 0 a 1\n")
+    with pytest.raises(InputError, match=f"{tmp_path}: no file named like the queries .*: give it with --queries FILE"):
         open_collection(tmp_path)
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
-from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
-                     backend_name, console, handles_errors, note, say)
+from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, QUIET_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
+                     backend_name, console, handles_errors, note, progress_bars, say)
 from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT, QUERY_TEXT_FIELDS_OPT,
                      TOPIC_FIELD_OPT, QrelsFormat, QueryFormat, QueryIds)
 
@@ -23,25 +23,18 @@ B_GRID_HELP = f"b values: start:stop:step (stop included) or a comma list. Defau
 
 def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: object, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
-                        seed: int, backend: Optional[str], k3: Optional[float] = None) -> "TuneResult":
-    """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+                        seed: int, backend: Optional[str], k3: Optional[float] = None,
+                        quiet: bool = False) -> "TuneResult":
+    """Load everything, then run :func:`bm25lab.evaluation.tuning.tune`, its progress on stderr (``quiet``: none)."""
     from ..engine import Index
     from ..evaluation.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, parse_grid, tune
 
     k1_grid = parse_grid(k1_text, "--k1-grid") if k1_text else DEFAULT_K1_GRID
     b_grid = parse_grid(b_text, "--b-grid") if b_text else DEFAULT_B_GRID
     idx = Index.load(index_dir, backend=backend)
-    columns = (TextColumn("[bold]tuning k1 x b"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn())
     started = time.perf_counter()
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("grid", total=len(k1_grid) * len(b_grid))
-
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    with progress_bars(quiet) as bars:
+        advance = bars.points("tuning k1 x b", len(k1_grid) * len(b_grid))
         result = tune(idx, topics, judgments, measure=measure, variant=variant, k1_grid=k1_grid, b_grid=b_grid,
                       folds=folds, k=k, seed=seed, progress=advance, k3=k3)
     elapsed = time.perf_counter() - started
@@ -109,6 +102,7 @@ def tune(
     query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
     qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
+    quiet: Annotated[bool, QUIET_OPT] = False,
 ) -> None:
     """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries.
 
@@ -126,7 +120,7 @@ def tune(
     judgments = read_judgments(qrels, qrels_format)
     topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
-                                 backend_name(backend), k3)
+                                 backend_name(backend), k3, quiet)
     if format is TableFormat.json:
         typer.echo(json.dumps(tune_json(result), indent=1))
     else:
