@@ -1,4 +1,4 @@
-"""Every measure of ``evaluation/MEASURES.md``: one small function each over the judged ranking, and a registry.
+"""Every measure of ``docs/measures.md``: one small function each over the judged ranking, and a registry.
 
 A measure function takes a :class:`~bm25lab.evaluation.ranking.JudgedRanking` and its parameter (a cutoff
 ``k``, a fraction such as a recall level ``r``, a number, a tuple such as a gain map, or None) and returns
@@ -12,7 +12,7 @@ measures trec_eval computes with a loop whose quirks decide the value (gain maps
 ``Rndcg``) follow that loop query by query.
 
 Names are parsed by :func:`parse_measure`, case-insensitively, in the field's syntaxes with the field's
-meanings (``evaluation/MEASURES.md``, "Names"):
+meanings (``docs/measures.md``, "Names"):
 
 - bm25lab's: ``P@10``, ``nDCG``, ``nDCG@10``, ``iprec@0.5``, ``RBP@0.8`` and aliases (``MAP``,
   ``MRR``, ``NDCG@k``, ``precision@k``, ``recall@k``);

@@ -40,7 +40,7 @@ def corpora_list(
 
     grid = Grid("bundled collections", [Column("name"), Column("language", wrap=True), Column("documents", "right"),
                                         Column("queries (judged)", "right", wrap=True), Column("judgments", "right"),
-                                        Column("grades", wrap=True), Column("size", "right", wrap=True),
+                                        Column("grades", wrap=True), Column("size", "right"),
                                         Column("licence", wrap=True)])
     for r in rows:
         grid.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
@@ -99,9 +99,6 @@ def experiment(
     reading = Reading(id_field=id_field, text_fields=text_fields, title_field=title_field,
                       duplicates=duplicates.value)
     collection = open_collection(corpus, query_ids=query_ids.value, **fields, **files, reading=reading)
-    if Path(corpus).is_dir():
-        note(f"{corpus}: " + ", ".join(f"{role} {path.relative_to(corpus) if path.is_relative_to(corpus) else path}"
-                                       for role, path in collection.files.items()))
     tokenizer = make_tokenizer(language or Language(collection.language), stem, stopwords, None)
     with progress_bars(quiet) as bars:
         done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, measures=measure, k=k,
@@ -109,6 +106,9 @@ def experiment(
                               query_ids=query_ids.value, **fields, **files, reading=reading,
                               index_progress=bars.documents(f"indexing {collection.name}", collection.count, lazy=True),
                               search_progress=bars.queries(), cluster=cluster, shards=shards)
+    if Path(corpus).is_dir():  # said once they are read: an error in one of them is one line of its own
+        note(f"{corpus}: " + ", ".join(f"{role} {path.relative_to(corpus) if path.is_relative_to(corpus) else path}"
+                                       for role, path in collection.files.items()))
     if run_out is not None:
         write_run(done.results, run_out, tag=f"bm25lab-{variant.value}")
     if format is TableFormat.json:

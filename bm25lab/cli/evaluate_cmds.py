@@ -43,7 +43,7 @@ MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab
                                                     "ndcg_1=3,2=9, all_trec), ir_measures' (P(rel=2)@5) or ranx's "
                                                     "(hits@10) names; `bm25lab measures` lists them.")
 TREC_EVAL_OPT = typer.Option("--trec-eval", help="trec_eval's rules where its releases differ: 9 (9.0.8, as "
-                                                 "pytrec_eval) or 10 (10.0). See evaluation/MEASURES.md.")
+                                                 "pytrec_eval) or 10 (10.0). See docs/measures.md.")
 RUNS_ARG = typer.Argument(help="Run file(s): TREC, MS MARCO (qid docid rank) or ranx JSON.")
 QRELS_ARG = typer.Argument(help="Qrels: TREC, BEIR TSV, SMART (qid docid 0 0), Cranfield, ranx JSON, or a bundled "
                                 "collection's name.")
@@ -344,7 +344,7 @@ def measures_cmd(
 
     Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, ndcg_1=3,2=9,
     all_trec), ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
-    evaluation/MEASURES.md defines each and says where the tools' conventions differ.
+    docs/measures.md defines each and says where the tools' conventions differ.
 
     Example: bm25lab measures
     """

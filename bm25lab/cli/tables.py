@@ -89,10 +89,12 @@ def _wrap_widths(columns: Sequence[Column], cells: Sequence[Sequence[str]], widt
         return [None] * len(columns)
     wrapping = [i for i, c in enumerate(columns) if c.wrap]
     spare = room - sum(most[i] for i in range(len(columns)) if i not in wrapping) - sum(least[i] for i in wrapping)
-    wanted = sum(most[i] - least[i] for i in wrapping) or 1
     fixed: list[int | None] = [None] * len(columns)
-    for i in wrapping:
-        fixed[i] = least[i] + max(0, spare) * (most[i] - least[i]) // wanted
+    waiting = sorted(wrapping, key=lambda i: most[i] - least[i])  # the least wanting first: they get all they want
+    for n, i in enumerate(waiting):
+        given = min(most[i] - least[i], max(0, spare) // (len(waiting) - n))
+        fixed[i] = least[i] + given
+        spare -= given
     return fixed
 
 

@@ -74,7 +74,7 @@ def test_run_and_tune_tell_theirs(sink: FakeSink, tmp_path: Path) -> None:
 
 
 def test_experiment_shows_an_indexing_only_when_it_indexes(sink: FakeSink) -> None:
-    invoke("experiment", "cisi", "-m", "AP")  # the first time: indexed into the cache
+    invoke("experiment", "cisi", "-m", "AP", "--rebuild")  # indexed into the cache
     told(sink, "indexing cisi", 1460)
     sink.ticks.clear()
     invoke("experiment", "cisi", "-m", "AP")  # from the cache: nothing to index

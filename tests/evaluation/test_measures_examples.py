@@ -1,4 +1,4 @@
-"""The worked examples of evaluation/MEASURES.md ("Worked examples from the articles"), each exact to 1e-9.
+"""The worked examples of docs/measures.md ("Worked examples from the articles"), each exact to 1e-9.
 
 Every ranking is written as a run of scores (rank i gets score 10 - i unless said otherwise) and
 a qrels dict; the relevance at each rank is spelled out in a comment.
