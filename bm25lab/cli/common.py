@@ -329,27 +329,47 @@ class RichSink:
 
 
 class LineSink:
-    """Progress as a line on stderr every ``every`` seconds (a log, a pipe, CI), and a last one when the work
-    printed any."""
+    """Progress as a line on stderr every ``every`` seconds (a log, a pipe, CI), whether or not the work told
+    anything new meanwhile (the time elapsed grows), and a last one when the work printed any."""
 
     def __init__(self, every: float = 5.0) -> None:
         self._every = every
-        self._last: dict[str, float] = {}
-        self._pending: dict[str, Tick] = {}
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}  # when each piece of work was last printed (its elapsed seconds)
+        self._pending: dict[str, tuple[Tick, float]] = {}  # its latest tick, and when it came
+        self._stop = threading.Event()
+        self._beat: Optional[threading.Thread] = None
 
     def show(self, tick: Tick) -> None:
-        self._pending[tick.label] = tick
-        if tick.elapsed - self._last.get(tick.label, 0.0) >= self._every:
-            self._print(tick)
+        with self._lock:
+            self._pending[tick.label] = (tick, time.perf_counter())
+            due = tick.elapsed - self._last.get(tick.label, 0.0) >= self._every
+        if due:
+            self._print(tick, tick.elapsed)
+        if self._beat is None and self._every > 0:
+            self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+            self._beat.start()
 
-    def _print(self, tick: Tick) -> None:
-        self._last[tick.label] = tick.elapsed
-        print(f"bm25lab: {tick.label}: {tick.text()}", file=sys.stderr, flush=True)
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self._every / 5):
+            now = time.perf_counter()
+            with self._lock:
+                due = [(tick, tick.elapsed + now - seen) for tick, seen in self._pending.values()
+                       if tick.elapsed + now - seen - self._last.get(tick.label, 0.0) >= self._every
+                       and (tick.total is None or tick.done < tick.total)]
+            for tick, elapsed in due:
+                self._print(tick, elapsed)
+
+    def _print(self, tick: Tick, elapsed: float) -> None:
+        with self._lock:
+            self._last[tick.label] = elapsed
+        print(f"bm25lab: {tick.label}: {tick.text()} ({_clock(elapsed)} elapsed)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        for label, tick in self._pending.items():
+        self._stop.set()
+        for label, (tick, _) in self._pending.items():
             if label in self._last and self._last[label] != tick.elapsed:
-                self._print(tick)
+                self._print(tick, tick.elapsed)
 
 
 class QuietSink:

@@ -91,6 +91,21 @@ def test_lines_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     lines.close()
     printed = capsys.readouterr().err.splitlines()
     assert printed[0] == "bm25lab: indexing x: 0 docs" or printed[0].startswith("bm25lab: indexing x: 0")
-    assert any(line.startswith("bm25lab: indexing x: 4/10 docs, ") and "docs/s" in line and line.endswith(" left")
+    assert any(line.startswith("bm25lab: indexing x: 4/10 docs, ") and "docs/s" in line and " left (" in line
                for line in printed)
-    assert printed[-1].startswith("bm25lab: indexing x: 10/10 docs, ") and printed[-1].endswith("0:00:00 left")
+    assert printed[-1].startswith("bm25lab: indexing x: 10/10 docs, ") and "0:00:00 left (" in printed[-1]
+    assert printed[-1].endswith(" elapsed)")
+
+
+def test_lines_keep_coming_while_the_work_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    lines = common.LineSink(every=0.05)
+    meter = common.Meter(lines, "indexing y", "docs", lambda: 10)
+    deadline, printed = time.monotonic() + 30, ""
+    while printed.count("indexing y: 0/10 docs") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # no tick comes: the heartbeat says the count, the total and the time elapsed
+        printed += capsys.readouterr().err
+    meter(10)
+    lines.close()
+    assert time.monotonic() < deadline
