@@ -59,10 +59,20 @@ def _code(text: str) -> str:
     return f"`{text}`" if text else ""
 
 
+def _click() -> Any:
+    """The click typer builds its commands with (typer 0.28 carries its own copy)."""
+    try:
+        from typer import _click as click  # type: ignore[attr-defined]
+    except ImportError:
+        import click
+    return click
+
+
 def commands_reference() -> str:
     """Every command of ``bm25lab``, in the order the help lists them, from the click commands typer builds."""
-    import click
     import typer
+
+    click = _click()
 
     from bm25lab.cli import COMMANDS, build_app
 
@@ -82,26 +92,24 @@ def _global_options(group: Any, context: Any) -> str:
 
 
 def _command(name: str, command: Any, context: Any) -> str:
-    import click
-
     help_text = inspect.cleandoc(command.help or "")
     summary, _, rest = help_text.partition("\n\n")
     lines = [f"## {name}", "", _cell(summary), "", "```text", command.get_usage(context), "```", ""]
     if rest.strip():
         lines += [line.replace("Example: ", "Example: `", 1) + "`" if line.startswith("Example: ") else line
                   for line in rest.strip().splitlines()] + [""]
-    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
     if arguments:
         lines += ["| argument | meaning |", "|---|---|"]
         lines += [f"| {_code(p.human_readable_name)} | {_cell(getattr(p, 'help', '') or '')} |" for p in arguments]
         lines.append("")
-    options = [p for p in command.params if isinstance(p, click.Option) and p.name != "help"]
+    options = [p for p in command.params if p.param_type_name == "option" and p.name != "help"]
     if options:
         lines += ["| option | meaning | default |", "|---|---|---|"]
         for p in options:
             names = ", ".join(p.opts + p.secondary_opts)
             meaning = _cell(p.help or "")
-            if isinstance(p.type, click.Choice):
+            if getattr(p.type, "choices", None):
                 meaning += f" One of: {', '.join(f'`{c}`' for c in p.type.choices)}."
             lines.append(f"| {_code(names)} | {meaning} | {_default(p)} |")
         lines.append("")

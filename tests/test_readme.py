@@ -172,6 +172,14 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     from bm25lab.cli import COMMANDS
 
     assert all(f'id="{name}"' in commands for name in COMMANDS)  # generated from the app: every command
+    import typer
+
+    from bm25lab.cli import app
+
+    every = [opt for command in typer.main.get_command(app).commands.values() for p in command.params
+             for opt in p.opts if opt.startswith("--") and opt != "--help"]
+    shown = {name for code in re.findall(r"<code>(.*?)</code>", commands) for name in code.split(", ")}
+    assert every and not set(every) - shown  # and every option
     measures = (tmp_path / "site" / "measures" / "index.html").read_text()
     from bm25lab.evaluation.measures import MEASURES
 

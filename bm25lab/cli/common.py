@@ -96,8 +96,9 @@ FIELD_B_OPT = typer.Option("--field-b", help="BM25F: each field's length normali
                            "(default: --b).")
 K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weighs qf (k3+1)/(qf+k3) (Robertson's "
                                    "k3; default: off, each repeat counts, as in Lucene).", min=0.0)
-BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (numba once the work pays for "
-                                             "loading it). Default: $BM25LAB_BACKEND or auto.")
+BACKEND_OPT = typer.Option("--backend", help="auto: the compiled core when it is built, else numpy (the "
+                                             "specification, the same results bit for bit). Default: "
+                                             "$BM25LAB_BACKEND or auto.")
 DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT", "QUIET_OPT", "Meter", "Progress", "Tick", "make_sink",
