@@ -117,6 +117,9 @@ def tune(
         from ..evaluation.plots import check_plot_path
 
         check_plot_path(plot)
+    from .engine_cmds import check_order
+
+    check_order(directory, queries, "bm25lab tune DIR QUERIES QRELS")
     judgments = read_judgments(qrels, qrels_format)
     topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,

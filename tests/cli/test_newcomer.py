@@ -110,6 +110,8 @@ def test_swapped_arguments_get_a_hint(tmp_path: Path) -> None:
                               f"(bm25lab run DIR QUERIES --out RUN)\n")
     refused = invoke("search", "library", tmp_path / "idx", code=1)
     assert "the index comes first" in refused.stderr
+    refused = invoke("tune", "cisi", tmp_path / "idx", "cisi", code=1)
+    assert "the index comes first (bm25lab tune DIR QUERIES QRELS)" in refused.stderr
 
 
 @pytest.mark.parametrize("args, suggestion", [(["serach", "x", "y"], "Did you mean 'search'?"),
