@@ -7,6 +7,7 @@ its own, and prints what they show; the documentation site builds (``mkdocs buil
 - ``bash`` blocks: commands without shown output; ``pip install X`` is checked against pyproject.toml's
   extras (the suite runs in that installation), ``pytest`` is this very run, ``bm25lab`` lines run.
 - ``python`` blocks run; their figures are ``assert`` statements.
+The README's results table is checked against the library by tests/test_experiments.py.
 A page's blocks run in order in one folder (a search needs the index built before it)."""
 from __future__ import annotations
 
@@ -134,29 +135,6 @@ def test_the_readme_is_for_users() -> None:
         assert section in text
     for link in re.findall(r"\]\((docs/[\w./-]+)\)", text):
         assert (ROOT / link).is_file(), link
-
-
-def test_the_results_table_is_what_experiment_prints() -> None:
-    import json
-
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Results on the bundled collections"):].splitlines()
-    start = next(i for i, line in enumerate(section) if line.startswith("| "))
-    end = next(i for i in range(start, len(section)) if not section[i].startswith("|"))
-    rows = [line.strip("|").split("|") for line in section[start:end] if "---" not in line]
-    header = [cell.strip() for cell in rows[0]]
-    assert header == ["collection", "language", "documents", "queries", "nDCG@10", "AP", "P@10"]
-    folder = Folder(Path(os.environ.get("TMPDIR", "/tmp")))
-    for row in rows[1:]:
-        name, language, documents, queries, *means = (cell.strip() for cell in row)
-        done = folder.bm25lab(f"bm25lab experiment {name} -m nDCG@10 -m AP -m P@10 --format json --quiet")
-        assert done.returncode == 0, done.stderr
-        printed = json.loads(done.stdout)
-        assert f"{printed['queries']:,}" == queries
-        assert [f"{printed['mean'][m]:.4f}" for m in ("nDCG@10", "AP", "P@10")] == means, name
-        facts_of = json.loads(folder.bm25lab("bm25lab corpora --format json").stdout)
-        corpus = next(c for c in facts_of if c["name"] == name)
-        assert (corpus["language"], f"{corpus['documents']:,}") == (language, documents)
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
