@@ -1,7 +1,7 @@
 """trec_eval's two rule sets, 9.0.8 and 10.0: the one home of what differs between them.
 
 bm25lab computes every trec_eval measure as trec_eval does; the releases differ in three places
-(``evaluation/MEASURES.md``, "trec_eval 9.0.8 and 10.0"), each a field of :class:`TrecEvalRules`:
+(``docs/measures.md``, "trec_eval 9.0.8 and 10.0"), each a field of :class:`TrecEvalRules`:
 
 - how a recall level r becomes a number of relevant documents c for ``iprec_at_recall`` and
   ``11pt_avg``: ``(long)(r * R + 0.9)`` in 9.0.8, ``lround(r * R)`` in 10.0 (``m_iprec_at_recall.c``);

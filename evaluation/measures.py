@@ -1,4 +1,4 @@
-"""Every measure of ``evaluation/MEASURES.md``: one small function each over the judged ranking, and a registry.
+"""Every measure of ``docs/measures.md``: one small function each over the judged ranking, and a registry.
 
 A measure function takes a :class:`~bm25lab.evaluation.ranking.JudgedRanking` and its parameter (a cutoff
 ``k``, a fraction such as a recall level ``r``, a number, a tuple such as a gain map, or None) and returns
@@ -12,7 +12,7 @@ measures trec_eval computes with a loop whose quirks decide the value (gain maps
 ``Rndcg``) follow that loop query by query.
 
 Names are parsed by :func:`parse_measure`, case-insensitively, in the field's syntaxes with the field's
-meanings (``evaluation/MEASURES.md``, "Names"):
+meanings (``docs/measures.md``, "Names"):
 
 - bm25lab's: ``P@10``, ``nDCG``, ``nDCG@10``, ``iprec@0.5``, ``RBP@0.8`` and aliases (``MAP``,
   ``MRR``, ``NDCG@k``, ``precision@k``, ``recall@k``);
@@ -41,8 +41,8 @@ from .errors import MeasureError
 from .ranking import JudgedRanking
 
 __all__ = ["DEFAULT_MEASURES", "ELEVEN_POINTS", "MEASURES", "MIN_GEO_MEAN", "TREC_CUTOFFS", "TREC_NICKNAMES",
-           "Expansion", "Measure", "MeasureDef", "expand_measures", "known_measures", "numeric_measure",
-           "parse_measure", "parse_measures"]
+           "MEASURE_SYNTAX", "Expansion", "Measure", "MeasureDef", "expand_measures", "known_measures", "numeric_measure",
+           "parse_measure", "parse_measures", "suggest_measure", "unknown_measure"]
 
 Param = int | float | tuple | None
 ParamKind = Literal["none", "cutoff", "optional cutoff", "fraction", "number", "list"]
@@ -1079,8 +1079,49 @@ IGNORES_REL = frozenset({"CG", "DCG", "IDCG", "nDCG", "DCG_exp", "IDCG_exp", "nD
 """Measures that do not use a relevance threshold (graded, counting every document, or ratings)."""
 
 
+MEASURE_SYNTAX = ("names are case-insensitive: bm25lab's P@10, nDCG@10, AP; trec_eval's P_10, P.5,10, map, "
+                  "ndcg_cut.10, all_trec; ir_measures' P(rel=2)@5; ranx's hits@10, map@100-l2; "
+                  "`bm25lab measures` lists them all")
+"""The syntaxes of a measure name in one line: what an error about an unknown name says."""
+
+
+def _every_name() -> list[str]:
+    """Every name a measure may be looked up by, as registered, with trec_eval's families and nicknames."""
+    return [*(name for d in _DEFS for name in (d.name, *d.aliases)), *(f for f, _ in _TREC_FAMILIES.values()),
+            *TREC_NICKNAMES]
+
+
+def suggest_measure(name: str) -> str | None:
+    """The known measure name closest to ``name`` (edit distance), written as ``name`` was (its cutoff kept),
+    or None when none is close: ``nDGC@10`` -> ``nDCG@10``, ``all-trec`` -> ``all_trec``."""
+    import difflib
+
+    text = name.strip() if isinstance(name, str) else ""
+    match = re.match(r"^(?P<base>.+?)(?P<rest>[@_.(].*)?$", text)
+    if not match:
+        return None
+    base, rest = match["base"], match["rest"] or ""
+    names = {n.lower(): n for n in _every_name()}
+    for candidate, tail in ((base, rest), (text, "")):
+        close = difflib.get_close_matches(candidate.lower(), list(names), n=1, cutoff=0.6)
+        if close:
+            return names[close[0]] + tail
+    return None
+
+
+def unknown_measure(name: object) -> MeasureError:
+    """The error for a name no syntax reads: how its measure is written when its base is known (``nDCG@x``),
+    else a suggestion when one is close, and the syntaxes in one line."""
+    known = _lookup_base(re.split(r"[@_.(]", name.strip(), maxsplit=1)[0]) if isinstance(name, str) and name.strip() \
+        else None
+    suggestion = suggest_measure(name) if isinstance(name, str) and known is None else None
+    hint = f"; {known.name} is written {known.forms()}" if known else f"; did you mean {suggestion}?" if suggestion \
+        else ""
+    return MeasureError(f"unknown measure {name!r}{hint} ({MEASURE_SYNTAX})")
+
+
 def known_measures() -> str:
-    """The known measure names and aliases, for error messages and help."""
+    """The known measure names and aliases, for help (:func:`unknown_measure` words the errors)."""
     forms = ", ".join(d.forms() for d in _DEFS)
     aliases = ", ".join(f"{a}={d.name}" for d in _DEFS for a in d.aliases)
     return (f"{forms} (aliases {aliases}; trec_eval names such as P_10, ndcg_cut.10, lists P.5,10 "
@@ -1130,7 +1171,7 @@ def parse_measure(name: str) -> Measure:
     """Parse one measure name in any of the syntaxes above; :class:`MeasureError` lists the known
     names for an unknown one and says what is wrong with a known one."""
     if not isinstance(name, str) or not name.strip():
-        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+        raise unknown_measure(name)
     text = name.strip()
     rel: float | None = None
     level = _RANX_LEVEL.match(text)
@@ -1152,7 +1193,7 @@ def parse_measure(name: str) -> Measure:
         if definition is not None and definition.parse_text is None:
             definition = None
     if match is None or definition is None:
-        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+        raise unknown_measure(name)
     param_text = _ranx_fraction(definition, match.groupdict().get("sep"), match["param"])
     return _checked(Measure(name, definition, _parse_param(name, definition, param_text), rel, param_text=param_text))
 
@@ -1172,7 +1213,7 @@ def _parse_call(name: str, base: str, params: str, cutoff: str | None, rel: floa
     """ir_measures' ``Name(key=value, ...)@cutoff``."""
     definition = _lookup_base(base)
     if definition is None:
-        raise MeasureError(f"unknown measure {name!r}; known: {known_measures()}")
+        raise unknown_measure(name)
     values: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in params.split(","))):
         key, eq, value = item.partition("=")
@@ -1323,6 +1364,10 @@ def _expand_one(name: str) -> list[str]:
     if definition is not None and definition.param != "list":  # 11pt_avg_.25,.5 is one measure, one list
         sep = "_" if listed["sep"] == "." else listed["sep"]
         return [f"{listed['base']}{sep}{item}" for item in listed["list"].split(",")]
+    dotted = re.match(r"^(?P<base>[^()@]+?)\.(?P<k>[0-9]+)$", text)  # trec_eval's P.10: printed P_10, as a list's
+    definition = _lookup_base(dotted["base"]) if dotted else None
+    if definition is not None and definition.param in ("cutoff", "optional cutoff"):
+        return [f"{dotted['base']}_{dotted['k']}"]
     return [name]
 
 
@@ -1335,5 +1380,5 @@ def parse_measures(names: Iterable[str] | str) -> tuple[Measure, ...]:
     string is one name (or list, family, nickname)."""
     unique = list(expand_measures(names).names)
     if not unique:
-        raise MeasureError(f"no measures given; known: {known_measures()}")
+        raise MeasureError(f"no measures given ({MEASURE_SYNTAX})")
     return tuple(parse_measure(n) for n in unique)

@@ -38,7 +38,8 @@ from .ranking import natural_key
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["UNDEFINED", "averaging", "notes", "to_csv", "to_json", "to_table", "to_tables", "to_trec"]
+__all__ = ["TREC_EVAL_ORDER", "UNDEFINED", "averaging", "caption", "means_rows", "notes", "per_query_rows", "rules",
+           "to_csv", "to_json", "to_table", "to_tables", "to_trec", "trec_eval_label"]
 
 Results = Union[EvaluationResult, Mapping[str, EvaluationResult], Sequence[tuple[str, EvaluationResult]]]
 
@@ -69,25 +70,78 @@ def _number(value: float | str, count: bool) -> str:
 # trec_eval text
 
 
+TREC_EVAL_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                   "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult",
+                   "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut",
+                   "map_cut", "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                   "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj")
+"""The order in which trec_eval 10.0 prints its measures (``te_trec_measures`` in its ``measures.c``)."""
+
+
+def trec_eval_label(measure: str) -> str:
+    """The name trec_eval's layout prints for a measure: as written, except the measures bm25lab computes
+    under another name (:data:`~bm25lab.evaluation.measures.TREC_RENAMED`: ``RBP_graded`` is ``rbp``)."""
+    from .measures import TREC_RENAMED
+
+    return {ours: theirs for theirs, ours in TREC_RENAMED.items()}.get(measure, measure)
+
+
+def _trec_eval_position(measure: str) -> tuple[int, float]:
+    """Where trec_eval prints ``measure``: its family's place in :data:`TREC_EVAL_ORDER`, then its parameter
+    (trec_eval prints a family's cutoffs in ascending order). Other measures come after, as given."""
+    from .errors import MeasureError
+    from .measures import parse_measure
+
+    try:
+        name = parse_measure(measure).trec_eval_name
+    except MeasureError:
+        name = None
+    if name is None:
+        return len(TREC_EVAL_ORDER), 0.0
+    family = max((f for f in TREC_EVAL_ORDER if name == f or name.startswith(f + "_")), key=len, default=None)
+    if family is None:
+        return len(TREC_EVAL_ORDER), 0.0
+    rest = name[len(family) + 1:]
+    try:
+        param = float(rest) if rest else -1.0
+    except ValueError:
+        param = -1.0
+    return TREC_EVAL_ORDER.index(family), param
+
+
+def _in_trec_eval_order(measures: Sequence[str]) -> list[str]:
+    """The measures in trec_eval's printing order (a stable sort: measures it does not have keep their order,
+    after its own)."""
+    return sorted(measures, key=_trec_eval_position)
+
+
 def to_trec(results: Results, *, per_query: bool = False) -> str:
-    """trec_eval's output: per-query lines (``-q``) and the ``all`` lines, one block per run."""
+    """trec_eval's output, as the trec_eval program prints it: per-query lines (``-q``; queries in byte order of
+    their ids, each with its measures), then ``runid``, ``num_q`` and the ``all`` lines; measures in trec_eval's
+    order (:data:`TREC_EVAL_ORDER`) under trec_eval's names (:func:`trec_eval_label`), bm25lab's own measures
+    after them, in the order given. One block per run."""
     lines: list[str] = []
     for name, result in _named(results):
-        lines.append(f"{'runid':<22}\tall\t{result.run_name or name}")
         counts = set(result.totals)
-        shown = [m for m in result.measures if m not in result.summary_only]
+        measures = _in_trec_eval_order(result.measures)
+        shown = [m for m in measures if m not in result.summary_only]
         unlisted = set(result.missing_from_run) if result.trec_eval == 9 else set()
         if per_query:
-            for qid, values in result.per_query.items():
+            for qid in sorted(result.per_query, key=lambda q: q.encode("utf-8")):
                 if qid in unlisted:
                     continue
+                values = result.per_query[qid]
                 for measure in shown:
                     if measure in values:
-                        lines.append(f"{measure:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
+                        label = trec_eval_label(measure)
+                        lines.append(f"{label:<22}\t{qid}\t{_number(values[measure], measure in counts)}")
+        lines.append(f"{'runid':<22}\tall\t{result.run_name or name}")
         lines.append(f"{'num_q':<22}\tall\t{result.num_queries}")
-        for measure, value in result.summary.items():
-            if not math.isnan(value):
-                lines.append(f"{measure:<22}\tall\t{_number(value, measure in counts)}")
+        summary = result.summary
+        for measure in measures:
+            value = summary.get(measure, math.nan)
+            if not isinstance(value, str) and not math.isnan(value):
+                lines.append(f"{trec_eval_label(measure):<22}\tall\t{_number(value, measure in counts)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -170,20 +224,55 @@ def averaging(results: Sequence[EvaluationResult]) -> str:
             f"judged queries, a missing one scoring 0 (ir_measures' and ranx's rule).")
 
 
+RULES_NAMES = {9: "trec_eval 9.0.8's rules (pytrec_eval's; --trec-eval 10 gives 10.0's)",
+               10: "trec_eval 10.0's rules (the program's current release)"}
+
+
+def rules(results: Sequence[EvaluationResult]) -> str:
+    """One line naming the trec_eval rules the figures follow (they differ on iprec/11pt and under -c)."""
+    versions = sorted({r.trec_eval for r in results})
+    return "Computed by " + " and ".join(RULES_NAMES.get(v, f"trec_eval {v}'s rules") for v in versions) + "."
+
+
+def caption(results: Sequence[EvaluationResult]) -> str:
+    """What goes under a table of means: which queries were averaged, and by which rules."""
+    return f"{averaging(results)}\n{rules(results)}"
+
+
+def means_rows(results: Results) -> tuple[list[str], list[list[str]]]:
+    """The table of means as text: headers ``run``, ``queries``, the measures; a row per run."""
+    named = _named(results)
+    measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
+    rows = [[name, _options(result, unit=""),
+             *(_number(result.mean[m], False) if m in result.mean and m not in result.text else "" for m in measures)]
+            for name, result in named]
+    return ["run", "queries", *measures], rows
+
+
+def per_query_rows(result: EvaluationResult) -> tuple[list[str], list[list[str]]]:
+    """One run's per-query values as text: headers ``query`` and the measures; the means as a last ``all`` row."""
+    rows = [[qid, *(_number(values[m], False) if m in values else UNDEFINED for m in result.measures)]
+            for qid, values in result.per_query.items()]
+    rows.append(["all", *("" if m in result.text else _number(result.mean[m], False) for m in result.measures)])
+    return ["query", *result.measures], rows
+
+
+def per_query_title(name: str, result: EvaluationResult) -> str:
+    return f"{name}: per query ({_options(result)})"
+
+
 def to_table(results: Results) -> Table:
-    """A rich table of means: one row per run, one column per measure, plus the query count."""
+    """A rich table of means: one row per run, one column per measure, plus the query count; the caption
+    says which queries were averaged and by which trec_eval rules."""
     from rich.table import Table
 
     named = _named(results)
-    measures = list(dict.fromkeys(m for _, result in named for m in result.measures))
-    table = Table(title="Evaluation", caption=averaging([result for _, result in named]))
-    table.add_column("run")
-    table.add_column("queries", justify="right", no_wrap=True)
-    for measure in measures:
-        table.add_column(measure, justify="right")
-    for name, result in named:
-        cells = [_number(result.mean[m], False) if m in result.mean and m not in result.text else "" for m in measures]
-        table.add_row(name, _options(result, unit=""), *cells)
+    headers, rows = means_rows(named)
+    table = Table(title="Evaluation", caption=caption([result for _, result in named]))
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 1)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -191,14 +280,12 @@ def to_per_query_table(name: str, result: EvaluationResult) -> Table:
     """A rich table of one run's per-query values, with the means as a last ``all`` row."""
     from rich.table import Table
 
-    table = Table(title=f"{name}: per query ({_options(result)})")
-    table.add_column("query")
-    for measure in result.measures:
-        table.add_column(measure, justify="right")
-    for qid, values in result.per_query.items():
-        table.add_row(qid, *(_number(values[m], False) if m in values else "-" for m in result.measures))
-    table.add_row("all", *("" if m in result.text else _number(result.mean[m], False) for m in result.measures),
-                  style="bold")
+    headers, rows = per_query_rows(result)
+    table = Table(title=per_query_title(name, result), caption=rules([result]))
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*row, style="bold" if row is rows[-1] else None)
     return table
 
 

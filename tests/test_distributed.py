@@ -321,19 +321,4 @@ def test_addresses_and_unreachable_schedulers(monkeypatch, tmp_path: Path, clien
         bd.DistributedIndex(tmp_path / "ordinary", client)
 
 
-# ---------------------------------------------------------------------------------------------- README
-def test_the_readme_scale_out_example_runs(tmp_path: Path, monkeypatch) -> None:
-    import contextlib
-    import io
-    import re
-
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    section = text[text.index("## Scale-out"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    monkeypatch.chdir(tmp_path)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(readme), "exec"), {"__name__": "readme"})
-    assert printed.getvalue().splitlines() == ["225 486"]
-    assert sorted(os.listdir(tmp_path)) == ["cran-sharded"]
+# The scale-out example (docs/scale-out.md) runs in tests/test_readme.py, with every code block of the docs.

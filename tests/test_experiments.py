@@ -16,15 +16,19 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def readme_results() -> dict[str, tuple[int, float, float, float]]:
     """The README's "Results on the bundled collections" table, read from the README itself:
-    {collection: (queries, nDCG@10, AP, P@10)}."""
+    {collection: (queries, nDCG@10, AP, P@10)} (its language and documents columns are corpora's own
+    facts: checked in test_the_readme_table_lists_every_bundled_collection)."""
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Results on the bundled collections"):]
     section = section[:section.index("\n## ", 1)]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and cells[0] in corpora.names():
-            rows[cells[0]] = (int(cells[1].replace(",", "")), float(cells[2]), float(cells[3]), float(cells[4]))
+        if len(cells) == 7 and cells[0] in corpora.names():
+            name, language, documents = cells[:3]
+            assert (language, int(documents.replace(",", ""))) == (corpora.get(name).language,
+                                                                  corpora.get(name).num_docs), name
+            rows[name] = (int(cells[3].replace(",", "")), float(cells[4]), float(cells[5]), float(cells[6]))
     return rows
 
 
@@ -74,7 +78,10 @@ def test_collection_errors_name_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="neither a bundled corpus .* nor a folder"):
         open_collection(tmp_path / "nothing")
     (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
-    with pytest.raises(InputError, match=f"{tmp_path}: the folder holds no file named like queries"):
+    with pytest.raises(InputError, match=f"{tmp_path}: no file named like the qrels .*: give it with --qrels FILE"):
+        open_collection(tmp_path)
+    (tmp_path / "qrels.trec").write_text("1 0 a 1\n")
+    with pytest.raises(InputError, match=f"{tmp_path}: no file named like the queries .*: give it with --queries FILE"):
         open_collection(tmp_path)
 
 

@@ -9,8 +9,9 @@ import threading
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
 
 import typer
 
@@ -95,14 +96,15 @@ FIELD_B_OPT = typer.Option("--field-b", help="BM25F: each field's length normali
                            "(default: --b).")
 K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weighs qf (k3+1)/(qf+k3) (Robertson's "
                                    "k3; default: off, each repeat counts, as in Lucene).", min=0.0)
-BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (numba once the work pays for "
-                                             "loading it). Default: $BM25LAB_BACKEND or auto.")
+BACKEND_OPT = typer.Option("--backend", help="auto: the compiled core when it is built, else numpy (the "
+                                             "specification, the same results bit for bit). Default: "
+                                             "$BM25LAB_BACKEND or auto.")
 DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
-           "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
+           "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT", "QUIET_OPT", "Meter", "Progress", "Tick", "make_sink",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
-           "report_duplicates",
+           "report_duplicates", "say",
            "settle_memory_for_large_files"]
 
 
@@ -114,6 +116,11 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def say(message: str, stderr: bool = False) -> None:
+    """Print one plain line whole (never wrapped at the terminal's width: a pipe gets it as one line)."""
+    console(stderr).print(message, soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -206,52 +213,219 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-class ProgressBars:
-    """Live progress bars on stderr, several in one display (rich shows one display at a time)."""
+QUIET_OPT = typer.Option("--quiet", help="No progress display (on a terminal a live bar, else a line every few "
+                                         "seconds, on stderr).")
 
-    def __init__(self, bar: Any) -> None:
-        self._bar = bar
 
-    def documents(self, label: str, total: Optional[Callable[[], Optional[int]]] = None) -> Callable[[int], None]:
-        """A "documents done of total, documents per second, time left" bar; returns the
-        ``progress(done)`` callback. ``total``, when given, counts the documents; it runs in a
-        background thread while the indexing starts, and the bar shows the total, its share and an
-        ETA from the moment it is known. The bar is shown at once and redrawn ten times a second."""
-        task = self._task(label)
-        task()
-        started = time.perf_counter()
-        known: list[Optional[int]] = [None]
+@dataclass(frozen=True)
+class Tick:
+    """What a progress display is told: ``done`` of ``total`` (None while unknown) ``unit``s, after
+    ``elapsed`` seconds; the rate (per second) and the seconds left, where they can be known."""
+
+    label: str
+    unit: str
+    done: int
+    total: Optional[int]
+    elapsed: float
+    rate: Optional[float]
+    left: Optional[float]
+
+    def text(self) -> str:
+        """``1,000/1,400 docs, 2,449 docs/s, 0:00:01 left``."""
+        count = f"{self.done:,}/{self.total:,}" if self.total is not None else f"{self.done:,}"
+        parts = [f"{count} {self.unit}"]
+        if self.rate is not None:
+            parts.append(f"{self.rate:,.0f} {self.unit}/s")
+        if self.left is not None:
+            parts.append(f"{_clock(self.left)} left")
+        return ", ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+class Sink(Protocol):
+    """Where progress goes: a live bar on a terminal, periodic lines elsewhere, nowhere under ``--quiet``."""
+
+    def show(self, tick: Tick) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Meter:
+    """One piece of work's progress: called with the count done (and the total when the caller knows it),
+    it tells its sink the count, the total, the rate and the time left. ``total``, a function, counts the
+    work in a background thread while the work starts (a file's records): the total is shown from the
+    moment it is known."""
+
+    def __init__(self, sink: Sink, label: str, unit: str, total: Optional[Callable[[], Optional[int]]] = None,
+                 lazy: bool = False) -> None:
+        self._sink, self._label, self._unit = sink, label, unit
+        self._started = time.perf_counter()
+        self._known: Optional[int] = None
+        self._done = 0
+        self._lock = threading.Lock()
+        self._total = total
+        self._counting: Optional[threading.Thread] = None
+        self._begun = False
+        if not lazy:  # shown at once; a lazy meter, for work that may not happen (a cached index), when first called
+            self._begin()
+
+    def _begin(self) -> None:
+        self._begun = True
+        self._started = time.perf_counter()
+        if self._total is not None:
+            self._counting = threading.Thread(target=self._count, args=(self._total,), daemon=True)
+            self._counting.start()
+        self._tell()
+
+    def finish(self) -> None:
+        """The last word, once the work is done: with the total, when the count ends soon after the work."""
+        if not self._begun:
+            return
+        if self._counting is not None:
+            self._counting.join(timeout=5.0)
+        self._tell()
+
+    def _count(self, total: Callable[[], Optional[int]]) -> None:
+        counted = _safely(total)
+        with self._lock:
+            self._known = counted
+        self._tell()
+
+    def __call__(self, done: int, total: Optional[int] = None) -> None:
+        if not self._begun:
+            self._begin()
+        with self._lock:
+            self._done = max(self._done, done)
+            if total is not None:
+                self._known = total
+        self._tell()
+
+    def tick(self) -> Tick:
+        with self._lock:
+            done, total = self._done, self._known
+        elapsed = time.perf_counter() - self._started
         if total is not None:
-            threading.Thread(target=lambda: known.__setitem__(0, _safely(total)), daemon=True).start()
+            total = max(total, done)
+        rate = done / elapsed if done and elapsed > 0 else None
+        left = (total - done) / rate if rate and total is not None else None
+        return Tick(self._label, self._unit, done, total, elapsed, rate, left)
 
-        def advance(done: int) -> None:
-            rate = done / max(time.perf_counter() - started, 1e-9)
-            whole = known[0]
-            count = f"{done:,}/{whole:,} docs" if whole else f"{done:,} docs"
-            self._bar.update(task(), completed=done, total=max(whole, done) if whole else None, count=count,
-                             rate=f"{rate:,.0f} docs/s")
+    def _tell(self) -> None:
+        self._sink.show(self.tick())
 
-        return advance
+
+class RichSink:
+    """A live bar per piece of work on the terminal (stderr), redrawn ten times a second."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                             TextColumn("{task.fields[text]}"), TimeElapsedColumn(), console=console(stderr=True),
+                             transient=True, refresh_per_second=10)
+        self._tasks: dict[str, Any] = {}
+        self._bar.start()
+
+    def show(self, tick: Tick) -> None:
+        task = self._tasks.get(tick.label)
+        if task is None:
+            task = self._tasks[tick.label] = self._bar.add_task(tick.label, total=None, text="")
+        self._bar.update(task, completed=tick.done, total=tick.total, text=tick.text())
+
+    def close(self) -> None:
+        self._bar.stop()
+
+
+class LineSink:
+    """Progress as a line on stderr every ``every`` seconds (a log, a pipe, CI), whether or not the work told
+    anything new meanwhile (the time elapsed grows), and a last one when the work printed any."""
+
+    def __init__(self, every: float = 5.0) -> None:
+        self._every = every
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}  # when each piece of work was last printed (its elapsed seconds)
+        self._pending: dict[str, tuple[Tick, float]] = {}  # its latest tick, and when it came
+        self._stop = threading.Event()
+        self._beat: Optional[threading.Thread] = None
+
+    def show(self, tick: Tick) -> None:
+        with self._lock:
+            self._pending[tick.label] = (tick, time.perf_counter())
+            due = tick.elapsed - self._last.get(tick.label, 0.0) >= self._every
+        if due:
+            self._print(tick, tick.elapsed)
+        if self._beat is None and self._every > 0:
+            self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self._every / 5):
+            now = time.perf_counter()
+            with self._lock:
+                due = [(tick, tick.elapsed + now - seen) for tick, seen in self._pending.values()
+                       if tick.elapsed + now - seen - self._last.get(tick.label, 0.0) >= self._every
+                       and (tick.total is None or tick.done < tick.total)]
+            for tick, elapsed in due:
+                self._print(tick, elapsed)
+
+    def _print(self, tick: Tick, elapsed: float) -> None:
+        with self._lock:
+            self._last[tick.label] = elapsed
+        print(f"bm25lab: {tick.label}: {tick.text()} ({_clock(elapsed)} elapsed)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        for label, (tick, _) in self._pending.items():
+            if label in self._last and self._last[label] != tick.elapsed:
+                self._print(tick, tick.elapsed)
+
+
+class QuietSink:
+    def show(self, tick: Tick) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def make_sink(quiet: bool) -> Sink:
+    """The display of this process's progress: none (``--quiet``), a live bar when stderr is a terminal, else
+    periodic lines."""
+    if quiet:
+        return QuietSink()
+    return RichSink() if sys.stderr.isatty() else LineSink()
+
+
+class Progress:
+    """The progress of one command: its :class:`Meter` for each piece of work, on one sink."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self.meters: list[Meter] = []
+
+    def _kept(self, meter: Meter) -> Meter:
+        self.meters.append(meter)
+        return meter
+
+    def documents(self, label: str, total: Optional[Callable[[], Optional[int]]] = None,
+                  lazy: bool = False) -> Callable[[int], None]:
+        """The ``progress(done)`` callback of an indexing: documents done of the total (``total`` counts them);
+        ``lazy``: shown from its first call, for an indexing that may not happen."""
+        return self._kept(Meter(self._sink, label, "docs", total, lazy))
 
     def queries(self, label: str = "searching") -> Callable[[int, int], None]:
-        """A "queries done of all" bar, shown from its first call; returns the ``progress(done, total)``
-        callback."""
-        task = self._task(label)
+        """The ``progress(done, total)`` callback of a batch of queries."""
+        return self._kept(Meter(self._sink, label, "queries"))
 
-        def advance(done: int, total: int) -> None:
-            self._bar.update(task(), completed=done, total=total, count=f"{done:,}/{total:,} queries")
-
-        return advance
-
-    def _task(self, label: str) -> Callable[[], Any]:
-        made: list[Any] = []
-
-        def task() -> Any:
-            if not made:
-                made.append(self._bar.add_task(label, total=None, count="", rate=""))
-            return made[0]
-
-        return task
+    def points(self, label: str, total: int) -> Callable[[int, int], None]:
+        """The ``progress(done, total)`` callback of a grid of parameter points (``tune``)."""
+        meter = self._kept(Meter(self._sink, label, "points"))
+        meter(0, total)
+        return meter
 
 
 def _safely(count: Callable[[], Optional[int]]) -> Optional[int]:
@@ -262,22 +436,26 @@ def _safely(count: Callable[[], Optional[int]]) -> Optional[int]:
 
 
 @contextmanager
-def progress_bars() -> Iterator[ProgressBars]:
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True, refresh_per_second=10) as bar:
-        yield ProgressBars(bar)
+def progress_bars(quiet: bool = False) -> Iterator[Progress]:
+    """The progress displays of a command, closed when it ends (or fails)."""
+    sink = make_sink(quiet)
+    progress = Progress(sink)
+    try:
+        yield progress
+        for meter in progress.meters:
+            meter.finish()
+    finally:
+        sink.close()
 
 
 @contextmanager
-def document_progress(label: str, total: Optional[Callable[[], Optional[int]]] = None) -> Iterator[Callable[[int], None]]:
-    with progress_bars() as bars:
+def document_progress(label: str, total: Optional[Callable[[], Optional[int]]] = None,
+                      quiet: bool = False) -> Iterator[Callable[[int], None]]:
+    with progress_bars(quiet) as bars:
         yield bars.documents(label, total)
 
 
 @contextmanager
-def query_progress(label: str = "searching") -> Iterator[Callable[[int, int], None]]:
-    with progress_bars() as bars:
+def query_progress(label: str = "searching", quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
+    with progress_bars(quiet) as bars:
         yield bars.queries(label)

@@ -12,10 +12,11 @@ from ..evaluation.measures import DEFAULT_MEASURES
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
                      VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
-                     handles_errors, human_bytes, progress_bars)
+                     QUIET_OPT, handles_errors, human_bytes, note, progress_bars, say)
 from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
-from .inputs import QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT, CollectionQueryIds
+from .inputs import (DUPLICATES_OPT, ID_FIELD_OPT, QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT,
+                     TITLE_FIELD_OPT, CollectionQueryIds, Duplicates)
 
 
 @handles_errors
@@ -37,21 +38,21 @@ def corpora_list(
     if format is TableFormat.json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
-    from rich.table import Table
+    from .tables import Column, Grid, print_grid
 
-    table = Table(title="bundled collections")
-    table.add_column("name", no_wrap=True)
-    for col in ("language", "documents", "queries (judged)", "judgments", "grades", "size", "licence"):
-        table.add_column(col, overflow="fold")
+    grid = Grid("bundled collections", [Column("name"), Column("language", wrap=True), Column("documents", "right"),
+                                        Column("queries (judged)", "right", wrap=True), Column("judgments", "right"),
+                                        Column("grades", wrap=True), Column("size", "right"),
+                                        Column("licence", wrap=True)])
     for r in rows:
-        table.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
-                      f"{r['judgments']:,}", r["grades"], human_bytes(r["size_bytes"]), r["licence"])
-    console().print(table)
+        grid.add_row(r["name"], r["language"], f"{r['documents']:,}", f"{r['queries']:,} ({r['judged_queries']:,})",
+                     f"{r['judgments']:,}", r["grades"], human_bytes(r["size_bytes"]), r["licence"])
+    print_grid(grid)
 
 
 @handles_errors
 def experiment(
-    corpus: Annotated[str, typer.Argument(help="A bundled corpus (see `bm25lab corpora`) or a folder with documents, queries and qrels files in any format bm25lab reads (a SMART collection's files as they come).")],
+    corpus: Annotated[str, typer.Argument(help="A bundled corpus (see `bm25lab corpora`) or a folder with documents, queries and qrels files in any format bm25lab reads (a SMART collection's files as they come), found by their names in it or its subfolders.")],
     variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
     k1: Annotated[float, K1_OPT] = DEFAULT_K1,
     b: Annotated[float, B_OPT] = DEFAULT_B,
@@ -59,14 +60,23 @@ def experiment(
     k3: Annotated[Optional[float], K3_OPT] = None,
     measure: Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measure (repeatable). Default: " + " ".join(DEFAULT_MEASURES) + ".")] = None,
     k: Annotated[int, typer.Option("-k", help="Results per query.", min=1)] = 1000,
+    docs: Annotated[Optional[Path], typer.Option("--docs", help="A folder's documents file, when its name does not tell (relative to the folder or here).")] = None,
+    queries: Annotated[Optional[Path], typer.Option("--queries", help="A folder's queries file, when its name does not tell, or to choose among several.")] = None,
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="A folder's qrels file, when its name does not tell, or to choose among several.")] = None,
     language: Annotated[Optional[Language], typer.Option(help="Analyser (default: the corpus's language).")] = None,
     stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English stemming (default: on).")] = None,
+    stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
+    id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,
+    text_fields: Annotated[Optional[str], TEXT_FIELDS_OPT] = None,
+    title_field: Annotated[Optional[str], TITLE_FIELD_OPT] = None,
+    duplicates: Annotated[Duplicates, DUPLICATES_OPT] = Duplicates("error"),
     run_out: Annotated[Optional[Path], typer.Option("--run-out", help="Also write the TREC run here.")] = None,
     rebuild: Annotated[bool, typer.Option(help="Rebuild the cached index.")] = False,
     format: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = TableFormat.table,
     query_ids: Annotated[CollectionQueryIds, typer.Option("--query-ids", help="A folder's queries: given ids, position (1, 2, ... in file order, as Cranfield's cranqrel numbers them) or auto (position when the qrels number the queries so).")] = CollectionQueryIds("auto"),
     query_id_field: Annotated[Optional[str], QUERY_ID_FIELD_OPT] = None,
     query_text_fields: Annotated[Optional[str], QUERY_TEXT_FIELDS_OPT] = None,
+    quiet: Annotated[bool, QUIET_OPT] = False,
     backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
     shards: Annotated[Optional[int], SHARDS_OPT] = None,
@@ -83,36 +93,53 @@ def experiment(
 ) -> None:
     """Index a collection (cached), run every judged query, evaluate, and print the measures.
 
+    A folder's files are found by their names and said in a note; when several files could play a part,
+    --docs, --queries or --qrels chooses.
+
     Example: bm25lab experiment cranfield --k1 1.2 --b 0.75
+    Example: bm25lab experiment nfcorpus/test --queries test.titles.queries --qrels test.3-2-1.qrel
+    Example: bm25lab experiment cranfield --rm3 --compare
     """
-    from ..evaluation import write_run
-    from ..experiments import experiment as run_experiment, open_collection
+    from ..evaluation import report, write_run
+    from ..experiments import Reading, experiment as run_experiment, open_collection
     from .evaluate_cmds import render_results
+    from .inputs import check_file
 
     feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     if compare and feedback is None:
         raise ParameterError("--compare compares BM25 with feedback: give --rm3, --bo1 or --rocchio")
+    if stopwords is not None:
+        check_file(stopwords)
     fields = {"query_id_field": query_id_field, "query_text_fields": query_text_fields}
-    collection = open_collection(corpus, query_ids=query_ids.value, **fields)
-    tokenizer = make_tokenizer(language or Language(collection.language), stem, None, None)
-    with progress_bars() as bars:
+    files = {"docs": docs, "queries": queries, "qrels": qrels}
+    reading = Reading(id_field=id_field, text_fields=text_fields, title_field=title_field,
+                      duplicates=duplicates.value)
+    collection = open_collection(corpus, query_ids=query_ids.value, **fields, **files, reading=reading)
+    tokenizer = make_tokenizer(language or Language(collection.language), stem, stopwords, None)
+    with progress_bars(quiet) as bars:
         done = run_experiment(corpus, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3, measures=measure, k=k,
                               tokenizer=tokenizer, rebuild=rebuild, backend=backend_name(backend),
-                              query_ids=query_ids.value, **fields,
-                              index_progress=bars.documents(f"indexing {collection.name}"),
+                              query_ids=query_ids.value, **fields, **files, reading=reading,
+                              index_progress=bars.documents(f"indexing {collection.name}", collection.count, lazy=True),
                               search_progress=bars.queries(), cluster=cluster, shards=shards,
                               feedback=None if compare else feedback)
+    if Path(corpus).is_dir():  # said once they are read: an error in one of them is one line of its own
+        note(f"{corpus}: " + ", ".join(f"{role} {path.relative_to(corpus) if path.is_relative_to(corpus) else path}"
+                                       for role, path in collection.files.items()))
     if compare:
         _render_comparison(done, feedback, measure, test, correction, compare_format)
         return
     if run_out is not None:
         write_run(done.results, run_out, tag=f"bm25lab-{variant.value}")
+    if format is TableFormat.json:
+        document = json.loads(report.to_json([(collection.name, done.evaluation)], per_query=True))
+        document["files"] = {role: str(path) for role, path in collection.files.items()}
+        typer.echo(json.dumps(document, indent=1, ensure_ascii=False))
+        return
     render_results([(collection.name, done.evaluation)], format.value, per_query=False)
-    if format is TableFormat.table:
-        console(stderr=True).print(
-            f"{collection.name}: {done.index.num_docs:,} documents ({'cached index' if done.cached else 'indexed'}), "
-            f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}"
-            f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s")
+    say(f"{collection.name}: {done.index.num_docs:,} documents ({'cached index' if done.cached else 'indexed'}), "
+        f"{len(done.results):,} judged queries, {variant.value} k1={k1:g} b={b:g}"
+        f"{'' if k3 is None else f' k3={k3:g}'}, k={k}, {done.seconds:.1f} s", stderr=True)
 
 
 def _render_comparison(done, feedback, measures, test: str, correction: str, format: str) -> None:  # type: ignore[no-untyped-def]

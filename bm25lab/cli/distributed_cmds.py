@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import typer
 
-from .common import console, document_progress, human_bytes
+from .common import console, document_progress, human_bytes, say
 
 if TYPE_CHECKING:
     from ..engine.records import Document
@@ -103,6 +103,6 @@ def report_built(out: Path, elapsed: float) -> None:
 
     manifest = read_manifest(out.absolute())
     stats = manifest["statistics"]
-    console().print(f"indexed {stats['documents']:,} documents into {len(manifest['shards'])} shards: "
-                    f"{stats['terms']:,} terms, {stats['postings']:,} postings, {human_bytes(size_on_disk(out))} on "
-                    f"disk, {elapsed:.1f} s ({stats['documents'] / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
+    say(f"indexed {stats['documents']:,} documents into {len(manifest['shards'])} shards: "
+        f"{stats['terms']:,} terms, {stats['postings']:,} postings, {human_bytes(size_on_disk(out))} on "
+        f"disk, {elapsed:.1f} s ({stats['documents'] / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")

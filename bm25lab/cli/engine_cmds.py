@@ -13,11 +13,11 @@ from . import distributed_cmds
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
-                     backend_name, console, document_progress, handles_errors, human_bytes, query_progress,
-                     report_duplicates)
+                     QUIET_OPT, backend_name, console, document_progress, handles_errors, human_bytes, note,
+                     query_progress, report_duplicates, say)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
-                     QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
+                     QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TITLE_FIELD_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
                      QueryIds, RunWriter)
 
 if TYPE_CHECKING:
@@ -60,6 +60,8 @@ def index(
     shards: Annotated[Optional[int], SHARDS_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
     partition_docs: Annotated[int, PARTITION_OPT] = 10_000,
+    title_field: Annotated[Optional[str], TITLE_FIELD_OPT] = None,
+    quiet: Annotated[bool, QUIET_OPT] = False,
 ) -> None:
     """Build an index from SOURCE into --out.
 
@@ -82,14 +84,14 @@ def index(
         if fields is not None:
             raise ParameterError("--fields (BM25F) builds an ordinary index: a sharded index (--shards, --cluster) "
                                  "has no fields")
-        docs, count = documents(source, format, id_field, text_fields, duplicates)
+        docs, count = documents(source, format, id_field, text_fields, duplicates, title_field)
         return distributed_cmds.index_sharded(source, docs, count, out, tokenizer, shards=shards, cluster=cluster,
                                               partition_docs=partition_docs, workers=workers, overwrite=overwrite,
                                               backend=backend_name(backend), started=started)
     if distributed_cmds.is_sharded(out):
         raise InputError("holds a sharded index; replace it with a sharded one (--shards N), or choose another folder", out)
     check_target(out, overwrite)  # before the work: a folder holding anything but an index is refused
-    docs, count = documents(source, format, id_field, text_fields, duplicates)
+    docs, count = documents(source, format, id_field, text_fields, duplicates, title_field)
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)  # the build's scratch folder goes in it: the index's own disk
@@ -97,7 +99,7 @@ def index(
         raise OSError(exc.errno, exc.strerror, str(out)) from None
     built = None
     try:
-        with document_progress(f"indexing {source}", count) as advance:
+        with document_progress(f"indexing {source}", count, quiet) as advance:
             built = Index.build(docs, tokenizer=tokenizer, workers=workers, progress=advance, source=source,
                                 backend=backend_name(backend), fields=None if fields is None else fields.split(","),
                                 scratch=out)
@@ -110,9 +112,9 @@ def index(
         raise
     elapsed = time.perf_counter() - started
     info = built.info()
-    console().print(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
-                    f"{human_bytes(size_on_disk(out))} on disk, {elapsed:.1f} s "
-                    f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
+    say(f"indexed {info.documents:,} documents: {info.terms:,} terms, {info.postings:,} postings, "
+        f"{human_bytes(size_on_disk(out))} on disk, {elapsed:.1f} s "
+        f"({info.documents / max(elapsed, 1e-9):,.0f} docs/s) -> {out}")
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -124,6 +126,20 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
     except OSError:
         pass
+
+
+def _is_index(path: Path) -> bool:
+    from ..engine.storage import MANIFEST
+
+    return path.is_dir() and ((path / MANIFEST).is_file() or distributed_cmds.is_sharded(path))
+
+
+def check_order(directory: Path, other: str, usage: str) -> None:
+    """Arguments given the wrong way round (``run QUERIES DIR``): one line saying so, with the usage."""
+    if not _is_index(directory) and _is_index(Path(other)):
+        from ..engine.errors import InputError
+
+        raise InputError(f"not an index, but {other} is: the index comes first ({usage})", directory)
 
 
 def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":
@@ -159,6 +175,7 @@ def search(
 
     Example: bm25lab search my-index "boundary layer transition" -k 5
     """
+    check_order(directory, query, 'bm25lab search DIR "QUERY"')
     feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     if feedback is None:
@@ -229,6 +246,7 @@ def run(
     fb_docs: Annotated[Optional[int], FB_DOCS_OPT] = None,
     fb_terms: Annotated[Optional[int], FB_TERMS_OPT] = None,
     original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
+    quiet: Annotated[bool, QUIET_OPT] = False,
 ) -> None:
     """Search every query of QUERIES and write a run (TREC by default).
 
@@ -237,20 +255,56 @@ def run(
     from ..evaluation import write_run
     from .inputs import queries as read_topics
 
+    check_order(directory, queries, "bm25lab run DIR QUERIES --out RUN")
     feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
-    topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
+    topics = without_blank_queries(read_topics(queries, query_format, topic_field, query_ids, query_id_field,
+                                               query_text_fields), queries)
     if feedback is not None:
         from ..engine.feedback import search_many
 
         params = idx.params(variant.value, k1, b, delta, k3, field_weights, field_b)
         results = search_many(idx, topics, k, params, feedback)
     else:
-        with query_progress() as advance:
+        with query_progress(quiet=quiet) as advance:
             results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
                                       k3=k3, field_weights=field_weights, field_b=field_b)
     write_run(results, out, tag=tag, format=run_format.value)
-    console().print(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
+    say(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
+    explain_empty_results(idx, topics, results)
+
+
+LISTED = 10  # query ids a note names before "..."
+
+
+def _listed(qids: list[str]) -> str:
+    return ", ".join(qids[:LISTED]) + (", ..." if len(qids) > LISTED else "")
+
+
+def without_blank_queries(topics: dict[str, str], source: str) -> dict[str, str]:
+    """The queries with some text; the others (CACM's empty ``.I 0`` record) are left out, with a note."""
+    blank = [qid for qid, text in topics.items() if not text.strip()]
+    if blank:
+        note(f"{source}: {len(blank)} {'query has' if len(blank) == 1 else 'queries have'} no text and "
+             f"{'is' if len(blank) == 1 else 'are'} left out: {_listed(blank)}")
+    return {qid: text for qid, text in topics.items() if text.strip()} if blank else topics
+
+
+def explain_empty_results(idx: object, topics: dict[str, str], results: object) -> None:
+    """Notes on the queries that returned nothing, and why: no term left after analysis (stopwords,
+    punctuation), or no term found in the index."""
+    nothing = [qid for qid in topics if len(results[qid]) == 0]  # type: ignore[index]
+    if not nothing:
+        return
+    tokenizer = getattr(idx, "tokenizer", None)
+    unanalysed = [qid for qid in nothing if tokenizer is not None and not tokenizer.tokenize(topics[qid])]
+    unmatched = [qid for qid in nothing if qid not in set(unanalysed)]
+    if unanalysed:
+        note(f"{len(unanalysed)} of {len(topics):,} queries returned nothing: no term is left after analysis "
+             f"(only stopwords, punctuation or spaces): {_listed(unanalysed)}")
+    if unmatched:
+        note(f"{len(unmatched)} of {len(topics):,} queries returned nothing: none of their terms is in the index: "
+             f"{_listed(unmatched)}")
 
 
 @handles_errors
@@ -269,15 +323,18 @@ def info(
     if format is TableFormat.json:
         typer.echo(json.dumps(facts, ensure_ascii=False, indent=1))
         return
-    from rich.table import Table
+    from .tables import Column, Grid, print_grid
 
-    table = Table(title=f"index {directory}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
+    grid = Grid(f"index {directory}", [Column("field"), Column("value", wrap=True)])
     for key, value in facts.items():
         shown = human_bytes(value) if key == "size_bytes" else value
-        table.add_row(key, json.dumps(shown, ensure_ascii=False) if isinstance(shown, dict) else f"{shown:,}" if isinstance(shown, int) else str(shown))
-    console().print(table)
+        if isinstance(shown, dict):  # the tokenizer: a row per setting, each whole
+            for name, setting in shown.items():
+                grid.add_row(f"{key}.{name}", json.dumps(setting, ensure_ascii=False) if not isinstance(setting, str)
+                             else setting)
+        else:
+            grid.add_row(key, f"{shown:,}" if isinstance(shown, int) and not isinstance(shown, bool) else str(shown))
+    print_grid(grid)
 
 
 def _tokenizer_summary(config: dict) -> dict:

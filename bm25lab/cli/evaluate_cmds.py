@@ -2,6 +2,7 @@
 baseline, the measures' registry, and ranked positives."""
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Sequence
@@ -15,11 +16,12 @@ from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.ranking import FRACTIONS
 from ..evaluation.corrections import CORRECTIONS
 from ..evaluation.significance import FAMILY_TESTS
-from .common import TableFormat, _choices, console, handles_errors, settle_memory_for_large_files
+from .common import TableFormat, _choices, console, handles_errors, note, say, settle_memory_for_large_files
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
 if TYPE_CHECKING:
     from ..evaluation.evaluator import EvaluationResult
+    from .tables import Grid
 
 
 class EvalFormat(str, Enum):
@@ -46,7 +48,7 @@ MEASURE_OPT = typer.Option("--measure", "-m", help="Measure, repeatable: bm25lab
                                                     "ndcg_1=3,2=9, all_trec), ir_measures' (P(rel=2)@5) or ranx's "
                                                     "(hits@10) names; `bm25lab measures` lists them.")
 TREC_EVAL_OPT = typer.Option("--trec-eval", help="trec_eval's rules where its releases differ: 9 (9.0.8, as "
-                                                 "pytrec_eval) or 10 (10.0). See evaluation/MEASURES.md.")
+                                                 "pytrec_eval) or 10 (10.0). See docs/measures.md.")
 RUNS_ARG = typer.Argument(help="Run file(s): TREC, MS MARCO (qid docid rank) or ranx JSON.")
 QRELS_ARG = typer.Argument(help="Qrels: TREC, BEIR TSV, SMART (qid docid 0 0), Cranfield, ranx JSON, or a bundled "
                                 "collection's name.")
@@ -54,16 +56,79 @@ DPI_OPT = typer.Option("--dpi", help="Resolution of a PNG plot (PDF and SVG are 
 PLOT_HELP = "Write the plot to this file: .png, .pdf or .svg, by its extension."
 
 
+JUDGED = "Judged@10"
+"""What ``evaluate`` also computes, to warn when almost nothing retrieved is judged (qrels of another collection)."""
+JUDGED_FLOOR = 0.10
+
+
+def means_grid(named: Sequence[tuple[str, "EvaluationResult"]], transposed: bool = False) -> "Grid":
+    """The table of means: a row per run (or, ``transposed``, a row per measure and a column per run)."""
+    from ..evaluation import report
+    from .tables import Column, Grid
+
+    headers, rows = report.means_rows(named)
+    caption = report.caption([result for _, result in named])
+    if not transposed:
+        columns = [Column("run"), Column("queries", "right", wrap=True), *(Column(h, "right") for h in headers[2:])]
+        return Grid("Evaluation", columns, rows, caption)
+    columns = [Column("measure"), *(Column(row[0], "right") for row in rows)]
+    grid = Grid("Evaluation", columns, [], caption)
+    for i, header in enumerate(headers[1:], 1):
+        grid.add_row(header, *(row[i] for row in rows))
+    return grid
+
+
+def per_query_grid(name: str, result: "EvaluationResult") -> "Grid":
+    from ..evaluation import report
+    from .tables import Column, Grid
+
+    headers, rows = report.per_query_rows(result)
+    return Grid(report.per_query_title(name, result), [Column(headers[0]), *(Column(h, "right") for h in headers[1:])],
+                rows, report.rules([result]))
+
+
+def print_evaluation_tables(named: Sequence[tuple[str, "EvaluationResult"]], per_query: bool) -> None:
+    """The per-query tables (when asked) and the table of means, laid out to fit the terminal: a row per run,
+    or a row per measure when that needs fewer tables (many measures, as with all_trec)."""
+    from .tables import fit, print_grid
+
+    out = console()
+    if per_query:
+        for name, result in named:
+            print_grid(per_query_grid(name, result), out)
+    wide, tall = means_grid(named), means_grid(named, transposed=True)
+    print_grid(tall if len(fit(tall, out.width)) < len(fit(wide, out.width)) else wide, out)
+
+
+def warn_if_unjudged(named: Sequence[tuple[str, "EvaluationResult"]]) -> None:
+    """A note for a run whose top 10 is almost all unjudged: its measures say little, and most likely the qrels
+    are another collection's (their ids overlapping by chance)."""
+    for name, result in named:
+        judged = result.mean.get(JUDGED)
+        if judged is not None and not math.isnan(judged) and judged < JUDGED_FLOOR:
+            note(f"{name}: only {judged:.1%} of the top 10 documents are judged (Judged@10 = {judged:.4f}): "
+                 f"the measures say little; are the qrels this run's collection's?")
+
+
+def without_judged(result: "EvaluationResult") -> "EvaluationResult":
+    """The result without the Judged@10 that ``evaluate`` added for :func:`warn_if_unjudged`."""
+    from dataclasses import replace
+
+    return replace(result, measures=tuple(m for m in result.measures if m != JUDGED),
+                   mean={m: v for m, v in result.mean.items() if m != JUDGED},
+                   per_query={q: {m: v for m, v in values.items() if m != JUDGED} for q, values in result.per_query.items()},
+                   undefined={m: q for m, q in result.undefined.items() if m != JUDGED})
+
+
 def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str, per_query: bool) -> None:
     """Print evaluation results (one per run) in the chosen format."""
     from ..evaluation import report
 
     if format == "table":
-        for table in report.to_tables(named, per_query=per_query):
-            console().print(table)
+        print_evaluation_tables(named, per_query)
         for name, result in named:
             for line in report.notes(result):
-                console(stderr=True).print(f"{name}: {line}")
+                say(f"{name}: {line}", stderr=True)
         return
     if format == "trec":
         typer.echo(report.to_trec(named, per_query=per_query), nl=False)
@@ -73,8 +138,10 @@ def render_results(named: Sequence[tuple[str, "EvaluationResult"]], format: str,
         typer.echo(report.to_csv(named, per_query=per_query), nl=False)
     for name, result in named:  # machine-readable formats still hear of measures a nickname left out
         if result.unavailable:
-            console(stderr=True).print(f"{name}: {len(result.unavailable)} trec_eval measures are not computed by "
-                                       f"bm25lab: {', '.join(result.unavailable)}")
+            say(f"{name}: {len(result.unavailable)} trec_eval measures are not computed by bm25lab: "
+                f"{', '.join(result.unavailable)}", stderr=True)
+    if format == "trec":  # the trec layout has no room for it: said on stderr
+        say(report.rules([result for _, result in named]), stderr=True)
 
 
 @handles_errors
@@ -107,7 +174,8 @@ def evaluate_cmd(
     Example: bm25lab evaluate qrels.trec bm25.run -m nDCG@10 -m P@5 --per-query
     """
     from ..evaluation import evaluate
-    from ..evaluation.evaluator import precision_recall_curve, precision_recall_curves, roc_curve
+    from ..evaluation.evaluator import EvaluationResult, precision_recall_curve, precision_recall_curves, roc_curve
+    from ..evaluation.measures import expand_measures
     from .inputs import qrels as read_judgments, run as read_a_run
 
     if plot is None and plot_queries is not None:
@@ -125,11 +193,15 @@ def evaluate_cmd(
                                                 lambda: read_a_run(runs[0], run_format))
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth, "fractions": fractions.value}
     named, curves, per_query_curves, rocs, aucs = [], {}, {}, {}, {}
+    judged_fraction: list[tuple[str, EvaluationResult]] = []
+    asked_judged = JUDGED in expand_measures(measures).names
     for i, path in enumerate(runs):
         run = first_run if i == 0 else read_a_run(path, run_format)
         first_run = None  # each run's memory goes once it is evaluated
-        named.append((path.stem, evaluate(judgments, run, measures, **options, trec_eval=rules, collection_size=size,
-                                          missing_ratings=missing_ratings.value)))
+        result = evaluate(judgments, run, [*measures, JUDGED], **options, trec_eval=rules, collection_size=size,
+                          missing_ratings=missing_ratings.value)
+        named.append((path.stem, result if asked_judged else without_judged(result)))
+        judged_fraction.append((path.stem, result))
         if plot is not None:
             curves[path.stem] = precision_recall_curve(judgments, run, **options, trec_eval=rules)
             if plot_queries is not None:
@@ -138,6 +210,7 @@ def evaluate_cmd(
             rocs[path.stem] = roc_curve(judgments, run, **options)
             aucs[path.stem] = evaluate(judgments, run, ["AUC"], **options, trec_eval=rules).mean["AUC"]
     render_results(named, format.value, per_query)
+    warn_if_unjudged(judged_fraction)
     if plot is not None:
         from ..evaluation.plots import plot_pr_curves, plot_query_pr_curves
 
@@ -145,12 +218,12 @@ def evaluate_cmd(
             plot_pr_curves(curves, plot, dpi=dpi)
         else:
             plot_query_pr_curves(curves, per_query_curves, _query_list(plot_queries), plot, dpi=dpi)
-        console(stderr=True).print(f"precision-recall curves -> {plot}")
+        say(f"precision-recall curves -> {plot}", stderr=True)
     if plot_roc is not None:
         from ..evaluation.plots import plot_roc_curves
 
         plot_roc_curves(rocs, plot_roc, aucs=aucs, dpi=dpi)
-        console(stderr=True).print(f"ROC curves -> {plot_roc}")
+        say(f"ROC curves -> {plot_roc}", stderr=True)
 
 
 def _qrels_and_first_run(read_qrels: Callable[[], Any], read_run: Callable[[], Any]) -> tuple[Any, Any]:
@@ -193,6 +266,19 @@ def _collection_size(given: Optional[int], index: Optional[Path]) -> Optional[in
 evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
 
 
+def comparison_grid(result: Any, rules: int) -> "Grid":
+    """The comparison as a table that fits: run and measure repeat when its columns need several tables."""
+    from ..evaluation import report
+    from ..evaluation.compare import _cells, _headers, notes
+    from .tables import Column, Grid
+
+    headers = _headers(result)
+    columns = [Column(h, "left" if h in ("run", "measure", "sig") else "right") for h in headers]
+    rows = [_cells(result, row, "▲", "▼") for row in result.rows]
+    caption = "\n".join([*notes(result), report.RULES_NAMES.get(rules, "").join(("Computed by ", "."))])
+    return Grid(f"Runs against {result.baseline}", columns, rows, caption, keys=2)
+
+
 @handles_errors
 def compare_cmd(
     qrels: Annotated[str, QRELS_ARG],
@@ -220,7 +306,8 @@ def compare_cmd(
     Example: bm25lab compare qrels.trec bm25.run tuned.run rm3.run --test randomization
     """
     from ..evaluation import evaluate
-    from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown, to_rich_table
+    from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown
+    from .tables import print_grid
     from ..evaluation.evaluator import precision_recall_curve
     from ..evaluation.measures import expand_measures
     from .inputs import qrels as read_judgments, run as read_a_run
@@ -248,19 +335,20 @@ def compare_cmd(
                      test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem,
                      correction=correction.value)
     if format is CompareFormat.table:
-        console().print(to_rich_table(result))  # its caption holds the notes
+        print_grid(comparison_grid(result, rules))
     else:
         render = {CompareFormat.json: to_json, CompareFormat.markdown: to_markdown, CompareFormat.latex: to_latex}
         typer.echo(render[format](result))
-        for line in notes(result):  # e.g. how many queries were compared
-            console(stderr=True).print(line)
+        if format is CompareFormat.json:  # markdown and latex carry the notes in their text
+            for line in notes(result):  # e.g. how many queries were compared
+                say(line, stderr=True)
     if plot is not None:
         from ..evaluation.plots import plot_comparison
 
         curves = {name: precision_recall_curve(judgments, run, complete=complete, trec_eval=rules)
                   for name, run in loaded.items()}
         plot_comparison(result, curves, plot, dpi=dpi)
-        console(stderr=True).print(f"plot -> {plot}")
+        say(f"plot -> {plot}", stderr=True)
 
 
 def _render_all_pairs(per_query: dict, measures: list[str], test: str, correction: str, trials: int, seed: int,
@@ -285,7 +373,7 @@ def measures_cmd(
 
     Names are case-insensitive and may be written in bm25lab's, trec_eval's (P_10, P.5,10, ndcg_1=3,2=9,
     all_trec), ir_measures' (P(rel=2)@5, nDCG(dcg='exp-log2')@10) or ranx's (hits@10, map@100-l2) syntax;
-    evaluation/MEASURES.md defines each and says where the tools' conventions differ.
+    docs/measures.md defines each and says where the tools' conventions differ.
 
     Example: bm25lab measures
     """
@@ -310,19 +398,20 @@ def measures_cmd(
     if format == "json":
         typer.echo(json.dumps({"measures": rows, "trec_eval_nicknames": list(TREC_NICKNAMES)}, indent=1))
         return
-    from rich.table import Table
+    from .tables import Column, Grid, print_grid
 
-    table = Table(title="measures (bm25lab -m NAME; names are case-insensitive)")
-    for column in ("name", "aliases", "trec_eval", "range", "definition"):
-        table.add_column(column, overflow="fold")
+    grid = Grid("measures (bm25lab -m NAME; names are case-insensitive)",
+                [Column("name", wrap=True), Column("also written", wrap=True), Column("range"),
+                 Column("definition", wrap=True)])
     for row in rows:
-        table.add_row(row["forms"], ", ".join(row["aliases"]), row["trec_eval"] or "", row["kind"], row["definition"])
-    console().print(table)
+        also = [", ".join(row["aliases"]), f"trec_eval: {row['trec_eval']}" if row["trec_eval"] else ""]
+        grid.add_row(row["forms"], "\n".join(filter(None, also)), row["kind"], row["definition"])
+    print_grid(grid)
     renamed = ", ".join(f"trec_eval's {trec} is {ours}" for trec, ours in TREC_RENAMED.items())
     console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000), parameter lists "
                     f"(ndcg_1=3,2=9, utility_2,-1,0,0) and nicknames ({', '.join(TREC_NICKNAMES)}; {renamed}); "
                     "ir_measures' parameters P(rel=2)@5, RR(judged_only=True), nDCG(dcg='exp-log2')@10; ranx's "
-                    "relevance level map@100-l2 and rbp.95. Definitions: evaluation/MEASURES.md.")
+                    "relevance level map@100-l2 and rbp.95. Definitions: docs/measures.md.", highlight=False)
 
 
 @handles_errors

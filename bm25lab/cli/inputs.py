@@ -36,6 +36,9 @@ FORMAT_OPT = typer.Option("--format", help="Document format (default: detected f
 ID_FIELD_OPT = typer.Option("--id-field", help="The field holding the id (JSONL, CSV, TSV with a header).")
 TEXT_FIELDS_OPT = typer.Option("--text-fields", help="Fields to index, comma-separated, e.g. title,text "
                                                      "(JSONL, CSV, TSV with a header, SMART, TREC).")
+TITLE_FIELD_OPT = typer.Option("--title-field", help="The field holding a document's title (shown with its results "
+                                                     "and indexed with its text), e.g. ajName (JSONL, CSV, TSV with a "
+                                                     "header).")
 DUPLICATES_OPT = typer.Option("--duplicates", help="A repeated document id: error, or keep the first or the last.")
 QUERY_FORMAT_OPT = typer.Option("--query-format", help="Queries format (default: detected).")
 TOPIC_FIELD_OPT = typer.Option("--topic-field", help="TREC topics: title, desc, narr or a '+' join (title+desc).")
@@ -67,15 +70,17 @@ def _neither(spec: str, what: str) -> InputError:
 
 
 def documents(source: str, format: Enum, id_field: Optional[str], text_fields: Optional[str],
-              duplicates: Enum) -> tuple[Iterator["Document"], Optional[Callable[[], Optional[int]]]]:
-    """The documents of a file, a folder or a bundled collection, and a way to count them."""
+              duplicates: Enum, title_field: Optional[str] = None
+              ) -> tuple[Iterator["Document"], Optional[Callable[[], Optional[int]]]]:
+    """The documents of a file, a folder or a bundled collection (``title_field``: the field holding each
+    one's title), and a way to count them."""
     from .. import corpora
     from ..engine.sources import read_documents
 
     if bundled(source) is not None:
-        if format.value != "auto" or id_field or text_fields:
-            raise ParameterError(f"{source} is a bundled collection: --format, --id-field and --text-fields are "
-                                 f"for files")
+        if format.value != "auto" or id_field or text_fields or title_field:
+            raise ParameterError(f"{source} is a bundled collection: --format, --id-field, --text-fields and "
+                                 f"--title-field are for files")
         corpus = corpora.get(source)
         if not hasattr(corpus, "docs_path"):  # an ir_datasets collection: its documents as ir_datasets reads them
             return corpus.documents(), None
@@ -85,7 +90,17 @@ def documents(source: str, format: Enum, id_field: Optional[str], text_fields: O
         raise _neither(source, "file or folder")
     docs = read_documents(source, format=None if format.value == "auto" else format.value, id_field=id_field,
                           text_fields=text_fields, duplicates=duplicates.value)
-    return docs, docs.count
+    if title_field is None:
+        return docs, docs.count
+    from ..experiments import titled
+
+    return titled(docs, title_field), docs.count
+
+
+def check_file(path: Path) -> None:
+    """A file the command reads whole (a stopword list, a dictionary): one line when it is missing or a folder."""
+    if not path.is_file():
+        raise InputError("no such file" if not path.exists() else "is a folder, expected a file", path)
 
 
 def queries(spec: str, format: Enum, topic_field: str, ids: Enum, id_field: Optional[str] = None,

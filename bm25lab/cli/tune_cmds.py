@@ -11,8 +11,8 @@ import typer
 from ..engine.errors import ParameterError
 from ..evaluation.tuning import DEFAULT_B_SPEC, DEFAULT_K1_SPEC
 from .feedback_opts import BO1_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
-from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, VARIANT_OPT, BackendName, TableFormat, VariantName,
-                     backend_name, console, handles_errors, note)
+from .common import (BACKEND_OPT, DEFAULT_VARIANT_NAME, K3_OPT, QUIET_OPT, VARIANT_OPT, BackendName, TableFormat,
+                     VariantName, backend_name, console, handles_errors, note, progress_bars, say)
 from .inputs import (QRELS_FORMAT_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT, QUERY_TEXT_FIELDS_OPT,
                      TOPIC_FIELD_OPT, QrelsFormat, QueryFormat, QueryIds)
 
@@ -25,59 +25,60 @@ B_GRID_HELP = f"b values: start:stop:step (stop included) or a comma list. Defau
 
 def _tune_with_progress(index_dir: Path, topics: dict[str, str], judgments: object, measure: str, variant: str,
                         k1_text: Optional[str], b_text: Optional[str], folds: int, k: int,
-                        seed: int, backend: Optional[str], k3: Optional[float] = None) -> "TuneResult":
-    """Load everything, then run :func:`bm25lab.evaluation.tuning.tune` under a progress bar on stderr."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
+                        seed: int, backend: Optional[str], k3: Optional[float] = None,
+                        quiet: bool = False) -> "TuneResult":
+    """Load everything, then run :func:`bm25lab.evaluation.tuning.tune`, its progress on stderr (``quiet``: none)."""
     from ..engine import Index
     from ..evaluation.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, parse_grid, tune
 
     k1_grid = parse_grid(k1_text, "--k1-grid") if k1_text else DEFAULT_K1_GRID
     b_grid = parse_grid(b_text, "--b-grid") if b_text else DEFAULT_B_GRID
     idx = Index.load(index_dir, backend=backend)
-    columns = (TextColumn("[bold]tuning k1 x b"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn())
     started = time.perf_counter()
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("grid", total=len(k1_grid) * len(b_grid))
-
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    with progress_bars(quiet) as bars:
+        advance = bars.points("tuning k1 x b", len(k1_grid) * len(b_grid))
         result = tune(idx, topics, judgments, measure=measure, variant=variant, k1_grid=k1_grid, b_grid=b_grid,
                       folds=folds, k=k, seed=seed, progress=advance, k3=k3)
     elapsed = time.perf_counter() - started
     points = len(k1_grid) * len(b_grid)
-    console(stderr=True).print(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s "
-                               f"({result.depth} results per query)")
+    say(f"{points} grid points x {result.num_queries} queries in {elapsed:.1f} s ({result.depth} results per query)",
+        stderr=True)
     return result
 
 
 def _print_tables(result: "TuneResult") -> None:
     """A summary table and a table of the folds' choices, for people."""
-    from rich.table import Table
-
     from ..engine.scoring import DEFAULT_B, DEFAULT_K1
+    from .tables import Column, Grid, print_grid
 
     m = result.measure
     k3 = "" if result.k3 is None else f", k3 {result.k3:g}"
-    summary = Table(title=f"tune {m} ({result.variant}{k3}, {result.num_queries} queries, "
-                          f"{len(result.k1_grid)} x {len(result.b_grid)} grid)")
-    for name, justify in (("", "left"), ("k1", "right"), ("b", "right"), (m, "right")):
-        summary.add_column(name, justify=justify)
+    summary = Grid(f"tune {m} ({result.variant}{k3}, {result.num_queries} queries, {len(result.k1_grid)} x "
+                   f"{len(result.b_grid)} grid)", [Column(""), Column("k1", "right"), Column("b", "right"),
+                                                   Column(m, "right")])
     cv = f"{len(result.folds)}-fold CV"
     summary.add_row("best on all queries", f"{result.best['k1']:g}", f"{result.best['b']:g}", f"{result.best_mean:.4f}")
     summary.add_row("default", f"{DEFAULT_K1:g}", f"{DEFAULT_B:g}", f"{result.default_mean:.4f}")
     summary.add_row(f"{cv}, train mean", "per fold", "per fold", f"{result.train_mean:.4f}")
     summary.add_row(f"{cv}, held-out mean", "per fold", "per fold", f"{result.test_mean:.4f}")
-    console().print(summary)
-    folds = Table(title="parameters chosen in each fold")
-    for name in ("fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}"):
-        folds.add_column(name, justify="right")
+    print_grid(summary)
+    folds = Grid("parameters chosen in each fold", [Column(name, "right", wrap=True) for name in (
+        "fold", "held-out queries", "k1", "b", f"train {m}", f"held-out {m}")])
     for f in result.folds:
         folds.add_row(str(f.index), str(f.num_test_queries), f"{f.k1:g}", f"{f.b:g}", f"{f.train_mean:.4f}",
                       f"{f.test_mean:.4f}")
-    console().print(folds)
+    print_grid(folds)
+
+
+def tune_json(result: "TuneResult") -> dict:
+    """The JSON of ``tune``: the library's (best point, means, folds) with the measure, the best point's value
+    and the whole grid (each k1 a row of means over the b values)."""
+    import math
+
+    return {"measure": result.measure, "variant": result.variant, "queries": result.num_queries,
+            **result.to_dict(), "best_mean": result.best_mean,
+            "grid": {"k1": list(result.k1_grid), "b": list(result.b_grid),
+                     "mean": [[None if math.isnan(v) else float(v) for v in row] for row in result.grid.tolist()]}}
 
 
 @handles_errors
@@ -109,6 +110,7 @@ def tune(
     fb_docs_grid: Annotated[str, typer.Option("--fb-docs-grid", help="With a feedback method: feedback documents to try, a comma list.")] = "5,10,20",
     fb_terms_grid: Annotated[str, typer.Option("--fb-terms-grid", help="With a feedback method: feedback terms to try, a comma list.")] = "5,10,20",
     original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
+    quiet: Annotated[bool, QUIET_OPT] = False,
 ) -> None:
     """Grid-search BM25's k1 and b with k-fold cross-validation over the judged queries; with --rm3, --bo1 or
     --rocchio, the feedback's documents x terms instead (at one k1 and b: the defaults, or one-value grids).
@@ -124,6 +126,9 @@ def tune(
         from ..evaluation.plots import check_plot_path
 
         check_plot_path(plot)
+    from .engine_cmds import check_order
+
+    check_order(directory, queries, "bm25lab tune DIR QUERIES QRELS")
     judgments = read_judgments(qrels, qrels_format)
     topics = read_topics(queries, query_format, topic_field, query_ids, query_id_field, query_text_fields)
     feedback = chosen_feedback(rm3, bo1, rocchio, None, None, original_query_weight)
@@ -132,9 +137,9 @@ def tune(
                        fb_docs_grid, fb_terms_grid, folds, k, seed, backend_name(backend), format)
         return
     result = _tune_with_progress(directory, topics, judgments, measure, variant.value, k1_grid, b_grid, folds, k, seed,
-                                 backend_name(backend), k3)
+                                 backend_name(backend), k3, quiet)
     if format is TableFormat.json:
-        typer.echo(json.dumps(result.to_dict(), indent=1))
+        typer.echo(json.dumps(tune_json(result), indent=1))
     else:
         _print_tables(result)
     for warning in result.on_edge:
@@ -143,7 +148,7 @@ def tune(
         from ..evaluation.plots import plot_heatmap
 
         plot_heatmap(result.k1_grid, result.b_grid, result.grid, plot, result.measure, dpi=dpi)
-        console(stderr=True).print(f"heat map -> {plot}")
+        say(f"heat map -> {plot}", stderr=True)
 
 
 def _one_value(text: Optional[str], name: str, default: float) -> float:

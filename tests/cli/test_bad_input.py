@@ -297,7 +297,7 @@ def test_bad_qrels_and_runs_name_file_and_line(case: str, judged: Path, tmp_path
         fails(["compare", str(files["qrels"]), str(judged / "run"), str(bad)], f"{bad}{fragment}")
 
 
-@pytest.mark.parametrize("measure, fragment", [("nDCG@x", "unknown measure 'nDCG@x'; known: P@k"),
+@pytest.mark.parametrize("measure, fragment", [("nDCG@x", "unknown measure 'nDCG@x'; nDCG is written nDCG, nDCG@k (names are"),
                                                ("P@0", "measure 'P@0'"), ("bogus", "unknown measure 'bogus'")])
 def test_unknown_measure_and_bad_cutoff(measure: str, fragment: str, judged: Path) -> None:
     # a measure the command cannot take is bad usage (exit 2), in one line

@@ -54,7 +54,7 @@ def test_smart_documents_queries_and_qrels_need_no_conversion(cran: Path) -> Non
                 "trec")
     assert "read as Cranfield qrels" in result.stderr  # the guess is said, with the way to choose otherwise
     names = [line.split("\t")[0].strip() for line in result.stdout.splitlines()]
-    assert names == ["runid", "num_q", "P_5", "P_10", "ndcg_cut.10"]  # a list spelled out as trec_eval prints it
+    assert names == ["runid", "num_q", "P_5", "P_10", "ndcg_cut_10"]  # trec_eval's names, as it prints them
 
 
 def test_ids_as_given_against_qrels_numbering_by_position_is_noted(cran: Path) -> None:
@@ -159,7 +159,7 @@ def test_trec_eval_options_and_nicknames(cran: Path) -> None:
     lines = [line.split("\t") for line in every.stdout.splitlines()]
     assert {q for _, q, _ in lines} == {"all", *map(str, range(1, 9))}  # -q: per query too
     assert {m.strip() for m, _, _ in lines} >= {"map", "P_5", "P_1000", "ndcg_cut_20", "success_1", "set_F", "gm_map",
-                                                "infAP", "RBP_graded", "Rprec_mult_0.20", "unj_20"}
+                                                "infAP", "rbp", "Rprec_mult_0.20", "unj_20"}  # rbp: trec_eval's name
     deep = json.loads(ok("evaluate", SMART / "cranqrel", cran / "all.run", "-M", "5", "-m", "num_ret", "--format",
                          "json").stdout)
     assert all(v["num_ret"] == 5.0 for v in deep["per_query"].values())

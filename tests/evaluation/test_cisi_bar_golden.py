@@ -29,7 +29,7 @@ from bm25lab.evaluation.report import to_trec
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 CISI = Path(__file__).resolve().parents[1] / "data" / "raw" / "cisi"  # ../shared/corpora/cisi, byte for byte
 # trec_eval 10.0 rounds the rank that reaches a recall level (lround); bm25lab's default rules are 9.0.8's
-# (long)(x + 0.9), the rule pytrec_eval and most published figures use (MEASURES.md); --trec-eval 10 has 10.0's
+# (long)(x + 0.9), the rule pytrec_eval and most published figures use (docs/measures.md); --trec-eval 10 has 10.0's
 TREC_EVAL_10_RULES = ("iprec_at_recall_", "11pt_avg")
 TREC_NAMES = {ours: theirs for theirs, ours in TREC_RENAMED.items()}  # RBP_graded is trec_eval's rbp
 

@@ -1,5 +1,5 @@
 """Measure names in the field's syntaxes, with the field's meanings: ir_measures' names checked against
-ir_measures itself per query, ranx's and trec_eval's against their definitions (``evaluation/MEASURES.md``,
+ir_measures itself per query, ranx's and trec_eval's against their definitions (``docs/measures.md``,
 "Names")."""
 from __future__ import annotations
 

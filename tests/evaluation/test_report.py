@@ -32,7 +32,11 @@ def rendered(table: Table) -> str:
 def test_trec_text_follows_trec_evals_layout(result):
     text = to_trec({"bm25": result}, per_query=True)
     lines = text.splitlines()
-    assert lines[0] == f"{'runid':<22}\tall\tbm25"
+    runid = lines.index(f"{'runid':<22}\tall\tbm25")  # after the queries' lines, before num_q: trec_eval's place
+    assert lines[runid + 1] == f"{'num_q':<22}\tall\t2" and all("\tall\t" in line for line in lines[runid:])
+    assert all("\tall\t" not in line for line in lines[:runid])
+    # trec_eval's order (num_ret, map, ..., ndcg_cut), then bm25lab's own measures as given
+    assert [line.split()[0] for line in lines[:runid] if "\t1\t" in line] == ["num_ret", "AP", "nDCG@10", "AUC"]
     assert f"{'AP':<22}\t1\t1.0000" in lines and f"{'AP':<22}\t2\t0.5000" in lines
     assert f"{'num_ret':<22}\t2\t3" in lines  # counts print as integers
     assert f"{'num_q':<22}\tall\t2" in lines
@@ -100,7 +104,7 @@ def test_a_single_result_is_named_by_its_run(tmp_path, result):
     (tmp_path / "q.trec").write_text("".join(f"{q} 0 {d} {g}\n" for q, j in QRELS.items() for d, g in j.items()))
     named = evaluate(read_qrels(tmp_path / "q.trec"), read_run(tmp_path / "r.trec"), ["AP"])
     assert json.loads(to_json(named))["run"] == "tagged"
-    assert to_trec(named).splitlines()[0].endswith("\ttagged")
+    assert to_trec(named).splitlines()[0] == f"{'runid':<22}\tall\ttagged"
 
 
 def test_notes_of_text_measures_and_of_trec_eval_10s_missing_queries():

@@ -4,7 +4,7 @@
 
 The runs leave out every fifth judged query, so with ``-c`` those count as 0 and the means differ from
 the default's. Every per-query value and every mean of the measures trec_eval 10.0 and 9.0.8 define
-alike (evaluation/MEASURES.md) must equal trec_eval's printed 4 decimals (to half a unit of the last),
+alike (docs/measures.md) must equal trec_eval's printed 4 decimals (to half a unit of the last),
 through the library and through ``bm25lab evaluate -c``; num_ret and num_rel_ret exactly.
 """
 from __future__ import annotations

@@ -127,7 +127,7 @@ def _agrees(name: str, qid: str, mine, theirs: str) -> bool:
     if math.isnan(value):
         if name.startswith(("iprec_at_recall", "11pt_avg")):
             # trec_eval divides 0 by 0 when nothing is retrieved (-J left no document); bm25lab says 0,
-            # so its mean is a number where trec_eval's is NaN (evaluation/MEASURES.md)
+            # so its mean is a number where trec_eval's is NaN (docs/measures.md)
             return qid == "all" or mine == 0.0
         return mine is None  # 0/0 in trec_eval (Rndcg with no level change): no value here
     return mine is not None and abs(mine - value) <= TOLERANCE * max(1.0, abs(value))

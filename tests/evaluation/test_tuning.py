@@ -255,8 +255,10 @@ def test_cli_json_matches_the_library(cli_files, coarse) -> None:
     result = runner.invoke(app, ["tune", *cli_files, "-m", "nDCG@10", *COARSE_ARGS, "--format", "json"])
     assert result.exit_code == 0, result.output + result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"best", "train_mean", "test_mean", "default_mean", "folds", "on_edge"}
+    assert set(doc) == {"measure", "variant", "queries", "best", "best_mean", "train_mean", "test_mean",
+                        "default_mean", "folds", "on_edge", "grid"}
     expected = coarse[0].to_dict()
+    assert doc["best_mean"] == coarse[0].best_mean and doc["grid"]["mean"] == coarse[0].grid.tolist()
     assert doc["best"] == expected["best"] and len(doc["folds"]) == 3
     for key in ("train_mean", "test_mean", "default_mean"):
         assert doc[key] == pytest.approx(expected[key], abs=1e-12)

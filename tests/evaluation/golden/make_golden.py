@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # the measures whose definitions trec_eval 10.0 and 9.0.8 (bm25lab's reference) share: not num_rel
-# (10.0 counts it for missing queries under -c) nor iprec_at_recall/11pt_avg (rounding): MEASURES.md
+# (10.0 counts it for missing queries under -c) nor iprec_at_recall/11pt_avg (rounding): docs/measures.md
 MEASURES = ("map", "P.5,10,30", "recip_rank", "ndcg", "ndcg_cut.10,20", "recall.10,100", "bpref", "Rprec",
             "success.1,10", "map_cut.10,100", "num_ret", "num_rel_ret")
 CASES = {  # golden file stem: (collection, trec_eval flags); without -c, 10.0 exits (status 4) on a judged
