@@ -1,4 +1,4 @@
-"""Compile the numba kernels ahead (search, building, jieba's segmentation), for the argument types
+"""Compile the numba kernels ahead (search, building), for the argument types
 an index gives them, and mark the installation compiled (what ``backend="auto"`` asks before it counts on loading them cheaply).
 
     python -m bm25lab.engine.warmup
@@ -8,7 +8,6 @@ an index gives them, and mark the installation compiled (what ``backend="auto"``
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -18,16 +17,14 @@ import numpy as np
 from .backends.numba_backend import NumbaBackend, mark_compiled
 from .index import Index
 from .retrieval import posting_pairs
-from .segmentation import CompiledJieba, cached_dictionary, dictionary_arrays
-from .tokenization import Tokenizer, _dictionary_source, _jieba_tokenizer
+from .tokenization import Tokenizer
 
 __all__ = ["compile_all"]
 
 
 def compile_all() -> Path:
     """Compile (or load) every kernel for the argument types an index gives them, built in memory
-    and memory-mapped from disk, then mark the installation compiled; returns the marker. jieba's
-    compiled dictionary and the Unicode tables are cached on the way (``cache_dir()``)."""
+    and memory-mapped from disk, then mark the installation compiled; returns the marker."""
     docs = [(f"d{i}", " ".join(f"w{(i * j) % 23}" for j in range(1 + i % 7))) for i in range(64)]
     queries = {"q1": "w1 w2 w3", "q2": "w5 w5", "q3": "nothing"}
     with tempfile.TemporaryDirectory(prefix="bm25lab-compile-") as folder:
@@ -44,12 +41,6 @@ def compile_all() -> Path:
                         _widen_codes(index)
                         index.search_many(queries, k=5, variant=variant, workers=1)
                     index.search("w1 w2", k=5, variant=variant)
-    jieba_tokenizer = _jieba_tokenizer(None)  # jieba's dictionary compiled, and cached for the next process
-    source = _dictionary_source(sys.modules["jieba"], None)
-    compiled = CompiledJieba.from_arrays(cached_dictionary(
-        source, lambda: dictionary_arrays(jieba_tokenizer.FREQ, jieba_tokenizer.total)))
-    compiled.cut("我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n")
-    compiled.packed_terms(["我来到北京清华大学, 常在较陡峭的礁岸 1-2\r\n", "ΣΑ"], frozenset({"的"}))
     return mark_compiled()
 
 

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from ..scoring import Params
 
 KERNELS = f"{__package__}._kernels"
-SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engine.segmentation)
 READER_KERNELS = "bm25lab.evaluation._reader_kernels"  # the compiled TREC run reader
 # What ``auto`` counts loading the cached kernels as (measured 0.3-0.4 s: importing numba ~0.26 s,
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
@@ -65,11 +64,6 @@ def loaded() -> bool:
 def kernels() -> ModuleType:
     """The kernel module (imports numba; compiles nothing yet)."""
     return _import(KERNELS)
-
-
-def segment_kernels() -> ModuleType:
-    """The kernels of jieba's segmentation (imports numba; compiles nothing yet)."""
-    return _import(SEGMENT_KERNELS)
 
 
 def reader_kernels() -> ModuleType:
@@ -122,7 +116,7 @@ def _marker() -> Path:
     from importlib.metadata import version
 
     here = Path(__file__).resolve().parent
-    sources = [here / "_kernels.py", here / "_segment_kernels.py", here.parent / "retrieval.py"]
+    sources = [here / "_kernels.py", here.parent / "retrieval.py"]
     facts = [version("numba"), sys.version, *(f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)]
     name = f"bm25lab-kernels-{hashlib.sha256(chr(10).join(facts).encode()).hexdigest()[:20]}.compiled"
     beside = here / "__pycache__"
@@ -144,7 +138,7 @@ def ready() -> bool:
 
 def numba_loaded() -> bool:
     """Whether this process has loaded one of bm25lab's kernel modules (so numba is imported and set up)."""
-    return KERNELS in sys.modules or SEGMENT_KERNELS in sys.modules
+    return KERNELS in sys.modules
 
 
 def load_seconds() -> float:
