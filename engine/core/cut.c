@@ -220,6 +220,8 @@ static int reserve(Cut *k, int64_t size)
 {
     if (size <= k->cap)
         return OK;
+    if (size > PY_SSIZE_T_MAX / 64)
+        return NOMEM; /* the arrays' bytes would overflow */
     int64_t cap = k->cap > 0 ? k->cap : 64;
     while (cap < size)
         cap *= 2;
