@@ -1,32 +1,37 @@
-"""jieba's precise segmentation compiled: the words of ``jieba.Tokenizer.lcut`` (jieba 0.42.1, HMM on),
-many times faster, for the tokenizer's ``zh`` and ``auto`` analysis.
+"""jieba's precise cut in the compiled core: the words of ``jieba.Tokenizer.lcut`` (jieba 0.42.1, HMM on),
+and the terms the tokenizer's ``zh`` and ``auto`` analyses make of them, many texts in one call.
 
 :class:`CompiledJieba` holds one prefix dictionary (jieba's, with a user dictionary's words added) as
-arrays (a trie) and cuts whole texts in the kernels of :mod:`bm25lab.engine.backends._segment_kernels`.
-The output equals that of the Python replica :func:`bm25lab.engine.tokenization._cut_precise`
-(tests compare them on whole bundled corpora and odd text), which equals jieba's own.
+arrays (a trie in a hash table, :class:`DictionaryArrays`) and cuts whole texts with the core's
+``cut_text`` and ``cut_terms`` (``engine/core/cut.c``). The words equal those of the Python replica
+:func:`bm25lab.engine.tokenization._cut_precise` (tests compare them on whole bundled corpora and
+generated text), which equal jieba's own. The core is part of the installation and costs nothing to
+load, so the tokenizer takes it whenever it is built (:func:`compiled_cut`) and the Python replica
+otherwise; it also keeps the Python cut for a jieba version it was not checked against and while
+jieba's global ``finalseg.Force_Split_Words`` is not empty (a user dictionary word of frequency 0
+fills it).
 
-Loading numba and these kernels costs about half a second, so a process takes the compiled cut only
-once the Python cut's work would have paid for it (the rule of ``backend="auto"``,
-:func:`bm25lab.engine.backends.numba_backend.worth_loading`): a one-shot query never loads numba,
-indexing a Chinese corpus does after its first few hundred thousand characters. It falls back to
-the Python cut for a jieba version it was not checked against and while jieba's global
-``finalseg.Force_Split_Words`` is not empty (a user dictionary word of frequency 0 fills it).
+``cut_terms`` leaves to Python what only Python can tell (:class:`TermRules`): a word with a letter
+whose lowercase depends on its context or is not one character, or a character beyond the BMP; for
+``auto``, English text with letters, digits or marks beyond ASCII, and the Snowball stemming of
+English words (:func:`_settle`).
 
-The compiled dictionary (trie, frequencies and their logarithms, jieba's HMM tables: 25 MB for
-jieba's own dictionary) is cached in ``cache_dir()`` (``$BM25LAB_CACHE_DIR``, else
-``~/.cache/bm25lab``) as ``jieba-compiled-<digest>.arrays``, one file per dictionary, named after
-everything it is made from (:func:`bm25lab.engine.tokenization._dictionary_source`: jieba's version,
-its dictionary and HMM files, the user dictionary's text; :data:`ARRAYS_FORMAT`). A new process
-reads it (about 20 ms) instead of reading jieba's dictionary and building the trie (about 0.5 s).
-A file that is truncated, damaged (CRC-32), of another format or source is made again and
-rewritten, silently; deleting the files only costs that time once.
+The dictionary's arrays (trie, frequencies and their logarithms, jieba's HMM tables: 25 MB for
+jieba's own dictionary) are cached in :func:`cache_dir` (``$BM25LAB_CACHE_DIR``, else
+``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``) as ``jieba-compiled-<digest>.arrays``, one
+file per dictionary, named after everything it is made from
+(:func:`bm25lab.engine.tokenization._dictionary_source`: jieba's version, its dictionary and HMM
+files, the user dictionary's text; :data:`ARRAYS_FORMAT`). A new process reads it (about 20 ms)
+instead of reading jieba's dictionary into Python and building the trie (about 0.6 s). A file that
+is truncated, damaged (CRC-32), of another format or source, or not a regular file, is made again
+and rewritten (atomically, by renaming a new file over it), silently; deleting the files only costs
+that time once.
 
 ``$BM25LAB_SEGMENTER`` (:data:`SEGMENTERS`) chooses the cut for a process and the tokenizer
-workers it forks: ``auto`` (the default, as above), ``python`` (the Python replica, never numba) or
-``jieba`` (jieba's own ``Tokenizer.lcut`` / ``lcut_for_search``: the reference the others are
-tested against, and the slowest). All three give the same words, so an index built under one
-analyses queries identically under another; ``jieba`` exists to measure and check that.
+workers it forks: ``auto`` (the default: the core when it is built), ``python`` (the Python
+replica) or ``jieba`` (jieba's own ``Tokenizer.lcut`` / ``lcut_for_search``: the reference the
+others are tested against, and the slowest). All three give the same words, so an index built under
+one analyses queries identically under another; ``python`` and ``jieba`` exist to measure and check.
 """
 from __future__ import annotations
 
@@ -34,26 +39,27 @@ import hashlib
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["ARRAYS_FORMAT", "CompiledJieba", "DictionaryArrays", "SEGMENTERS", "SEGMENTER_VARIABLE", "arrays_cache_path",
-           "PackedTerms", "cached_arrays", "cached_dictionary", "compiled_of", "dictionary_arrays", "nfkc_many", "read_arrays", "segmenter", "unpack_terms",
-           "write_arrays"]
+__all__ = ["ARRAYS_FORMAT", "CompiledJieba", "DictionaryArrays", "PackedTerms", "SEGMENTERS", "SEGMENTER_VARIABLE",
+           "TermRules", "arrays_cache_path", "cache_dir", "cached_arrays", "cached_dictionary", "compiled_cut",
+           "core_cut", "dictionary_arrays", "nfkc_many", "read_arrays", "segmenter", "unpack_terms", "write_arrays"]
 
 SEGMENTER_VARIABLE = "BM25LAB_SEGMENTER"
 SEGMENTERS = {
-    "auto": "the compiled cut once it pays for loading numba, the Python replica before it (default)",
-    "python": "the Python replica of jieba's cut (tokenization._cut_precise); numba is never loaded",
+    "auto": "the compiled core's cut when it is built, else the Python replica (default)",
+    "python": "the Python replica of jieba's cut (tokenization._cut_precise), never the core's",
     "jieba": "jieba's own Tokenizer.lcut and lcut_for_search: the reference, and the slowest",
 }
 """Registry of ``$BM25LAB_SEGMENTER`` values: which implementation of jieba's cut a process uses
@@ -68,12 +74,48 @@ def segmenter() -> str:
         raise ParameterError(f"{SEGMENTER_VARIABLE}={name!r} is not a segmenter; choose one of: {', '.join(SEGMENTERS)}")
     return name
 
-# Seconds of the Python cut per character (Cranfield-era machine: 12.5 s for 5.8 M characters of
-# CMRC 2018 and LeCaRD): what the compiled cut saves, counted against the cost of loading it.
-PYTHON_SECONDS_PER_CHAR = 2e-6
-CHECKED_JIEBA_VERSIONS = frozenset({"0.42.1"})
 
-_STATES = "BEMS"  # the kernels' state numbers are positions in this string (jieba's letters, sorted)
+def cache_dir() -> Path:
+    """Per-user cache directory: ``$BM25LAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``."""
+    explicit = os.environ.get("BM25LAB_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".cache"
+    return base / "bm25lab"
+
+
+def core_cut() -> Any | None:
+    """The compiled core when it is built with the cut (``build_trie``, ``cut_text``, ``cut_terms``), else None."""
+    from .core import kernels
+
+    core = kernels()
+    return core if core is not None and hasattr(core, "cut_terms") else None
+
+
+# jieba's HMM reads the Han characters U+4E00..U+9FD5 (finalseg's re_han); cut.c checks the emit table's width
+HAN_FIRST, HAN_LAST = 0x4E00, 0x9FD5
+_STATES = "BEMS"  # the core's state numbers are positions in this string (jieba's letters, sorted)
+
+# bits of the core's ``classes`` table (cut.c: ALNUM, ENGLISH)
+ALNUM, ENGLISH = 1, 2
+# kinds of the rows of cut_terms' fixups (cut.c: TELL, STEM, ENGLISH_TEXT)
+TELL, STEM, ENGLISH_TEXT = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class TermRules:
+    """What Python tells of the terms the core makes: the analysis's own rules
+    (:mod:`bm25lab.engine.tokenization`). ``english`` set: ``auto`` (Han runs cut, the rest by the
+    English path), else ``zh`` (whole texts cut)."""
+
+    stopwords: frozenset[str]
+    tell: Callable[[str], str]
+    """A word of the cut the core leaves to Python: its term (lowercase) if it holds a letter or digit, else ""."""
+    english: Callable[[str], list[str]] | None = None
+    """auto: the terms of a stretch of text by the English path (stopwords dropped, stemmed when stemming)."""
+    stem: Callable[[list[str]], list[str]] | None = None
+    """auto with stemming: Snowball stems of English words."""
 
 
 class CompiledJieba:
@@ -90,41 +132,44 @@ class CompiledJieba:
         return compiled
 
     def _setup(self, arrays: DictionaryArrays, kernels: Any | None) -> None:
-        from .backends import numba_backend
-
-        self._kernels = kernels or numba_backend.segment_kernels()
+        self._kernels = kernels or _required_core()
         self.arrays = arrays
-        self._table, self._parent, self._last = arrays.table, arrays.parent, arrays.last
-        self._freq, self._log_freq, self._log_total = arrays.freq, arrays.log_freq, arrays.log_total
-        self._emit, self._start_p, self._trans, self._prev = arrays.emit, arrays.start_p, arrays.trans, arrays.prev
+        self._dictionary = arrays.kernel_args()
         self._stop_tries: dict[frozenset[str], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def cut(self, text: str) -> list[str]:
         """``jieba.Tokenizer(...).lcut(text)`` for this dictionary."""
-        ends = self._ends(self._codes(text)).tolist()
-        return [text[a:b] for a, b in zip([0, *ends], ends)]
+        codes = _codes(text)
+        ends = np.empty(len(codes), np.int64)
+        count = self._kernels.cut_text(codes, self._dictionary, ends)
+        stops = ends[:count].tolist()
+        return [text[a:b] for a, b in zip([0, *stops], stops)]
 
-    def packed_terms(self, texts: list[str], stopwords: frozenset[str]) -> tuple[str, list[int]]:
-        """The terms of each of ``texts`` (the words of :meth:`cut` that hold a letter or digit,
-        lowercased, less ``stopwords``), packed: one string holding every term followed by a line
-        feed, and each text's number of terms
-        (:func:`unpack_terms` makes the lists). One kernel call cuts, judges, lowercases and drops
-        stopwords for all the texts; Python only tells the rare words the kernel cannot (letters
-        with a case beyond ASCII, characters beyond the BMP)."""
-        codes = self._codes("".join(texts))
+    def packed_terms(self, texts: list[str], rules: TermRules) -> tuple[str, list[int]]:
+        """The terms of each of ``texts`` (NFKC already), packed: one string holding every term
+        followed by a line feed, and each text's number of terms (:func:`unpack_terms` makes the lists).
+        ``zh`` (``rules.english`` None): the words of :meth:`cut` that hold a letter or digit,
+        lowercased, less the stopwords. ``auto``: each run of Han characters cut so, the text
+        between them by the English path. One core call does it all for every text; Python only
+        finishes what the core lists (:func:`_settle`)."""
+        codes = _codes("".join(texts))
+        size = len(codes)
         text_ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
-        out, counts, odd = self._kernels.chunk_terms(
-            codes, text_ends, self._table, self._parent, self._last, self._freq, self._log_freq, self._log_total,
-            self._emit, self._start_p, self._trans, self._prev, _alnum_table(), _lower_table(),
-            *self._stop_trie(stopwords))
-        joined = out.tobytes().decode("utf-32-le", "surrogatepass")
-        if len(odd):
-            return _settle_odd(joined, counts.tolist(), odd.tolist(), stopwords)
+        out = np.empty(2 * size + 1, np.uint32)
+        counts = np.empty(len(texts), np.int64)
+        fixups = np.empty((size, 4), np.int64)
+        tables = _unicode_tables()
+        written, n_fixups = self._kernels.cut_terms(
+            codes, text_ends, self._dictionary, tables["lower"], tables["classes"], self._stop_trie(rules.stopwords),
+            rules.english is not None, rules.stem is not None, out, counts, fixups)
+        joined = out[:written].tobytes().decode("utf-32-le", "surrogatepass")
+        if n_fixups:
+            return _settle(joined, counts.tolist(), fixups[:n_fixups].tolist(), rules)
         return joined, counts.tolist()
 
     def _stop_trie(self, stopwords: frozenset[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``stopwords`` as a trie for :func:`chunk_terms` (every prefix a key, whole words flagged 1),
-        made once per stopword set."""
+        """``stopwords`` as a trie for ``cut_terms`` (every prefix a key, whole words flagged 1), made
+        once per stopword set."""
         trie = self._stop_tries.get(stopwords)
         if trie is None:
             flags: dict[str, int] = {}
@@ -133,40 +178,53 @@ class CompiledJieba:
                     flags.setdefault(word[:i], 0)
             flags.update(dict.fromkeys(stopwords, 1))
             flags.pop("", None)
-            table, parent, last = self._kernels.build_trie(*_key_arrays(list(flags)))
-            trie = (table, parent, last, np.fromiter(flags.values(), dtype=np.uint8, count=len(flags)))
+            trie = (*_trie(self._kernels, list(flags)), np.fromiter(flags.values(), dtype=np.uint8, count=len(flags)))
             if len(self._stop_tries) >= 8:
                 self._stop_tries.clear()
             self._stop_tries[stopwords] = trie
         return trie
 
-    def _codes(self, text: str) -> np.ndarray:
-        return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
-    def _ends(self, codes: np.ndarray) -> np.ndarray:
-        return self._kernels.cut_text(codes, self._table, self._parent, self._last, self._freq, self._log_freq,
-                                      self._log_total, self._emit, self._start_p, self._trans, self._prev)
+def _required_core() -> Any:
+    core = core_cut()
+    if core is None:
+        raise RuntimeError("the compiled core is not built: jieba's cut runs in Python (tokenization._cut_precise)")
+    return core
+
+
+def _codes(text: str) -> np.ndarray:
+    """The code points of ``text`` (lone surrogates included) as uint32."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
 def _key_arrays(keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Trie keys as the kernels read them: their code points end to end, each key's start and length."""
-    cps = np.frombuffer("".join(keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    """Trie keys as the core reads them: their code points end to end, each key's start and length."""
+    cps = _codes("".join(keys))
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     return cps, np.cumsum(lengths) - lengths, lengths
 
 
+def _trie(kernels: Any, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``keys`` (every prefix of a key a key) as the core's trie: a hash table of a power of two, at
+    least ``2 * len(keys) + 2`` slots (slot -> key id), each key's parent key and last character."""
+    table = np.empty(1 << (2 * len(keys) + 1).bit_length(), np.int64)
+    parent, last = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
+    kernels.build_trie(*_key_arrays(keys), table, parent, last)
+    return table, parent, last
+
+
 # ---------------------------------------------------------------------------------------------
-# The compiled dictionary as arrays, and their cache on disk
+# The dictionary as arrays, and their cache on disk
 # ---------------------------------------------------------------------------------------------
 
 ARRAYS_FORMAT = 1
-"""Version of the compiled dictionary's cache file: raise it when the arrays or their layout change."""
+"""Version of the dictionary arrays' cache file: raise it when the arrays or their layout change."""
 _ARRAYS_MAGIC = b"bm25lab-compiled-jieba\n"
 
 
 @dataclass(frozen=True)
 class DictionaryArrays:
-    """One prefix dictionary and jieba's HMM as the kernels read them: the trie (hash-table slots,
+    """One prefix dictionary and jieba's HMM as the core reads them: the trie (hash-table slots,
     each key's parent and last character), each key's frequency and its ``math.log`` (0.0 for a
     prefix), ``log(total)``, and the HMM's emission, start, transition and predecessor tables
     (:func:`_hmm_tables`)."""
@@ -182,44 +240,87 @@ class DictionaryArrays:
     prev: np.ndarray
     log_total: float
 
+    def kernel_args(self) -> tuple[Any, ...]:
+        """The ``dictionary`` argument of the core's ``cut_text`` and ``cut_terms``."""
+        return (self.table, self.parent, self.last, self.freq, self.log_freq, self.emit, self.start_p, self.trans,
+                self.prev, self.log_total)
+
 
 _ARRAY_DTYPES = {"table": np.int64, "parent": np.int64, "last": np.int64, "freq": np.int64, "log_freq": np.float64,
                  "emit": np.float64, "start_p": np.float64, "trans": np.float64, "prev": np.int64}
-"""The dtype of each array: the types the kernels were compiled for (another one would compile them anew)."""
+"""The dtype of each array: the types the core takes."""
 
 
 def dictionary_arrays(freq: dict[str, int], total: int, kernels: Any | None = None) -> DictionaryArrays:
     """``freq`` (word -> frequency, prefixes 0) and ``total`` as :class:`DictionaryArrays`, the trie
-    built by the ``build_trie`` kernel; jieba's HMM from ``jieba.finalseg``."""
-    if kernels is None:
-        from .backends import numba_backend
-
-        kernels = numba_backend.segment_kernels()
-    keys = list(freq)
-    cps, starts, lengths = _key_arrays(keys)
-    table, parent, last = kernels.build_trie(cps, starts, lengths)
+    built by the core's ``build_trie``; jieba's HMM from ``jieba.finalseg``. The logarithms are
+    Python's ``math.log``, as the Python cut takes them."""
+    table, parent, last = _trie(kernels or _required_core(), list(freq))
     log_freq = np.fromiter((math.log(count) if count else 0.0 for count in freq.values()), dtype=np.float64,
-                           count=len(keys))
-    emit, start_p, trans, prev = _hmm_tables(kernels)
-    return DictionaryArrays(table, parent, last, np.fromiter(freq.values(), dtype=np.int64, count=len(keys)), log_freq,
+                           count=len(freq))
+    emit, start_p, trans, prev = _hmm_tables()
+    return DictionaryArrays(table, parent, last, np.fromiter(freq.values(), dtype=np.int64, count=len(freq)), log_freq,
                             emit, start_p, trans, prev, math.log(total))
+
+
+def _hmm_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """jieba's HMM (``finalseg``) as arrays: emission log-probabilities of the Han characters
+    (MIN_FLOAT where jieba has none), start and transition log-probabilities, predecessor states."""
+    finalseg = sys.modules["jieba.finalseg"]
+    emit = np.full((4, HAN_LAST - HAN_FIRST + 1), finalseg.MIN_FLOAT, dtype=np.float64)
+    for state, table in finalseg.emit_P.items():
+        row = emit[_STATES.index(state)]
+        for char, logp in table.items():
+            if HAN_FIRST <= ord(char) <= HAN_LAST:
+                row[ord(char) - HAN_FIRST] = logp
+    start = np.array([finalseg.start_P.get(s, finalseg.MIN_FLOAT) for s in _STATES], dtype=np.float64)
+    trans = np.array([[finalseg.trans_P[a].get(b, finalseg.MIN_FLOAT) for b in _STATES] for a in _STATES],
+                     dtype=np.float64)
+    prev = np.array([[_STATES.index(p) for p in finalseg.PrevStatus[s]] for s in _STATES], dtype=np.int64)
+    return emit, start, trans, prev
 
 
 def arrays_cache_path(kind: str, source: dict[str, Any]) -> Path:
     """Where the arrays of ``kind`` made from ``source`` (what they depend on, e.g.
-    :func:`bm25lab.engine.tokenization._dictionary_source`) are cached: ``cache_dir()``, under a name
-    that is a digest of ``source`` and :data:`ARRAYS_FORMAT`, so that other sources never read it."""
-    from .tokenization import cache_dir
-
+    :func:`bm25lab.engine.tokenization._dictionary_source`) are cached: :func:`cache_dir`, under a
+    name that is a digest of ``source`` and :data:`ARRAYS_FORMAT`, so that other sources never read it."""
     facts = json.dumps({"format": ARRAYS_FORMAT, "kind": kind, "source": source}, sort_keys=True)
     return cache_dir() / f"{kind}-{hashlib.sha256(facts.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}.arrays"
 
 
+def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write a file by ``write`` atomically: a new temporary file in the same folder (created, never
+    opened through a symbolic link), then ``os.replace``, which replaces whatever ``path`` names (a
+    symbolic link itself, not its target)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened to read, only if it is a regular file: never through a symbolic link, never
+    waiting on a FIFO or device (``OSError`` otherwise)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def write_arrays(path: Path, source: dict[str, Any], arrays: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
-    """Write ``arrays`` and ``scalars`` made from ``source`` atomically (a temporary file in the same
-    folder, then ``os.replace``). Layout: a magic line, one JSON header line (format, source, the
-    scalars as ``float.hex``, each array's name, dtype and shape, payload size and CRC-32), then the
-    arrays' bytes end to end (8-byte items: every array read back is aligned)."""
+    """Write ``arrays`` and ``scalars`` made from ``source`` (:func:`write_atomically`). Layout: a
+    magic line, one JSON header line (format, source, the scalars as ``float.hex``, each array's
+    name, dtype and shape, payload size and CRC-32), then the arrays' bytes end to end (8-byte
+    items: every array read back is aligned)."""
     parts = {name: np.ascontiguousarray(array) for name, array in arrays.items()}
     crc = 0
     for part in parts.values():
@@ -227,29 +328,23 @@ def write_arrays(path: Path, source: dict[str, Any], arrays: dict[str, np.ndarra
     header = {"format": ARRAYS_FORMAT, "source": source, "scalars": {k: float(v).hex() for k, v in scalars.items()},
               "arrays": [[name, part.dtype.str, list(part.shape)] for name, part in parts.items()],
               "bytes": sum(part.nbytes for part in parts.values()), "crc32": crc}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_ARRAYS_MAGIC + json.dumps(header).encode("utf-8", "surrogatepass") + b"\n")
-            for part in parts.values():
-                handle.write(memoryview(part).cast("B"))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(handle: BinaryIO) -> None:
+        handle.write(_ARRAYS_MAGIC + json.dumps(header).encode("utf-8", "surrogatepass") + b"\n")
+        for part in parts.values():
+            handle.write(memoryview(part).cast("B"))
+
+    write_atomically(path, write)
 
 
 def read_arrays(path: Path, source: dict[str, Any],
                 dtypes: dict[str, type]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """The arrays (named and typed as ``dtypes``, in its order) and scalars :func:`write_arrays` wrote
-    for ``source``; ``OSError`` if the file cannot be read, ``ValueError`` if it is another format,
-    made from another source, truncated, overlong, damaged (CRC-32 of the payload) or holds other
-    arrays.
-
-    The payload is read into one writable, aligned buffer (not ``np.load(mmap_mode="r")``): numba
-    types a read-only array differently and would compile the kernels anew for it."""
-    with open(path, "rb") as handle:
+    for ``source``; ``OSError`` if the file cannot be read or is not a regular file
+    (:func:`open_regular`), ``ValueError`` if it is another format, made from another source,
+    truncated, overlong, damaged (CRC-32 of the payload) or holds other arrays. The payload is read
+    into one aligned buffer."""
+    with open_regular(path) as handle:
         if handle.readline(len(_ARRAYS_MAGIC)) != _ARRAYS_MAGIC:
             raise ValueError("not a bm25lab arrays cache")
         header = json.loads(handle.readline(1 << 16))
@@ -305,7 +400,7 @@ def cached_arrays(kind: str, source: dict[str, Any] | None, dtypes: dict[str, ty
 
 
 def cached_dictionary(source: dict[str, Any] | None, make: Callable[[], DictionaryArrays]) -> DictionaryArrays:
-    """:func:`cached_arrays` of a compiled dictionary (:class:`DictionaryArrays`) made from ``source``."""
+    """:func:`cached_arrays` of a dictionary's arrays (:class:`DictionaryArrays`) made from ``source``."""
     def made() -> tuple[dict[str, np.ndarray], dict[str, float]]:
         arrays = make()
         return {name: getattr(arrays, name) for name in _ARRAY_DTYPES}, {"log_total": arrays.log_total}
@@ -315,7 +410,8 @@ def cached_dictionary(source: dict[str, Any] | None, make: Callable[[], Dictiona
 
 
 def _check_dictionary(found: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
-    """``ValueError`` unless the arrays fit together as a :class:`DictionaryArrays`."""
+    """``ValueError`` unless the arrays fit together as a :class:`DictionaryArrays` (the core checks
+    them again, and every key id it reads)."""
     keys = found["parent"].shape
     if (set(scalars) != {"log_total"} or found["table"].ndim != 1 or found["table"].shape[0] < 2 * keys[0] + 2 or
             any(found[name].shape != keys for name in ("last", "freq", "log_freq")) or
@@ -323,6 +419,34 @@ def _check_dictionary(found: dict[str, np.ndarray], scalars: dict[str, float]) -
             found["prev"].shape[0] != 4):
         raise ValueError("a compiled-dictionary cache whose arrays do not fit together")
 
+
+_COMPILED: dict[str, CompiledJieba] = {}
+"""This process's compiled cuts, by user dictionary text ("" for none); forked workers inherit them."""
+
+
+def compiled_cut(key: str, source: Callable[[], dict[str, Any] | None],
+                 dictionary: Callable[[], tuple[dict[str, int], int]]) -> CompiledJieba | None:
+    """The compiled cut of the dictionary ``key`` (a user dictionary's text, "" for jieba's own),
+    made once per process: its arrays read from the cache made from ``source()`` when there is one
+    (:func:`cached_dictionary`), else made from ``dictionary()`` (word -> frequency, and the total)
+    and cached. None when the core is not built."""
+    compiled = _COMPILED.get(key)
+    if compiled is not None:
+        return compiled
+    kernels = core_cut()
+    if kernels is None:
+        return None
+
+    def make() -> DictionaryArrays:
+        return dictionary_arrays(*dictionary(), kernels)
+
+    compiled = _COMPILED[key] = CompiledJieba.from_arrays(cached_dictionary(source(), make), kernels)
+    return compiled
+
+
+# ---------------------------------------------------------------------------------------------
+# NFKC, and the BMP tables cut_terms reads
+# ---------------------------------------------------------------------------------------------
 
 def nfkc_many(texts: list[str]) -> list[str]:
     """``[unicodedata.normalize("NFKC", t) for t in texts]``, several times faster on text that is not
@@ -341,21 +465,16 @@ def nfkc_many(texts: list[str]) -> list[str]:
         if unicodedata.is_normalized("NFKC", text):
             out.append(text)
             continue
-        table = _nfkc_table()  # read or made on first need: text normalised already never needs it
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        table = _unicode_tables()["nfkc"]  # read or made on first need: text normalised already never needs it
+        codes = _codes(text)
         mapped = np.where(codes < 65536, table[np.minimum(codes, 65535)], codes)
         replaced = mapped.tobytes().decode("utf-32-le", "surrogatepass")
         out.append(replaced if unicodedata.is_normalized("NFKC", replaced) else unicodedata.normalize("NFKC", text))
     return out
 
 
-def _nfkc_table() -> np.ndarray:
-    """Every BMP code point mapped to its NFKC form when that is one character, else to itself."""
-    return _unicode_tables()["nfkc"]
-
-
 def _make_nfkc_table() -> np.ndarray:
-    """:func:`_nfkc_table`, computed (0.05 s)."""
+    """Every BMP code point mapped to its NFKC form when that is one character, else to itself (0.05 s)."""
     import unicodedata
 
     table = np.arange(65536, dtype=np.uint32)
@@ -368,10 +487,94 @@ def _make_nfkc_table() -> np.ndarray:
     return table
 
 
+def _make_lower_table() -> np.ndarray:
+    """``ord(c.lower())`` of every BMP character ``c`` (uint32), 0 where Python must lowercase the
+    word: ``c.lower()`` is not one character (``İ``) or depends on the context (``Σ``, final sigma)."""
+    lowered = [chr(c).lower() for c in range(65536)]
+    table = np.fromiter((ord(low) if len(low) == 1 else 0 for low in lowered), dtype=np.uint32, count=65536)
+    table[0x03A3] = 0
+    return table
+
+
+def _make_classes_table() -> np.ndarray:
+    """Bits of every BMP character (uint8): :data:`ALNUM` where ``str.isalnum()`` (a word of the cut
+    holding one is a term; the English words' ``[^\\W_]``), :data:`ENGLISH` where an English rule
+    looks at it: a letter or digit, a combining mark (category M), a zero-width (non-)joiner, or a
+    character ``str.lower`` changes. English text with no ENGLISH character beyond ASCII, but the
+    apostrophes U+2018 and U+2019, is split by ASCII's rules (cut.c)."""
+    import unicodedata
+
+    classes = np.zeros(65536, np.uint8)
+    for code in range(65536):
+        char = chr(code)
+        alnum = char.isalnum()
+        english = (alnum or char.lower() != char or unicodedata.category(char).startswith("M")
+                   or char in "\u200c\u200d")
+        classes[code] = (ALNUM if alnum else 0) | (ENGLISH if english else 0)
+    return classes
+
+
+_UNICODE_DTYPES = {"nfkc": np.uint32, "lower": np.uint32, "classes": np.uint8}
+_UNICODE_TABLES = 2  # the version of the tables' set (1: nfkc, lower, alnum)
+
+
+@lru_cache(maxsize=1)
+def _unicode_tables() -> dict[str, np.ndarray]:
+    """The BMP tables of :func:`_make_nfkc_table`, :func:`_make_lower_table` and
+    :func:`_make_classes_table` (0.2-0.3 s to compute), cached on disk per Python and Unicode version
+    (:func:`cached_arrays`)."""
+    import unicodedata
+
+    source = {"python": sys.version.split()[0], "unicode": unicodedata.unidata_version, "byteorder": sys.byteorder,
+              "tables": _UNICODE_TABLES}
+
+    def make() -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        return {"nfkc": _make_nfkc_table(), "lower": _make_lower_table(), "classes": _make_classes_table()}, {}
+
+    def check(found: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
+        if scalars or any(table.shape != (65536,) for table in found.values()):
+            raise ValueError("a Unicode tables cache of other shapes")
+
+    return cached_arrays("unicode-tables", source, _UNICODE_DTYPES, make, check)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Packed terms
+# ---------------------------------------------------------------------------------------------
+
+def _settle(joined: str, counts: list[int], fixups: list[list[int]], rules: TermRules) -> tuple[str, list[int]]:
+    """The core's packed terms with its ``fixups`` (rows of kind, text, start, end over ``joined``, in
+    order) finished by ``rules``: a word to tell (TELL) lowercased, or dropped when it holds no letter
+    or digit or is a stopword; an English word (STEM) stemmed; English text (ENGLISH_TEXT, written as
+    it is, with no line feed after it) replaced by its terms. Each text's count follows."""
+    stems = iter(rules.stem([joined[a:b] for kind, _, a, b in fixups if kind == STEM])) if rules.stem else iter(())
+    parts: list[str] = []
+    done = 0
+    for kind, text, start, end in fixups:
+        parts.append(joined[done:start])
+        done = end
+        if kind == TELL:
+            term = rules.tell(joined[start:end])
+            if term and term not in rules.stopwords:
+                parts.append(term)
+            else:
+                counts[text] -= 1
+                done = end + 1  # its line feed too
+        elif kind == STEM:
+            parts.append(next(stems))
+        else:
+            assert kind == ENGLISH_TEXT and rules.english is not None, kind
+            terms = rules.english(joined[start:end])
+            counts[text] += len(terms)
+            parts.extend(term + "\n" for term in terms)
+    parts.append(joined[done:])
+    return "".join(parts), counts
+
+
 def unpack_terms(joined: str, counts: list[int]) -> list[list[str]]:
     """The lists of terms that :meth:`CompiledJieba.packed_terms` packed."""
     terms = joined.split("\n")
-    if len(terms) != sum(counts) + 1:  # a term holding a line feed: impossible (see chunk_terms)
+    if len(terms) != sum(counts) + 1:  # a term holding a line feed: impossible (see cut.c)
         raise RuntimeError(f"packed terms do not match their counts ({len(terms) - 1} != {sum(counts)})")
     lists = []
     start = 0
@@ -405,138 +608,3 @@ class PackedTerms:
     def spaced(self) -> str:
         """The terms joined by spaces."""
         return self.joined[:-1].replace("\n", " ")
-
-
-def _settle_odd(joined: str, counts: list[int], odd: list[int], stopwords: frozenset[str]) -> tuple[str, list[int]]:
-    """Packed terms with the kernel's kind-2 terms (numbers ``odd``) told by Python: lowercased,
-    dropped when they hold no letter or digit or are stopwords (their text's count lowered)."""
-    terms = joined.split("\n")
-    text_of = np.repeat(np.arange(len(counts)), counts)
-    dropped = []
-    for number in odd:
-        term = _python_term(terms[number])
-        if term and term not in stopwords:
-            terms[number] = term
-        else:
-            dropped.append(number)
-            counts[text_of[number]] -= 1
-    for number in reversed(dropped):
-        del terms[number]
-    return "\n".join(terms), counts
-
-
-def _python_term(word: str) -> str:
-    """``word`` lowercased if it holds a letter or digit, else "" (as ``tokenization._jieba_terms``'s
-    Python path)."""
-    from .tokenization import _is_word
-
-    return word.lower() if word.isalnum() or _is_word(word) else ""
-
-
-def _alnum_table() -> np.ndarray:
-    """``str.isalnum()`` of every BMP character (uint8)."""
-    return _unicode_tables()["alnum"]
-
-
-def _make_alnum_table() -> np.ndarray:
-    return np.fromiter((chr(c).isalnum() for c in range(65536)), dtype=np.uint8, count=65536)
-
-
-def _lower_table() -> np.ndarray:
-    """``ord(c.lower())`` of every BMP character ``c`` (uint32), 0 where Python must lowercase the
-    word: ``c.lower()`` is not one character (``İ``) or depends on the context (``Σ``, final sigma)."""
-    return _unicode_tables()["lower"]
-
-
-def _make_lower_table() -> np.ndarray:
-    lowered = [chr(c).lower() for c in range(65536)]
-    table = np.fromiter((ord(low) if len(low) == 1 else 0 for low in lowered), dtype=np.uint32, count=65536)
-    table[0x03A3] = 0
-    return table
-
-
-_UNICODE_DTYPES = {"nfkc": np.uint32, "lower": np.uint32, "alnum": np.uint8}
-
-
-@lru_cache(maxsize=1)
-def _unicode_tables() -> dict[str, np.ndarray]:
-    """The BMP tables of :func:`_nfkc_table`, :func:`_lower_table` and :func:`_alnum_table` (0.1-0.2 s
-    to compute), cached on disk per Python and Unicode version (:func:`cached_arrays`)."""
-    import unicodedata
-
-    source = {"python": sys.version.split()[0], "unicode": unicodedata.unidata_version, "byteorder": sys.byteorder}
-
-    def make() -> tuple[dict[str, np.ndarray], dict[str, float]]:
-        return {"nfkc": _make_nfkc_table(), "lower": _make_lower_table(), "alnum": _make_alnum_table()}, {}
-
-    def check(found: dict[str, np.ndarray], scalars: dict[str, float]) -> None:
-        if scalars or any(table.shape != (65536,) for table in found.values()):
-            raise ValueError("a Unicode tables cache of other shapes")
-
-    return cached_arrays("unicode-tables", source, _UNICODE_DTYPES, make, check)[0]
-
-
-def _hmm_tables(kernels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """jieba's HMM (``finalseg``) as arrays: emission log-probabilities of the Han characters
-    (MIN_FLOAT where jieba has none), start and transition log-probabilities, predecessor states."""
-    finalseg = sys.modules["jieba.finalseg"]
-    low, high = kernels.HAN_FIRST, kernels.HAN_LAST
-    emit = np.full((4, high - low + 1), finalseg.MIN_FLOAT, dtype=np.float64)
-    for state, table in finalseg.emit_P.items():
-        row = emit[_STATES.index(state)]
-        for char, logp in table.items():
-            if low <= ord(char) <= high:
-                row[ord(char) - low] = logp
-    start = np.array([finalseg.start_P.get(s, finalseg.MIN_FLOAT) for s in _STATES], dtype=np.float64)
-    trans = np.array([[finalseg.trans_P[a].get(b, finalseg.MIN_FLOAT) for b in _STATES] for a in _STATES],
-                     dtype=np.float64)
-    prev = np.array([[_STATES.index(p) for p in finalseg.PrevStatus[s]] for s in _STATES], dtype=np.int64)
-    return emit, start, trans, prev
-
-
-def compiled_of(user_dict: str | None, num_chars: int) -> CompiledJieba | None:
-    """The compiled cut of jieba's dictionary with ``user_dict``'s words added (the text of a user
-    dictionary) when it may be used and pays for itself now, else None; ``num_chars`` of Python
-    cutting are counted. Made once per process and dictionary, from its cache on disk when there is
-    one (:func:`cached_arrays`: jieba's dictionary is then never read into Python). Always None
-    unless :func:`segmenter` is ``auto``."""
-    if segmenter() != "auto":
-        return None
-    from .tokenization import _dictionary_source, _import_jieba, _jieba_tokenizer
-
-    if user_dict:
-        _jieba_tokenizer(user_dict)  # its words of frequency 0 reach jieba's global Force_Split_Words first
-    jieba_module = _import_jieba()
-    compiled = _COMPILED.get(user_dict or "")
-    if compiled is not None:
-        return compiled if _usable() else None
-    if not _usable():
-        return None
-    from .backends import numba_backend
-
-    _WORK[0] += num_chars
-    loaded = numba_backend.SEGMENT_KERNELS in sys.modules
-    if not (loaded or numba_backend.worth_loading(_WORK[0] * PYTHON_SECONDS_PER_CHAR)):
-        return None
-    kernels = numba_backend.segment_kernels()
-
-    def make() -> DictionaryArrays:
-        jt = _jieba_tokenizer(user_dict)
-        return dictionary_arrays(jt.FREQ, jt.total, kernels)
-
-    arrays = cached_dictionary(_dictionary_source(jieba_module, user_dict), make)
-    compiled = _COMPILED[user_dict or ""] = CompiledJieba.from_arrays(arrays, kernels)
-    return compiled
-
-
-_COMPILED: dict[str, CompiledJieba] = {}
-"""This process's compiled cuts, by user dictionary text ("" for none); forked workers inherit them."""
-_WORK = [0]  # characters this process has cut in Python so far (what the compiled cut would have saved)
-
-
-def _usable() -> bool:
-    jieba_module = sys.modules["jieba"]
-    from .backends import numba_backend
-
-    return (jieba_module.__version__ in CHECKED_JIEBA_VERSIONS and numba_backend.available()
-            and not sys.modules["jieba.finalseg"].Force_Split_Words)

@@ -12,10 +12,29 @@ Every language runs the same chain; only the segmentation step differs (registry
      whitespace) separates words. Words are lowercased and a trailing possessive ``'s`` is dropped.
    - ``zh``: jieba over the whole text, precise mode (``mode="default"``) or ``cut_for_search``
      (``mode="search"``), with an optional user dictionary; words are lowercased.
-   - ``auto`` (default): runs of Han characters go through jieba as in ``zh``, everything between
-     them through the ``en`` path, so ``"iPhone 15 价格"`` gives ``["iphone", "15", "价格"]``.
-     On text without Han characters it equals ``en`` exactly and never imports jieba.
+   - ``auto`` (default): each run of Han characters (``_HAN_RANGES``: U+3400-4DBF, U+4E00-9FFF,
+     U+F900-FAFF, U+20000-3134F) goes through jieba on its own as in ``zh``, everything between the
+     runs through the ``en`` path (stemmed, stopwords of both lists), so ``"iPhone 15 价格"`` gives
+     ``["iphon", "15", "价格"]``. On text without Han characters it equals ``en`` exactly and never
+     imports jieba. The core makes these terms for whole texts at once (``engine/core/cut.c``);
+     :func:`_auto_terms` is their definition.
    - ``whitespace``: already-segmented text, split on whitespace only, case kept.
+
+   Where ``auto``'s terms differ from ``zh``'s, exactly: ``zh`` gives jieba the whole text, whose
+   blocks (``re_han_default``) hold ASCII letters, digits and ``+#&._%-`` as well as the Han
+   characters U+4E00-9FD5; ``auto`` gives jieba each Han run alone. On a Han run that touches none of
+   those ASCII characters both give the same terms. They differ (a) where Han characters meet them:
+   ``zh`` cuts them together, so a dictionary word such as ``B超`` or ``T恤`` is one term and the cut of
+   the Han characters next to them may change (``"做B超"``: ``zh`` ``["做", "b超"]``, ``auto`` ``["做",
+   "b", "超"]``); (b) on all text outside the Han runs: ``zh`` keeps jieba's pieces (runs of ASCII
+   letters and digits as jieba's HMM splits them, so ``3.14%``, ``python3.8`` and ``c++`` are terms;
+   every other character a piece of its own, so ``Ünïcödé`` gives seven terms) and the Chinese
+   stopword list only; ``auto`` applies the English rules (Unicode words, a trailing ``'s`` dropped,
+   English and Chinese stopwords, Snowball stemming: ``3``, ``14``, ``python3``, ``8``, ``ünïcödé``,
+   ``running`` -> ``run``). Why: ``auto`` is for mixed text, whose Latin-script words should match an
+   English query as English words do (stems, stopwords), which jieba does not give them; the price is
+   the few dictionary words that mix Han and Latin characters. (``tests/engine/test_tokenization_auto.py``
+   holds these examples.)
 
 3. Words with no letter or digit are dropped: punctuation and whitespace never become terms.
 4. Stopword removal (exact match against the normalised list).
@@ -31,9 +50,10 @@ in a plain binary format that loads about four times faster than jieba's own mar
 ``initialize()`` is never called, so its "Building prefix dict" log lines are never emitted, and the
 global ``jieba.dt`` tokenizer is never touched. jieba's precise cut is re-implemented here
 (``_cut_precise``) with output identical to ``jieba.Tokenizer.lcut`` (tested against it on real
-and random text) at about twice its speed; other jieba versions fall back to jieba's own ``cut``.
-``$BM25LAB_SEGMENTER=jieba`` makes a process use jieba's own cut throughout, ``python`` the
-replica without the compiled cut (:data:`bm25lab.engine.segmentation.SEGMENTERS`).
+and random text) at about twice its speed, and in the compiled core (``engine/core/cut.c``, through
+:mod:`bm25lab.engine.segmentation`), which takes it whenever the core is built; other jieba versions
+fall back to jieba's own ``cut``. ``$BM25LAB_SEGMENTER=jieba`` makes a process use jieba's own cut
+throughout, ``python`` the replica (:data:`bm25lab.engine.segmentation.SEGMENTERS`).
 """
 from __future__ import annotations
 
@@ -44,18 +64,18 @@ import os
 import re
 import string
 import sys
-import tempfile
 import unicodedata
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import islice
 from math import log
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import IndexFormatError, InputError, ParameterError
-from .segmentation import PackedTerms, compiled_of, nfkc_many, segmenter, unpack_terms
+from .segmentation import (CompiledJieba, PackedTerms, TermRules, cache_dir, compiled_cut, core_cut, nfkc_many,
+                           open_regular, segmenter, unpack_terms, write_atomically)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
@@ -153,16 +173,6 @@ def _stemmer(algorithm: str) -> Any:
     return stemmer
 
 
-def cache_dir() -> Path:
-    """Per-user cache directory: ``$BM25LAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/bm25lab``, else ``~/.cache/bm25lab``."""
-    explicit = os.environ.get("BM25LAB_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".cache"
-    return base / "bm25lab"
-
-
 def _import_jieba() -> Any:
     """Import jieba quietly and without ``pkg_resources``.
 
@@ -202,7 +212,7 @@ def _read_freq_cache(path: Path, stamp: dict[str, Any]) -> tuple[dict[str, int],
     Layout: magic line, one JSON header line (source stamp, total, count, byte sizes), ``count``
     little-endian int64 frequencies, then the ``count`` words as UTF-8 joined by ``\\n``.
     """
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         if handle.readline() != _FREQ_MAGIC:
             raise ValueError("not a prefix-dict cache")
         header = json.loads(handle.readline())
@@ -219,23 +229,19 @@ def _read_freq_cache(path: Path, stamp: dict[str, Any]) -> tuple[dict[str, int],
 
 
 def _write_freq_cache(path: Path, stamp: dict[str, Any], freq: dict[str, int], total: int) -> None:
-    """Write the cache atomically (temporary file in the same directory, then ``os.replace``)."""
+    """Write the cache atomically (:func:`~bm25lab.engine.segmentation.write_atomically`)."""
     words = "\n".join(freq).encode("utf-8")
     freqs = array.array("q", freq.values())
     if sys.byteorder != "little":
         freqs.byteswap()
     header = {"source": stamp, "total": total, "count": len(freq), "words_bytes": len(words)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_FREQ_MAGIC + json.dumps(header).encode("ascii") + b"\n")
-            handle.write(freqs.tobytes())
-            handle.write(words)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(handle: Any) -> None:
+        handle.write(_FREQ_MAGIC + json.dumps(header).encode("ascii") + b"\n")
+        handle.write(freqs.tobytes())
+        handle.write(words)
+
+    write_atomically(path, write)
 
 
 def _dictionary_file(jieba_module: Any) -> tuple[Path, dict[str, Any]]:
@@ -282,7 +288,7 @@ def _dictionary_source(jieba_module: Any, user_dict: str | None) -> dict[str, An
 def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
     """A private ``jieba.Tokenizer`` (one per user dictionary per process), ready without logging;
     ``_bm25lab_user_dict`` on it is the user dictionary's text its words come from (the key of its
-    compiled cut, :func:`bm25lab.engine.segmentation.compiled_of`)."""
+    compiled cut, :func:`_compiled`)."""
     key = user_dict or ""
     tokenizer = _JIEBA.get(key)
     if tokenizer is not None:
@@ -307,7 +313,29 @@ def _jieba_tokenizer(user_dict: str | None) -> "jieba.Tokenizer":
 # ---------------------------------------------------------------------------------------------
 
 _FAST_CUT_JIEBA_VERSIONS = frozenset({"0.42.1"})
-"""jieba versions whose ``Tokenizer.cut(HMM=True)`` ``_cut_precise`` reproduces exactly (tested on real text)."""
+"""jieba versions whose ``Tokenizer.cut(HMM=True)`` ``_cut_precise`` and the core's cut reproduce exactly
+(tested on real text)."""
+
+
+def _compiled(user_dict: str | None) -> CompiledJieba | None:
+    """The compiled core's cut of jieba's dictionary with ``user_dict``'s words added (the text of a
+    user dictionary) when this process may take it: ``$BM25LAB_SEGMENTER`` is ``auto``, the core is
+    built, jieba's version is one it was checked against and jieba's global ``Force_Split_Words`` is
+    empty. Made once per process and dictionary, from its cache on disk when there is one
+    (:func:`~bm25lab.engine.segmentation.compiled_cut`: jieba's dictionary is then never read into Python)."""
+    if segmenter() != "auto" or core_cut() is None:
+        return None
+    if user_dict:
+        _jieba_tokenizer(user_dict)  # its words of frequency 0 reach jieba's global Force_Split_Words first
+    jieba_module = _import_jieba()
+    if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS or sys.modules["jieba.finalseg"].Force_Split_Words:
+        return None
+
+    def dictionary() -> tuple[dict[str, int], int]:
+        jt = _jieba_tokenizer(user_dict)
+        return jt.FREQ, jt.total
+
+    return compiled_cut(user_dict or "", lambda: _dictionary_source(jieba_module, user_dict), dictionary)
 
 
 def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
@@ -323,13 +351,13 @@ def _cut_precise(jt: "jieba.Tokenizer", text: str) -> list[str]:
     (ties to the larger ``x``, as jieba's tuple ``max``), then runs of single characters that are not a
     dictionary word go through jieba's HMM (``finalseg.cut``). The speed comes from building the
     route in one backward pass over flat lists instead of jieba's DAG dict and generator ``max``.
-    Once a process has cut enough text for it to pay, the compiled cut of
-    :mod:`bm25lab.engine.segmentation` takes over (the same words, many times faster).
+    When the compiled core is built, its cut (:mod:`bm25lab.engine.segmentation`, ``engine/core/cut.c``)
+    takes the text instead (the same words, many times faster): this function is its specification.
     """
     jieba_module = sys.modules["jieba"]
     if jieba_module.__version__ not in _FAST_CUT_JIEBA_VERSIONS or segmenter() == "jieba":
         return jt.lcut(text)
-    compiled = compiled_of(jt._bm25lab_user_dict, len(text)) if hasattr(jt, "_bm25lab_user_dict") else None
+    compiled = _compiled(jt._bm25lab_user_dict) if hasattr(jt, "_bm25lab_user_dict") else None
     if compiled is not None:
         return compiled.cut(text)
     re_han, re_skip = jieba_module.re_han_default, jieba_module.re_skip_default
@@ -490,19 +518,20 @@ def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
     return words
 
 
+def _tell_word(word: str) -> str:
+    """A word of jieba's cut as a term: lowercased if it holds a letter or digit, else "" (dropped)."""
+    return word.lower() if word.isalnum() or _is_word(word) else ""  # isalnum: the common, cheap case
+
+
 def _jieba_terms(tok: "Tokenizer", text: str) -> list[str]:
+    """The terms of ``text`` cut whole by jieba (the ``zh`` analysis; a Han run of ``auto``'s)."""
     stop = tok._stopset
-    if tok._mode == "default" and _import_jieba().__version__ in _FAST_CUT_JIEBA_VERSIONS:
-        compiled = compiled_of(tok._user_dict, len(text))
-        if compiled is not None:  # the same terms, made in the kernels (stopwords dropped there too)
-            return unpack_terms(*compiled.packed_terms([text], stop))[0]
     jt = _jieba_tokenizer(tok._user_dict)
     terms = []
     for word in MODES[tok._mode](jt, text):
-        if word.isalnum() or _is_word(word):  # isalnum: the common, cheap case
-            word = word.lower()
-            if word not in stop:
-                terms.append(word)
+        word = _tell_word(word)
+        if word and word not in stop:
+            terms.append(word)
     return terms
 
 
@@ -511,12 +540,25 @@ def _analyse_en(tok: "Tokenizer", text: str) -> list[str]:
 
 
 def _analyse_zh(tok: "Tokenizer", text: str) -> list[str]:
+    compiled = tok._compiled_cut()
+    if compiled is not None:  # the same terms, made by the core
+        return unpack_terms(*compiled.packed_terms([text], tok._term_rules()))[0]
     return _jieba_terms(tok, text)
 
 
 def _analyse_auto(tok: "Tokenizer", text: str) -> list[str]:
     if _HAS_HAN.search(text) is None:
         return _english_terms(tok, text)
+    compiled = tok._compiled_cut()
+    if compiled is not None:  # the same terms, made by the core
+        return unpack_terms(*compiled.packed_terms([text], tok._term_rules()))[0]
+    return _auto_terms(tok, text)
+
+
+def _auto_terms(tok: "Tokenizer", text: str) -> list[str]:
+    """``auto``'s terms by their definition: the text split into runs of Han characters
+    (``_HAN_RANGES``) and the stretches between them, each run's terms by jieba (:func:`_jieba_terms`),
+    each stretch's by the English path. The core makes the same terms in one pass (``cut_terms``)."""
     terms: list[str] = []
     for index, piece in enumerate(_HAN_RUN.split(text)):
         if piece:
@@ -546,16 +588,17 @@ class _Language:
     needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
     description: str
     in_process: bool = False  # analysing costs less than carrying the tokens back from a worker process
-    whole_text_jieba: bool = False  # the whole text goes through jieba: the compiled cut may take many texts at once
+    packed: bool = False  # in precise mode the core's cut_terms makes the terms of many texts at once
+    english_between_han: bool = False  # jieba cuts each run of Han characters, the English path the rest
 
 
 LANGUAGES: dict[str, _Language] = {
     "auto": _Language(
         _analyse_auto, ("en", "zh"), True, True, True, lambda text: _HAS_HAN.search(text) is not None,
-        "Han runs through jieba, everything else through the English path",
+        "Han runs through jieba, everything else through the English path", packed=True, english_between_han=True,
     ),
     "zh": _Language(_analyse_zh, ("zh",), False, True, True, lambda text: True, "jieba over the whole text",
-                    whole_text_jieba=True),
+                    packed=True),
     "en": _Language(
         _analyse_en, ("en",), True, False, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"
     ),
@@ -624,6 +667,7 @@ class Tokenizer:
         self._stopset = frozenset(self._stopwords)
         self._mode = mode
         self._user_dict = user_dict
+        self._rules: TermRules | None = None
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -662,7 +706,7 @@ class Tokenizer:
         chunksize`` texts and is too little work to pay for starting processes (``_POOL_MIN_WORK``);
         a short input that is worth it is cut into smaller chunks so every worker gets a share. The
         whitespace analysis always runs here: unpickling a worker's tokens costs more than splitting.
-        ``zh`` in precise mode takes a chunk at a time through the compiled cut once it pays, and a
+        ``zh`` and ``auto`` in precise mode take a chunk at a time through the core's cut, and a
         worker hands such a chunk's terms back as one string (:meth:`_tokenize_packed`).
         """
         for chunk in self.tokenize_chunks(texts, workers, chunksize):
@@ -702,26 +746,33 @@ class Tokenizer:
             yield _packed(self._tokenize_packed(chunk))
 
     def _tokenize_packed(self, texts: list[str]) -> list[list[str]] | tuple[str, list[int]]:
-        """``[self.tokenize(t) for t in texts]``, packed by the compiled cut when this process has it
-        and the whole text goes through jieba's precise cut (``zh``, ``mode="default"``): then one
+        """``[self.tokenize(t) for t in texts]``, packed by the core's cut when this process has it
+        (``zh`` or ``auto``, precise mode; for ``auto`` a text of the chunk holds Han characters): one
         string of all the terms and their counts (:func:`~bm25lab.engine.segmentation.unpack_terms`),
         which a worker process hands back several times cheaper than lists of strings."""
-        compiled = self._compiled_cut(texts)
+        compiled = self._compiled_cut() if any(map(self._spec.needs_jieba, texts)) else None
         if compiled is None:
             return [self.tokenize(text) for text in texts]
-        return compiled.packed_terms(nfkc_many(texts), self._stopset)
+        return compiled.packed_terms(nfkc_many(texts), self._term_rules())
 
     def _packable(self) -> bool:
-        """Whether the whole text goes through jieba's precise cut, which the compiled cut may take
-        for many texts at once."""
-        return self._spec.whole_text_jieba and self._mode == "default"
+        """Whether the core's cut may make the terms of many texts at once (``zh`` and ``auto`` in precise mode)."""
+        return self._spec.packed and self._mode == "default"
 
-    def _compiled_cut(self, texts: list[str]) -> Any:
-        """The compiled cut this tokenizer may take ``texts`` at once with, when it may be used and
-        pays (their characters are counted ahead: a large chunk loads it at once)."""
-        if not self._packable() or _import_jieba().__version__ not in _FAST_CUT_JIEBA_VERSIONS:
-            return None
-        return compiled_of(self._user_dict, sum(map(len, texts)))
+    def _compiled_cut(self) -> CompiledJieba | None:
+        """The core's cut this tokenizer takes texts with (:func:`_compiled`), when it may."""
+        return _compiled(self._user_dict) if self._packable() else None
+
+    def _term_rules(self) -> TermRules:
+        """What Python tells of the terms the core makes (:class:`~bm25lab.engine.segmentation.TermRules`):
+        the words it leaves to Python, and for ``auto`` the English path's text it leaves and stemming."""
+        if self._rules is None:
+            if self._spec.english_between_han:
+                stem = _stemmer("english").stemWords if self._stem else None
+                self._rules = TermRules(self._stopset, _tell_word, partial(_english_terms, self), stem)
+            else:
+                self._rules = TermRules(self._stopset, _tell_word)
+        return self._rules
 
     def config(self) -> dict[str, Any]:
         """Self-contained, JSON-serialisable description of the analysis chain."""
@@ -785,16 +836,14 @@ class Tokenizer:
 
     def _warm(self, sample: list[str]) -> None:
         """Load jieba/stemmer state here so forked workers inherit it instead of loading it twice: the
-        compiled jieba cut instead of jieba's dictionary, when the sample alone is work enough to pay for
-        it (:func:`bm25lab.engine.segmentation.compiled_of`)."""
-        if any(self._spec.needs_jieba(text) for text in sample):
-            compiled = None
-            if self._mode == "default" and _import_jieba().__version__ in _FAST_CUT_JIEBA_VERSIONS:
-                compiled = compiled_of(self._user_dict, int(self._work(sample)))
-            if compiled is None:
+        core's cut (its dictionary arrays, tables and stopword trie) instead of jieba's dictionary when
+        this process takes it (:func:`_compiled`)."""
+        chinese = [text for text in sample if self._spec.needs_jieba(text)]
+        if chinese:
+            if self._compiled_cut() is None:
                 _jieba_tokenizer(self._user_dict)
             else:
-                self._tokenize_packed(sample[:1])  # its tables and stopword trie made here, once
+                self._tokenize_packed(chinese[:1])  # its tables and stopword trie made here, once
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:

@@ -1,10 +1,11 @@
-"""The compiled jieba cut (bm25lab.engine.segmentation) gives exactly the words of the Python cut
-(``tokenization._cut_precise``, itself tested equal to jieba's own) and of jieba: on a whole bundled
-Chinese corpus, with a user dictionary, in search mode, and on odd text; and the tokenizer takes it
-only when it may."""
+"""The compiled core's jieba cut (bm25lab.engine.segmentation, engine/core/cut.c) gives exactly the words of
+the Python cut (``tokenization._cut_precise``, itself tested equal to jieba's own) and of jieba: on the
+whole bundled Chinese corpora, with a user dictionary, in search mode, and on generated odd text; and
+the tokenizer takes it whenever the core is built, never otherwise."""
 from __future__ import annotations
 
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from bm25lab import corpora
 from bm25lab.engine import segmentation, tokenization
 from bm25lab.engine.segmentation import CompiledJieba
 from bm25lab.engine.tokenization import Tokenizer, _cut_precise, _cut_search, _jieba_tokenizer
+
+pytestmark = pytest.mark.skipif(segmentation.core_cut() is None, reason="the compiled core is not built")
 
 
 @pytest.fixture()
@@ -27,24 +30,23 @@ def no_force_split(monkeypatch):
 
 def python_cut(monkeypatch, jt, text: str) -> list[str]:
     with monkeypatch.context() as m:
-        m.setattr(tokenization, "compiled_of", lambda *args: None)
+        m.setattr(tokenization, "_compiled", lambda *args: None)
         return _cut_precise(jt, text)
 
 
-def corpus_texts() -> list[str]:
-    """Every CMRC 2018 paragraph (title and text, NFKC as the tokenizer sees them) and question."""
-    import unicodedata
-
-    cmrc = corpora.get("cmrc2018")
-    texts = [d.full_text for d in cmrc.documents()] + list(cmrc.queries().values())
+def corpus_texts(name: str = "cmrc2018") -> list[str]:
+    """Every document (title and text) and query of a bundled Chinese collection, NFKC as the tokenizer sees them."""
+    collection = corpora.get(name)
+    texts = [d.full_text for d in collection.documents()] + list(collection.queries().values())
     return [unicodedata.normalize("NFKC", text) for text in texts]
 
 
-def test_the_whole_cmrc_corpus_is_cut_as_by_python(monkeypatch, no_force_split) -> None:
+@pytest.mark.parametrize("name, size", [("cmrc2018", 600_000), ("lecard-10q", 5_000_000)])
+def test_whole_bundled_corpora_are_cut_as_by_python(monkeypatch, no_force_split, name, size) -> None:
     jt = _jieba_tokenizer(None)
     compiled = CompiledJieba(jt.FREQ, jt.total)
-    texts = corpus_texts()
-    assert sum(map(len, texts)) > 600_000  # 1,104 paragraphs and 4,221 questions
+    texts = corpus_texts(name)
+    assert sum(map(len, texts)) > size  # CMRC: 1,104 paragraphs and 4,221 questions; LeCaRD: 984 case facts
     mismatched = [text for text in texts if compiled.cut(text) != python_cut(monkeypatch, jt, text)]
     assert mismatched == []
 
@@ -71,44 +73,53 @@ def _compiled(jt) -> CompiledJieba:
     return _COMPILED[id(jt)]
 
 
-ODD = st.text(alphabet=st.sampled_from(
+ODD_CHARS = (
     list("的是了我不人在他有这个上们来到时大地为中国常在较陡峭礁岸失利清华大学研究生命起源龘齉") +  # Han, common and rare
-    list("㐀㑇䶵") + ["𠀀", "𪚥"] +  # outside jieba's Han range: Ext-A, astral
-    list("aZz09+#&._%-") + list(" \t\r\n\u3000") + list("，。！？《》、“”…—·") + list("ａ５ぁアß∑")), max_size=80)
+    list("㐀㑇䶵\u9fd5\u9fd6\u9fff\u4e00\uf900\ufa6e") + ["𠀀", "𪚥", "\U0003134f", "\U00031350"] +  # edges of the Han ranges
+    list("aZz09+#&._%-") + list(" \t\r\n\u3000\x00") + list("，。！？《》、“”…—·") +  # ASCII, jieba's block signs, space
+    list("ａ５ぁアß∑ΣİÉé") + ["\ud800", "\udfff", "\U0010ffff", "\ufffe", "😀", "\u0301", "\u200d"]  # odd code points
+)
+ODD = st.text(alphabet=st.sampled_from(ODD_CHARS), max_size=80)
+LONG = st.builds(lambda c, n, tail: c * n + tail, st.sampled_from(list("的中a1.\r\n㐀")), st.integers(200, 3000),
+                 st.text(alphabet=st.sampled_from(ODD_CHARS), max_size=10))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ODD)
-def test_odd_text_is_cut_as_by_jieba(monkeypatch, no_force_split, text: str) -> None:
+@given(st.one_of(ODD, LONG, st.just("")))
+def test_odd_text_is_cut_as_by_python_and_jieba(monkeypatch, no_force_split, text: str) -> None:
     jt = _jieba_tokenizer(None)
     assert _compiled(jt).cut(text) == python_cut(monkeypatch, jt, text) == jt.lcut(text)
 
 
-def test_the_tokenizer_takes_the_compiled_cut_once_it_pays(monkeypatch, no_force_split) -> None:
-    from bm25lab.engine.backends import numba_backend
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60))
+def test_any_text_is_cut_as_by_python(monkeypatch, no_force_split, text: str) -> None:
+    jt = _jieba_tokenizer(None)
+    assert _compiled(jt).cut(text) == python_cut(monkeypatch, jt, text)
 
-    _jieba_tokenizer("专用词 5\n")
-    monkeypatch.delitem(segmentation._COMPILED, "专用词 5\n", raising=False)
-    monkeypatch.setattr(segmentation, "_WORK", [0])
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
-    monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)  # not loaded: it must pay
-    texts = corpus_texts()[:60]
-    before = [Tokenizer("zh", user_dict=None).tokenize(t) for t in texts[:3]]
-    assert segmentation.compiled_of("专用词 5\n", 10) is None  # ten characters never pay
-    budget = numba_backend.LOAD_SECONDS / segmentation.PYTHON_SECONDS_PER_CHAR
-    assert segmentation.compiled_of("专用词 5\n", int(budget)) is not None  # half a second of Python cutting does
-    assert segmentation._COMPILED["专用词 5\n"] is segmentation.compiled_of("专用词 5\n", 1)
-    assert [Tokenizer("zh").tokenize(t) for t in texts[:3]] == before
+
+def test_the_tokenizer_takes_the_core_whenever_it_is_built(monkeypatch, no_force_split) -> None:
+    user = "专用词 5\n"
+    _jieba_tokenizer(user)
+    monkeypatch.delitem(segmentation._COMPILED, user, raising=False)
+    first = tokenization._compiled(user)  # no cost model: the first call takes it
+    assert isinstance(first, CompiledJieba) and tokenization._compiled(user) is first
+    texts = corpus_texts()[:3]
+    before = [Tokenizer("zh").tokenize(t) for t in texts]
+    monkeypatch.setattr(segmentation, "core_cut", lambda: None)  # an installation built without the core
+    monkeypatch.setattr(tokenization, "core_cut", lambda: None)
+    assert tokenization._compiled(user) is None
+    assert [Tokenizer("zh").tokenize(t) for t in texts] == before
 
 
 def test_a_word_of_frequency_zero_keeps_the_python_cut(tmp_path: Path, no_force_split) -> None:
     jt = _jieba_tokenizer("战国无双 0\n")  # jieba adds it to finalseg's global Force_Split_Words
     assert sys.modules["jieba.finalseg"].Force_Split_Words
-    assert segmentation.compiled_of("战国无双 0\n", 10**9) is None
+    assert tokenization._compiled("战国无双 0\n") is None
     assert _cut_precise(jt, "战国无双是一款游戏") == jt.lcut("战国无双是一款游戏")
 
 
-def test_terms_made_in_the_kernels_equal_the_python_filter(monkeypatch, no_force_split) -> None:
+def test_terms_made_by_the_core_equal_the_python_filter(monkeypatch, no_force_split) -> None:
     # letters with a case beyond ASCII (a final sigma, a dotted capital I), characters beyond the BMP,
     # full-width forms and words without a letter or digit: the same terms either way, stopwords too
     odd = ["ΑΣ Σ ß İstanbul 中文ΣΑ", "𠀀中文x𪚥", "ＡＢＣ中文ｄｅｆ", "\r\n中\r\n", "iPhone15价格3.14%的人", "—…中国+#&._%-"]
@@ -119,5 +130,5 @@ def test_terms_made_in_the_kernels_equal_the_python_filter(monkeypatch, no_force
         monkeypatch.setitem(segmentation._COMPILED, "", _compiled(jt))
         fast = [tokenizer.tokenize(text) for text in texts]
         with monkeypatch.context() as m:
-            m.setattr(tokenization, "compiled_of", lambda *args: None)
+            m.setattr(tokenization, "_compiled", lambda *args: None)
             assert [tokenizer.tokenize(text) for text in texts] == fast

@@ -1,9 +1,11 @@
 """The compiled jieba dictionary's cache on disk (bm25lab.engine.segmentation.cached_dictionary): a new
 process reads it instead of jieba's dictionary and cuts exactly as the dictionary made in memory; a
-truncated, damaged, stale or foreign file is made again silently; each user dictionary has its own."""
+truncated, damaged, stale or foreign file, or one that is not a regular file, is made again silently
+(and written atomically, never through a symbolic link); each user dictionary has its own."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import unicodedata
 from pathlib import Path
@@ -13,9 +15,10 @@ import pytest
 
 from bm25lab import corpora
 from bm25lab.engine import segmentation, tokenization
-from bm25lab.engine.backends import numba_backend
 from bm25lab.engine.segmentation import CompiledJieba, DictionaryArrays, cached_dictionary, dictionary_arrays
 from bm25lab.engine.tokenization import Tokenizer, _dictionary_source, _jieba_tokenizer
+
+pytestmark = pytest.mark.skipif(segmentation.core_cut() is None, reason="the compiled core is not built")
 
 USER = "创新办 3 i\n云计算 5\n被告人应国平 9\n常在 1000\n"
 OTHER_USER = "创新办主任 50\n较陡峭 20\n"
@@ -31,7 +34,6 @@ def cache(monkeypatch, tmp_path: Path) -> Path:
     _jieba_tokenizer(None)
     monkeypatch.setattr(sys.modules["jieba.finalseg"], "Force_Split_Words", set())
     monkeypatch.setattr(segmentation, "_COMPILED", {})
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
     return folder
 
 
@@ -52,19 +54,18 @@ def sample_texts() -> list[str]:
 
 
 def assert_same_arrays(a: DictionaryArrays, b: DictionaryArrays) -> None:
-    import numba
-
     for name in segmentation._ARRAY_DTYPES:
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), name  # bit for bit
-        assert numba.typeof(x) == numba.typeof(y), name  # the kernels' compiled types: nothing compiled anew
+        assert x.flags.c_contiguous and x.flags.aligned, name  # as the core takes them
     assert a.log_total.hex() == b.log_total.hex()
 
 
 def assert_same_cut(cached: CompiledJieba, plain: CompiledJieba, texts: list[str]) -> None:
     assert [cached.cut(t) for t in texts] == [plain.cut(t) for t in texts]
-    stopwords = Tokenizer("zh")._stopset
-    assert cached.packed_terms(texts, stopwords) == plain.packed_terms(texts, stopwords)
+    for language in ("zh", "auto"):
+        rules = Tokenizer(language)._term_rules()
+        assert cached.packed_terms(texts, rules) == plain.packed_terms(texts, rules)
 
 
 def cache_file(folder: Path, user: str | None) -> Path:
@@ -75,7 +76,7 @@ def cache_file(folder: Path, user: str | None) -> Path:
 
 @pytest.mark.parametrize("user", [None, USER])
 def test_the_cached_dictionary_cuts_as_the_one_made_in_memory(monkeypatch, cache, made, user) -> None:
-    first = segmentation.compiled_of(user, 10**9)  # made (the cache is empty) and written
+    first = tokenization._compiled(user)  # made (the cache is empty) and written
     path = cache_file(cache, user)
     assert first is not None and path.is_file()
     monkeypatch.setattr(segmentation, "_COMPILED", {})  # as a new process: read from the file, nothing made
@@ -83,7 +84,7 @@ def test_the_cached_dictionary_cuts_as_the_one_made_in_memory(monkeypatch, cache
     monkeypatch.setattr(tokenization, "_base_prefix_dict", lambda: pytest.fail("jieba's dictionary was read"))
     if user is None:  # jieba's own dictionary: no jieba tokenizer needed at all
         monkeypatch.setattr(tokenization, "_jieba_tokenizer", lambda *a: pytest.fail("a jieba tokenizer was made"))
-    second = segmentation.compiled_of(user, 10**9)
+    second = tokenization._compiled(user)
     assert second is not None and second is not first
     assert_same_arrays(second.arrays, made[user])
     assert_same_cut(second, CompiledJieba.from_arrays(made[user]), sample_texts())
@@ -133,8 +134,19 @@ def _empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
+def _a_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)  # reading would wait for a writer forever
+
+
+def _a_symbolic_link(path: Path) -> None:
+    target = path.with_name("elsewhere")
+    path.rename(target)
+    path.symlink_to(target)  # a good file, but through a link: never read, and replaced (not followed) on writing
+
+
 @pytest.mark.parametrize("damage", [_truncate, _garbage, _flip_a_payload_byte, _other_format, _overlong,
-                                    _header_lies_about_shapes, _empty])
+                                    _header_lies_about_shapes, _empty, _a_fifo, _a_symbolic_link])
 def test_a_bad_cache_file_is_made_again_and_the_cut_stays_right(cache, made, damage) -> None:
     source = _dictionary_source(sys.modules["jieba"], None)
     calls = []
@@ -146,8 +158,13 @@ def test_a_bad_cache_file_is_made_again_and_the_cut_stays_right(cache, made, dam
     cached_dictionary(source, make)
     path = cache_file(cache, None)
     damage(path)
+    elsewhere = path.with_name("elsewhere")
+    linked = elsewhere.read_bytes() if elsewhere.exists() else None
     arrays = cached_dictionary(source, make)  # never an exception, never the damaged arrays
     assert len(calls) == 2
+    assert path.is_file() and not path.is_symlink()  # rewritten as a regular file of its own
+    if linked is not None:
+        assert elsewhere.read_bytes() == linked  # the link's target left alone
     assert_same_arrays(arrays, made[None])
     assert_same_cut(CompiledJieba.from_arrays(arrays), CompiledJieba.from_arrays(made[None]), sample_texts()[:80])
     assert_same_arrays(cached_dictionary(source, make), made[None])  # rewritten: read back now
@@ -165,15 +182,15 @@ def test_each_user_dictionary_has_its_own_cache_file_and_never_reads_another(mon
     paths = {user: cache_file(cache, user) for user in (None, USER, OTHER_USER)}
     assert len(set(paths.values())) == 3
     text = "创新办主任也是云计算方面的专家, 常在较陡峭的礁岸"
-    assert segmentation.compiled_of(USER, 10**9).cut(text) == _jieba_tokenizer(USER).lcut(text)
+    assert tokenization._compiled(USER).cut(text) == _jieba_tokenizer(USER).lcut(text)
     # another dictionary's file in this one's place (as a collision of names would): refused, made again
     paths[OTHER_USER].write_bytes(paths[USER].read_bytes())
-    other = segmentation.compiled_of(OTHER_USER, 10**9)
+    other = tokenization._compiled(OTHER_USER)
     assert other.cut(text) == _jieba_tokenizer(OTHER_USER).lcut(text) != _jieba_tokenizer(USER).lcut(text)
     assert set(cache.glob("jieba-compiled-*.arrays")) == {paths[USER], paths[OTHER_USER]}
     monkeypatch.setattr(segmentation, "_COMPILED", {})
     monkeypatch.setattr(segmentation, "dictionary_arrays", lambda *a: pytest.fail("made, not read from the cache"))
-    assert segmentation.compiled_of(OTHER_USER, 10**9).cut(text) == other.cut(text)  # its own file, rewritten
+    assert tokenization._compiled(OTHER_USER).cut(text) == other.cut(text)  # its own file, rewritten
 
 
 def test_the_cache_key_follows_jiebas_dictionary_file(monkeypatch, cache) -> None:
@@ -194,7 +211,7 @@ def test_the_cache_key_follows_jiebas_dictionary_file(monkeypatch, cache) -> Non
 
 def test_the_unicode_tables_are_cached_and_equal_the_computed_ones(monkeypatch, cache) -> None:
     computed = {"nfkc": segmentation._make_nfkc_table(), "lower": segmentation._make_lower_table(),
-                "alnum": segmentation._make_alnum_table()}
+                "classes": segmentation._make_classes_table()}
     first = segmentation._unicode_tables.__wrapped__()  # made and written
     files = list(cache.glob("unicode-tables-*.arrays"))
     assert len(files) == 1
@@ -207,63 +224,3 @@ def test_the_unicode_tables_are_cached_and_equal_the_computed_ones(monkeypatch, 
         assert {name: table.tobytes() for name, table in tables.items()} == {
             name: table.tobytes() for name, table in computed.items()}
         assert all(table.flags.writeable and table.flags.aligned for table in tables.values())
-
-
-def test_auto_prices_the_other_kernels_lower_once_numba_is_set_up(monkeypatch) -> None:
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
-    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: False)
-    assert numba_backend.load_seconds() == numba_backend.LOAD_SECONDS
-    assert not numba_backend.worth_loading(numba_backend.LOAD_SECONDS_AFTER_OTHER)
-    monkeypatch.setattr(numba_backend, "numba_loaded", lambda: True)
-    assert numba_backend.load_seconds() == numba_backend.LOAD_SECONDS_AFTER_OTHER < numba_backend.LOAD_SECONDS
-    assert numba_backend.worth_loading(numba_backend.LOAD_SECONDS_AFTER_OTHER)
-    monkeypatch.undo()
-    monkeypatch.delitem(sys.modules, numba_backend.KERNELS, raising=False)
-    monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)
-    assert not numba_backend.numba_loaded()
-    monkeypatch.setitem(sys.modules, numba_backend.SEGMENT_KERNELS, segmentation)  # any module object
-    assert numba_backend.numba_loaded()
-
-
-def test_compiling_ahead_fills_the_cache_for_the_next_process(monkeypatch, cache, made) -> None:
-    from bm25lab.engine import warmup
-
-    monkeypatch.setattr(warmup, "mark_compiled", lambda: cache / "marker")  # the installation's mark untouched
-    assert warmup.compile_all() == cache / "marker"
-    source = _dictionary_source(sys.modules["jieba"], None)
-    arrays = cached_dictionary(source, lambda: pytest.fail("made, not read from the cache compile_all filled"))
-    assert_same_arrays(arrays, made[None])
-
-
-_NUMBA_BLAS = """
-import sys
-import numpy as np
-{load}
-import numba.np.arraymath as arraymath
-from numba import njit
-
-@njit(cache=False)
-def correlate(a, b):  # numba types it with BLAS (np.dot) when _HAVE_BLAS, else with a loop
-    return np.correlate(a, b)
-
-x = np.arange(7.0)
-print(int(loaded_without_scipy), int(arraymath._HAVE_BLAS), correlate(x, x[::-1].copy()).tolist())
-"""
-
-
-def test_the_kernels_load_without_scipy_linalg_and_numba_still_finds_blas(tmp_path: Path) -> None:
-    # a new process: bm25lab's kernels loaded (numba set up) without importing scipy.linalg; numba's
-    # BLAS flag as numba itself sets it in a process that never loaded bm25lab, and BLAS still usable
-    import subprocess
-
-    ours = _NUMBA_BLAS.format(load=(
-        "from bm25lab.engine.backends import numba_backend\n"
-        "k = numba_backend.segment_kernels()\n"
-        "k.build_trie(np.zeros(1, np.uint32), np.zeros(1, np.int64), np.ones(1, np.int64))\n"
-        "loaded_without_scipy = 'scipy.linalg' not in sys.modules"))
-    plain = _NUMBA_BLAS.format(load="loaded_without_scipy = False")
-    outputs = [subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
-                              timeout=300).stdout.split(maxsplit=2) for code in (ours, plain)]
-    assert outputs[0][0] == "1"
-    assert outputs[0][1:] == outputs[1][1:]
-    assert json.loads(outputs[0][2]) == np.correlate(np.arange(7.0), np.arange(7.0)[::-1]).tolist()

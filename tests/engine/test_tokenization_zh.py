@@ -1,5 +1,5 @@
-"""Chinese tokenization at speed, with jieba's terms: the compiled cut taking many texts at once (packed
-terms, stopwords dropped in the kernel, the pool handing back one string per chunk) gives exactly the
+"""Chinese tokenization at speed, with jieba's terms: the core's cut taking many texts at once (packed
+terms, stopwords dropped in the core, the pool handing back one string per chunk) gives exactly the
 terms of the text-by-text Python path; ``$BM25LAB_SEGMENTER`` chooses the cut; and an index of the
 held-out LeCaRD collection built on the fast path runs its queries exactly as one built on jieba's own
 cut (same documents, order and scores, bit for bit; same evaluation)."""
@@ -18,11 +18,13 @@ from bm25lab.engine.errors import ParameterError
 from bm25lab.engine.segmentation import SEGMENTER_VARIABLE, SEGMENTERS, CompiledJieba, nfkc_many, unpack_terms
 from bm25lab.engine.tokenization import Tokenizer, _jieba_tokenizer
 
+pytestmark = pytest.mark.skipif(segmentation.core_cut() is None, reason="the compiled core is not built")
+
 
 @pytest.fixture()
 def compiled(monkeypatch):
-    """The process's compiled cut of jieba's own dictionary, taken at once (whatever work was counted),
-    with jieba's global ``Force_Split_Words`` empty (a frequency-0 user word of another test fills it)."""
+    """The process's compiled cut of jieba's own dictionary, with jieba's global ``Force_Split_Words``
+    empty (a frequency-0 user word of another test fills it)."""
     monkeypatch.delenv(SEGMENTER_VARIABLE, raising=False)
     jt = _jieba_tokenizer(None)
     monkeypatch.setattr(sys.modules["jieba.finalseg"], "Force_Split_Words", set())
@@ -34,7 +36,7 @@ def compiled(monkeypatch):
 def python_terms(monkeypatch, tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
     """The terms of the text-by-text Python path (the compiled cut refused)."""
     with monkeypatch.context() as m:
-        m.setattr(tokenization, "compiled_of", lambda *args: None)
+        m.setattr(tokenization, "_compiled", lambda *args: None)
         return [tokenizer.tokenize(text) for text in texts]
 
 
@@ -57,7 +59,7 @@ def test_packed_terms_equal_the_python_path_on_a_whole_corpus(monkeypatch, compi
         tokenizer = Tokenizer("zh", stopwords=stopwords)
         expected = [[term for term in terms if term not in tokenizer.stopwords] for terms in every]
         normalised = [unicodedata.normalize("NFKC", text) for text in texts]
-        assert unpack_terms(*compiled.packed_terms(normalised, tokenizer.stopwords)) == expected
+        assert unpack_terms(*compiled.packed_terms(normalised, tokenizer._term_rules())) == expected
         assert [tokenizer.tokenize(text) for text in texts] == expected  # one text at a time, packed too
         assert list(tokenizer.tokenize_many(texts, workers=1, chunksize=97)) == expected
 
@@ -70,13 +72,18 @@ def test_the_pool_hands_back_packed_terms_equal_to_the_python_path(monkeypatch, 
     assert list(tokenizer.tokenize_many(texts, workers=2, chunksize=64)) == python_terms(monkeypatch, tokenizer, texts)
 
 
-def test_packing_is_only_for_the_whole_text_precise_cut(monkeypatch, compiled) -> None:
+def test_packing_is_for_the_precise_cut_of_zh_and_auto(monkeypatch, compiled) -> None:
     texts = cmrc_texts()[:30]
-    for tokenizer in (Tokenizer("zh", mode="search"), Tokenizer("auto")):
+    for tokenizer in (Tokenizer("zh"), Tokenizer("auto")):
+        assert isinstance(tokenizer._tokenize_packed(texts), tuple)
+    english = ["Heat transfer in a laminar boundary layer", "THE WING'S DRAG"]
+    assert Tokenizer("auto")._tokenize_packed(english) == [Tokenizer("en").tokenize(text) for text in english]
+    for tokenizer in (Tokenizer("zh", mode="search"), Tokenizer("auto", mode="search")):
         assert isinstance(tokenizer._tokenize_packed(texts), list)
         assert list(tokenizer.tokenize_many(texts, workers=1)) == [tokenizer.tokenize(text) for text in texts]
     monkeypatch.setenv(SEGMENTER_VARIABLE, "python")
     assert isinstance(Tokenizer("zh")._tokenize_packed(texts), list)
+    assert isinstance(Tokenizer("auto")._tokenize_packed(texts), list)
 
 
 TEXT = st.text(alphabet=st.sampled_from(
@@ -89,7 +96,7 @@ TEXT = st.text(alphabet=st.sampled_from(
 def test_packed_terms_of_random_texts_keep_each_text_apart(monkeypatch, compiled, texts, stopwords) -> None:
     tokenizer = Tokenizer("zh", stopwords=stopwords)
     normalised = [unicodedata.normalize("NFKC", text) for text in texts]
-    assert unpack_terms(*compiled.packed_terms(normalised, tokenizer.stopwords)) == python_terms(
+    assert unpack_terms(*compiled.packed_terms(normalised, tokenizer._term_rules())) == python_terms(
         monkeypatch, tokenizer, texts)
 
 
@@ -183,30 +190,17 @@ def test_lecard_runs_exactly_as_on_an_index_built_with_jiebas_own_cut(monkeypatc
                                                                                    DEFAULT_MEASURES)
 
 
-def test_a_chunk_worth_the_compiled_cut_takes_it_at_once(monkeypatch, compiled, tmp_path) -> None:
-    from bm25lab.engine.backends import numba_backend
-
+def test_any_chunk_takes_the_core_at_once_with_a_user_dictionary(monkeypatch, compiled, tmp_path) -> None:
     user_dict = tmp_path / "user.txt"
     user_dict.write_text("专用词 5\n", encoding="utf-8")
-    tokenizer = Tokenizer("zh", user_dict=user_dict)
-    _jieba_tokenizer(tokenizer._user_dict)
-    monkeypatch.delitem(segmentation._COMPILED, tokenizer._user_dict, raising=False)
-    monkeypatch.setattr(segmentation, "_WORK", [0])
-    monkeypatch.setattr(numba_backend, "ready", lambda: True)
-    monkeypatch.delitem(sys.modules, numba_backend.SEGMENT_KERNELS, raising=False)  # not loaded: it must pay
-    texts = cmrc_texts()
-    small = texts[:3]
-    assert isinstance(tokenizer._tokenize_packed(small), list)  # a few paragraphs never pay for loading it
-    budget = numba_backend.LOAD_SECONDS / segmentation.PYTHON_SECONDS_PER_CHAR
-    chunk, chars = [], 0
-    for text in texts:
-        chunk.append(text)
-        chars += len(text)
-        if chars >= budget:
-            break
-    packed = tokenizer._tokenize_packed(chunk)  # half a second of Python cutting ahead: taken for this chunk
-    assert isinstance(packed, tuple)
-    assert unpack_terms(*packed) == python_terms(monkeypatch, tokenizer, chunk)
+    for language in ("zh", "auto"):
+        tokenizer = Tokenizer(language, user_dict=user_dict)
+        monkeypatch.delitem(segmentation._COMPILED, tokenizer._user_dict, raising=False)
+        texts = cmrc_texts()[:3] + ["专用词和专用"]
+        packed = tokenizer._tokenize_packed(texts)  # no cost to pay first: the core takes even a few paragraphs
+        assert isinstance(packed, tuple)
+        assert unpack_terms(*packed) == python_terms(monkeypatch, tokenizer, texts)
+        assert "专用词" in unpack_terms(*packed)[-1]
 
 
 def test_a_bad_segmenter_value_is_one_line_and_exit_2_from_the_command(monkeypatch, tmp_path) -> None:
