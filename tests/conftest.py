@@ -18,6 +18,22 @@ os.environ["TMPDIR"] = _TMP
 tempfile.tempdir = _TMP
 
 
+@pytest.fixture(autouse=True)
+def _jiebas_global_words_restored():
+    """jieba keeps one process-wide set of words never to return from its HMM (``Force_Split_Words``, which a
+    user dictionary's word of frequency 0 joins); while it is not empty bm25lab cuts with the Python replica.
+    Each test leaves it as it found it, so that no test depends on the order the tests run in."""
+    import sys
+
+    finalseg = sys.modules.get("jieba.finalseg")
+    kept = set(finalseg.Force_Split_Words) if finalseg is not None else None
+    yield
+    finalseg = sys.modules.get("jieba.finalseg")
+    if finalseg is not None:
+        finalseg.Force_Split_Words.clear()
+        finalseg.Force_Split_Words.update(kept or ())
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_CACHE, ignore_errors=True)
     shutil.rmtree(_TMP, ignore_errors=True)

@@ -258,8 +258,9 @@ lecard = corpora.get("lecard-10q")
 docs = list(lecard.documents())[:150]
 for language, workers in (("auto", 2), ("zh", 1), ("auto", 1)):
     folder = os.path.join(os.environ["FOLDER"], f"{language}-{workers}")
-    Index.build(docs, Tokenizer(language), workers=workers, backend="native").save(folder)
-    index = Index.load(folder, backend="native")
+    Index.build(docs, Tokenizer(language), workers=workers).save(folder)
+    index = Index.load(folder)
+    assert index.backend == "core"
     run = index.search_many(lecard.queries(), k=10)
     assert len(run) == 10 and index.search("被告人交通肇事 iPhone", k=3)
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")))
@@ -267,7 +268,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite"))
 
 
 def test_a_new_process_indexing_and_searching_chinese_never_imports_numba(tmp_path: Path) -> None:
-    # backend="native" (search in C, build with numpy): the building backend's own numba is not the cut's
+    # the defaults a user gets: the cut, the build and the search all in the compiled core
     log = tmp_path / "numba-imports.txt"
     env = {**__import__("os").environ, "NUMBA_IMPORTS": str(log), "FOLDER": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(NO_NUMBA)], cwd=tmp_path, env=env,
