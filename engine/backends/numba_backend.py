@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 KERNELS = f"{__package__}._kernels"
 SEGMENT_KERNELS = f"{__package__}._segment_kernels"  # jieba's cut (bm25lab.engine.segmentation)
-READER_KERNELS = "bm25lab.evaluation._reader_kernels"  # the compiled TREC run reader
 # What ``auto`` counts loading the cached kernels as (measured 0.3-0.4 s: importing numba ~0.26 s,
 # reading the kernels' cache), and compiling them (about 25 s on the project's 2-core machine).
 LOAD_SECONDS = 0.5
@@ -70,12 +69,6 @@ def kernels() -> ModuleType:
 def segment_kernels() -> ModuleType:
     """The kernels of jieba's segmentation (imports numba; compiles nothing yet)."""
     return _import(SEGMENT_KERNELS)
-
-
-def reader_kernels() -> ModuleType:
-    """The kernels of the compiled TREC run reader (:mod:`bm25lab.evaluation._reader_kernels`; imports
-    numba, without scipy's BLAS as for the other kernels; compiles nothing yet)."""
-    return _import(READER_KERNELS)
 
 
 def _import(name: str) -> ModuleType:

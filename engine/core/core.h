@@ -47,5 +47,6 @@ void release_args(Arg *args, int n);
 /* each job's entry points (module.c adds them to the module)                                 */
 
 extern PyMethodDef core_search_methods[];
+extern PyMethodDef core_runreader_methods[];
 
 #endif

@@ -25,7 +25,7 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
-    PyMethodDef *tables[] = {core_search_methods};
+    PyMethodDef *tables[] = {core_search_methods, core_runreader_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0) {
             Py_DECREF(module);
