@@ -1089,15 +1089,41 @@ def _count_lines(array: np.ndarray, lo: int, hi: int) -> int:
 
 
 def _line_chunks(data: Any, pieces: int) -> list[int]:
-    """Bounds ``0 = b0 < b1 < ... = len(data)`` of about ``pieces`` chunks, each after a ``\\n``."""
+    """Bounds ``0 = b0 < b1 < ... = len(data)`` of about ``pieces`` chunks, each after a ``\\n``, where the
+    query id changes when it does within a few thousand lines (:func:`_next_query`): each query's rows in one
+    chunk, whose reader can then order them."""
     bounds = [0]
     for k in range(1, pieces):
         at = data.find(b"\n", max(bounds[-1], k * len(data) // pieces)) + 1
         if at <= 0 or at >= len(data):
             break
+        at = _next_query(data, at)
+        if at >= len(data):
+            break
         if at > bounds[-1]:
             bounds.append(at)
     return [*bounds, len(data)] if len(data) > bounds[-1] or len(bounds) == 1 else bounds
+
+
+_QUERY_LINES = 1 << 14  # lines :func:`_next_query` looks at, at most
+
+
+def _next_query(data: Any, at: int) -> int:
+    """The start of the first line from ``at`` (a line's start) on whose query id is not that of the line
+    before ``at``, looking at :data:`_QUERY_LINES` lines at most (else ``at``)."""
+    before = data[data.rfind(b"\n", 0, at - 1) + 1 : at].split(None, 1)
+    if not before:
+        return at
+    prefix = before[0]
+    line = at
+    for _ in range(_QUERY_LINES):
+        head = data[line : line + len(prefix) + 1]
+        if len(head) <= len(prefix) or head[: len(prefix)] != prefix or head[-1:] not in (b" ", b"\t"):
+            return line
+        line = data.find(b"\n", line) + 1
+        if line <= 0:
+            return len(data)
+    return at
 
 
 def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray,

@@ -33,11 +33,12 @@
  *   float: the row and its text's bounds go to slow_rows/slow_starts/slow_ends, its score 0.0. -0.0 is
  *   read as 0.0 (C compares them equal).
  *
- *   Last, where no score was left to Python, each segment whose rows are in rank order but for ties has
- *   each run of tied rows (one query, one score) sorted by document id descending in strcmp order
- *   (trec_eval's tie rule: form_res_rels.c, comp_sim_docno), ids and hashes moved within the run's own
- *   bytes; ranked says whether every segment is then in the tie-rule order (runs of ties longer than
- *   TIE_ROWS rows or TIE_BYTES bytes are left to the caller's sort).
+ *   Last, where no score was left to Python, each segment is put in trec_eval's tie-rule order (score
+ *   descending, then document id descending in strcmp order: form_res_rels.c, comp_sim_docno): its rows
+ *   sorted by score (a stable merge sort on keys; most runs are written in that order and need none), each
+ *   run of tied rows (one query, one score) by document id, scores, hashes and ids moved within the
+ *   segment's own bytes; ranked says whether every segment is then in the tie-rule order (runs of ties
+ *   longer than TIE_ROWS rows or TIE_BYTES bytes are left to the caller's sort).
  *
  * Whatever the Python reader would refuse (fewer than six fields, an id that is not UTF-8) and any
  * document repeated within a segment stop the reading with REFUSED: the caller then reads the file the
@@ -506,35 +507,163 @@ static void sort_tied(Chunk *c, Py_ssize_t a, Py_ssize_t b, TieSpace *t)
     }
 }
 
-/* Each segment's runs of tied rows put in the tie-rule order; whether every segment is then in that order
- * (its scores non-increasing, its runs of ties short enough to sort here). */
-static int rank_ties(Chunk *c)
+/* a row of a segment being sorted: its score as a key that orders scores descending, and its place */
+typedef struct {
+    uint64_t key;
+    Py_ssize_t row;
+} Keyed;
+
+/* The key of a score (no NaN, no -0.0): smaller for a larger score. */
+ALWAYS_INLINE uint64_t descending_key(double score)
+{
+    uint64_t bits;
+    memcpy(&bits, &score, sizeof bits);
+    const uint64_t ascending = (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
+    return ~ascending;
+}
+
+/* a[0:n] sorted by key, stably (equal keys keep their order): insertion sort of runs of 16, then merges */
+static void sort_keyed(Keyed *a, Keyed *tmp, Py_ssize_t n)
+{
+    enum { RUN = 16 };
+    for (Py_ssize_t lo = 0; lo < n; lo += RUN) {
+        const Py_ssize_t hi = lo + RUN < n ? lo + RUN : n;
+        for (Py_ssize_t k = lo + 1; k < hi; k++) {
+            const Keyed x = a[k];
+            Py_ssize_t j = k;
+            for (; j > lo && a[j - 1].key > x.key; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+    }
+    for (Py_ssize_t width = RUN; width < n; width *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
+            const Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = a[j].key < a[i].key ? a[j++] : a[i++];
+            while (i < mid)
+                tmp[k++] = a[i++];
+            while (j < hi)
+                tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
+/* room for sorting a segment: grown as segments need */
+typedef struct {
+    Keyed *keyed, *tmp;
+    uint64_t *hashes;
+    double *scores;
+    int32_t *offsets;
+    uint8_t *bytes;
+    Py_ssize_t rows, byte_room;
+} SegmentSpace;
+
+static void segment_space_free(SegmentSpace *s)
+{
+    free(s->keyed);
+    free(s->tmp);
+    free(s->hashes);
+    free(s->scores);
+    free(s->offsets);
+    free(s->bytes);
+}
+
+static int segment_space_fit(SegmentSpace *s, Py_ssize_t rows, Py_ssize_t bytes)
+{
+    if (rows > s->rows) {
+        segment_space_free(s);
+        memset(s, 0, sizeof *s);
+        s->keyed = malloc((size_t)rows * sizeof(Keyed));
+        s->tmp = malloc((size_t)rows * sizeof(Keyed));
+        s->hashes = malloc((size_t)rows * sizeof(uint64_t));
+        s->scores = malloc((size_t)rows * sizeof(double));
+        s->offsets = malloc((size_t)(rows + 1) * sizeof(int32_t));
+        if (!s->keyed || !s->tmp || !s->hashes || !s->scores || !s->offsets)
+            return -1;
+        s->rows = rows;
+    }
+    if (bytes > s->byte_room) {
+        free(s->bytes);
+        s->bytes = malloc((size_t)(bytes ? bytes : 1));
+        s->byte_room = s->bytes ? bytes : 0;
+        if (s->bytes == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* The rows first..stop-1 (one segment) put in score order, descending, stably: scores, hashes and document
+ * ids moved within the segment's own bytes (its query codes are one). -1 when memory runs out. */
+static int sort_segment(Chunk *c, Py_ssize_t first, Py_ssize_t stop, SegmentSpace *s)
+{
+    const Py_ssize_t n = stop - first;
+    const int32_t base = c->doc_offsets[first], size = c->doc_offsets[stop] - base;
+    if (segment_space_fit(s, n, size) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        s->keyed[k].key = descending_key(c->scores[first + k]);
+        s->keyed[k].row = first + k;
+    }
+    sort_keyed(s->keyed, s->tmp, n);
+    memcpy(s->hashes, c->hashes + first, (size_t)n * sizeof(uint64_t));
+    memcpy(s->scores, c->scores + first, (size_t)n * sizeof(double));
+    memcpy(s->offsets, c->doc_offsets + first, (size_t)(n + 1) * sizeof(int32_t));
+    memcpy(s->bytes, c->doc_bytes + base, (size_t)size);
+    int32_t at = base;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const Py_ssize_t r = s->keyed[k].row - first;
+        const int32_t length = s->offsets[r + 1] - s->offsets[r];
+        memcpy(c->doc_bytes + at, s->bytes + (s->offsets[r] - base), (size_t)length);
+        at += length;
+        c->doc_offsets[first + k + 1] = at;
+        c->hashes[first + k] = s->hashes[r];
+        c->scores[first + k] = s->scores[r];
+    }
+    return 0;
+}
+
+/* whether the scores of rows first..stop-1 are non-increasing */
+static int descending(const double *scores, Py_ssize_t first, Py_ssize_t stop)
+{
+    for (Py_ssize_t r = first + 1; r < stop; r++)
+        if (scores[r] > scores[r - 1])
+            return 0;
+    return 1;
+}
+
+/* Each segment put in the tie-rule order: its rows by score descending (sorted here when they are not so
+ * written), each run of tied rows by document id descending; whether every segment is then in that order
+ * (its runs of ties short enough to sort here, and memory enough). */
+static int rank_segments(Chunk *c)
 {
     TieSpace *space = NULL;
-    for (Py_ssize_t s = 0; s < c->segments; s++) {
-        const Py_ssize_t stop = s + 1 < c->segments ? c->seg_rows[s + 1] : c->rows;
-        Py_ssize_t a = c->seg_rows[s];
-        while (a < stop) {
+    SegmentSpace sorting = {0};
+    int ranked = 1;
+    for (Py_ssize_t s = 0; ranked && s < c->segments; s++) {
+        const Py_ssize_t first = c->seg_rows[s], stop = s + 1 < c->segments ? c->seg_rows[s + 1] : c->rows;
+        if (!descending(c->scores, first, stop) && sort_segment(c, first, stop, &sorting) < 0)
+            ranked = 0;
+        for (Py_ssize_t a = first; ranked && a < stop;) {
             Py_ssize_t b = a + 1;
             while (b < stop && c->scores[b] == c->scores[a])
                 b++;
-            if (b < stop && c->scores[b] > c->scores[a])
-                goto unranked;
             if (b - a > 1) {
                 if (b - a > TIE_ROWS || c->doc_offsets[b] - c->doc_offsets[a] > TIE_BYTES)
-                    goto unranked;
-                if (space == NULL && (space = malloc(sizeof *space)) == NULL)
-                    goto unranked;
-                sort_tied(c, a, b, space);
+                    ranked = 0;
+                else if (space == NULL && (space = malloc(sizeof *space)) == NULL)
+                    ranked = 0;
+                else
+                    sort_tied(c, a, b, space);
             }
             a = b;
         }
     }
     free(space);
-    return 1;
-unranked:
-    free(space);
-    return 0;
+    segment_space_free(&sorting);
+    return ranked;
 }
 
 typedef struct {
@@ -685,7 +814,7 @@ static int read_chunk(Chunk *c)
     status = intern_queries(c);
     if (status == STATUS_OK) {
         c->checked = checking;
-        c->ranked = c->slow == 0 && rank_ties(c);
+        c->ranked = c->slow == 0 && rank_segments(c);
     }
 done:
     free(seen.rows);

@@ -137,6 +137,34 @@ def test_the_utf8_check_is_pythons_strict_decoder(raw):
 # Whole files: the compiled reader and the usual readers
 
 
+def _chunked(monkeypatch, limit: int) -> None:
+    """Chunks of about ``limit`` bytes: below 1 KiB cut anywhere (not only where the query id changes), so
+    that queries' segments span chunks; from 1 KiB on (the test files are smaller), as the reader cuts them."""
+    monkeypatch.setattr(readers, "_CHUNK_LIMIT", limit)
+    monkeypatch.setattr(readers, "_QUERY_LINES", 0 if limit < 1 << 10 else readers._QUERY_LINES)
+
+
+def test_chunks_end_where_the_query_changes_so_each_query_is_ordered_by_one_reader(tmp_path, monkeypatch):
+    # each query's lines out of rank order: the reader sorts each query's rows itself, the run needs no sort
+    rng = np.random.default_rng(3)
+    lines = [f"q{q} Q0 d{d} 0 {s} t" for q in range(6) for d, s in zip(rng.permutation(40), rng.integers(0, 9, 40))]
+    content = ("\n".join(lines) + "\n").encode()
+    monkeypatch.setattr(readers, "_CHUNK_LIMIT", 300)  # about 10 chunks, each cut where a query starts
+    bounds = readers._line_chunks(content, readers._pieces(len(content)))
+    assert len(bounds) > 3 and all(content[b : b + 3] in (b"q1 ", b"q2 ", b"q3 ", b"q4 ", b"q5 ") for b in bounds[1:-1])
+    flags = []
+    original = Run.from_encoded.__func__
+
+    def recording(cls, *args, **kwargs):
+        if "ranked" in kwargs:  # the compiled reader's call (the usual readers' goes through from_columns)
+            flags.append(kwargs["ranked"])
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Run, "from_encoded", classmethod(recording))
+    _check_file(tmp_path, monkeypatch, content)
+    assert flags == [True]
+
+
 def _read(path: Path, monkeypatch, compiled: bool) -> Run:
     with monkeypatch.context() as patch:
         patch.setattr(readers, "_COMPILED_FROM", 0 if compiled else 1 << 62)
@@ -226,7 +254,7 @@ def run_files(draw) -> bytes:
 @given(content=run_files(), chunk=st.sampled_from([1 << 30, 40, 97]))
 def test_the_compiled_reader_reads_what_the_usual_readers_read(tmp_path, monkeypatch, content, chunk):
     # chunk: small chunk limits cut the file into many chunks, queries' segments spanning them
-    monkeypatch.setattr(readers, "_CHUNK_LIMIT", chunk)
+    _chunked(monkeypatch, chunk)
     _check_file(tmp_path, monkeypatch, content)
 
 
@@ -259,7 +287,7 @@ def test_the_compiled_reader_reads_what_the_usual_readers_read(tmp_path, monkeyp
     b"q Q0 d 1 1.0 t\nq Q0 e 2 1.0  \n",
 ])
 def test_odd_files_read_or_refused_as_the_usual_readers_do(tmp_path, monkeypatch, content, chunk):
-    monkeypatch.setattr(readers, "_CHUNK_LIMIT", chunk)
+    _chunked(monkeypatch, chunk)
     _check_file(tmp_path, monkeypatch, content)
 
 
@@ -267,7 +295,7 @@ def test_a_repeated_document_across_two_chunks_names_its_line(tmp_path, monkeypa
     lines = [f"q Q0 d{i} {i} {100 - i} t" for i in range(40)] + ["q Q0 d3 41 0.5 t"]
     path = tmp_path / "run.trec"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(readers, "_CHUNK_LIMIT", 200)  # the query's segment spans several chunks
+    _chunked(monkeypatch, 200)  # the query's segment spans several chunks
     monkeypatch.setattr(readers, "_COMPILED_FROM", 0)
     chunks = readers._compiled_chunks(path.read_bytes(), core)
     assert chunks is not None and len(chunks[0]) > 2  # the kernel saw no repeat within any chunk
@@ -320,7 +348,7 @@ def test_large_runs_are_read_by_the_compiled_reader(tmp_path, monkeypatch):
 def test_a_file_cut_into_chunks_numbers_its_queries_in_first_appearance_order(monkeypatch):
     content = b"b Q0 x 1 1 t\na Q0 x 1 1 t\nc Q0 x 1 1 t\na Q0 y 1 1 t\nd Q0 x 1 1 t\nb Q0 y 1 1 t\n"
     for limit in (1 << 30, 13, 26, 39):
-        monkeypatch.setattr(readers, "_CHUNK_LIMIT", limit)
+        _chunked(monkeypatch, limit)
         chunks, codes, _, _ = readers._compiled_chunks(content, core)
         codes, qids, grouped = readers._global_codes(chunks, codes)
         assert qids == ("b", "a", "c", "d") and codes.tolist() == [0, 1, 2, 1, 3, 0] and not grouped
@@ -360,22 +388,52 @@ def test_a_run_in_rank_order_has_its_ties_ordered_by_the_kernel(tmp_path, monkey
         if chunk is None:
             patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])
         else:
-            patch.setattr(readers, "_CHUNK_LIMIT", chunk)
+            _chunked(patch, chunk)
         patch.setattr(Run, "from_encoded", classmethod(recording))
         _check_file(tmp_path, monkeypatch, content)
     assert flags == [True] if chunk is None else len(flags) == 1
 
 
-def test_ties_the_kernel_cannot_order_are_left_to_the_tie_rule(tmp_path, monkeypatch):
-    long_tie = "".join(f"q Q0 d{i:03d} {i} 1.5 t\n" for i in range(100))  # 100 tied rows: more than the kernel sorts
-    out_of_order = "q Q0 a 1 1 t\nq Q0 b 2 2 t\nq Q0 c 3 2 t\n"
+@st.composite
+def query_shuffled_run_files(draw) -> bytes:
+    """Each query's documents together, in any order (scores with many ties)."""
+    lines = []
+    for qid in draw(st.lists(st.sampled_from(["q1", "q2", "10", "é"]), min_size=1, max_size=4, unique=True)):
+        docs = draw(st.lists(st.text(alphabet="dD01é中z", min_size=1, max_size=4), min_size=1, max_size=60,
+                             unique=True))
+        scores = draw(st.lists(st.sampled_from(["3", "2.5", "2.50", "1", "0", "-0", "-1e-3", "7.25", "1e2", "100"]),
+                               min_size=len(docs), max_size=len(docs)))
+        lines += [f"{qid} Q0 {doc} 0 {score} tag" for doc, score in zip(docs, scores)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=query_shuffled_run_files())
+def test_a_run_out_of_rank_order_is_ordered_by_the_reader(tmp_path, monkeypatch, content):
+    flags = []
+    original = Run.from_encoded.__func__
+
+    def recording(cls, *args, **kwargs):
+        if "ranked" in kwargs:
+            flags.append(kwargs["ranked"])
+        return original(cls, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Run, "from_encoded", classmethod(recording))
+        _check_file(tmp_path, monkeypatch, content)
+    assert flags == [True]
+
+
+def test_ties_the_reader_cannot_order_are_left_to_the_tie_rule(tmp_path, monkeypatch):
+    long_tie = "".join(f"q Q0 d{i:03d} {i} 1.5 t\n" for i in range(100))  # 100 tied rows: more than the reader sorts
+    out_of_order = "q Q0 a 1 1 t\nq Q0 b 2 2 t\nq Q0 c 3 2 t\n"  # sorted by the reader itself
     slow_score = "q Q0 a 1 inf t\nq Q0 b 2 1 t\nq Q0 c 3 1 t\n"
-    for text in (long_tie, out_of_order, slow_score):
+    for text, ranked in ((long_tie, False), (out_of_order, True), (slow_score, False)):
         monkeypatch.setattr(readers, "_CHUNK_LIMIT", 1 << 30)
         with monkeypatch.context() as patch:
             patch.setattr(readers, "_line_chunks", lambda data, pieces: [0, len(data)])  # one chunk
             chunks = readers._compiled_chunks(text.encode(), core)
-        assert chunks is not None and not chunks[0][0].ranked
+        assert chunks is not None and chunks[0][0].ranked == ranked
         run = _check_file(tmp_path, monkeypatch, text.encode())
         assert isinstance(run, Run)
     assert run.ranked("q") == [("a", math.inf), ("c", 1.0), ("b", 1.0)]
@@ -438,7 +496,7 @@ def odd_run_files(draw) -> bytes:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=odd_run_files(), chunk=st.sampled_from([1 << 30, 60]))
 def test_odd_runs_are_read_or_refused_as_the_usual_readers_do(tmp_path, monkeypatch, content, chunk):
-    monkeypatch.setattr(readers, "_CHUNK_LIMIT", chunk)
+    _chunked(monkeypatch, chunk)
     _check_file(tmp_path, monkeypatch, content)
 
 
