@@ -1059,14 +1059,10 @@ def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np
 
 
 def _pieces(size: int) -> int:
-    """How many chunks a run of ``size`` bytes is read in: one below :data:`_THREADED_FROM`, else one a usable
-    core (two at most), and enough to keep each within :data:`_CHUNK_LIMIT`."""
-    threads = 1
-    if size >= _THREADED_FROM:
-        from ..engine.tokenization import usable_cores
-
-        threads = min(2, usable_cores())
-    return max(threads, -(-size // _CHUNK_LIMIT))
+    """How many chunks a run of ``size`` bytes is read in: one below :data:`_THREADED_FROM`, else two (on one
+    core the two threads take turns at no cost: the work is the same), and enough to keep each within
+    :data:`_CHUNK_LIMIT`."""
+    return max(1 if size < _THREADED_FROM else 2, -(-size // _CHUNK_LIMIT))
 
 
 def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -10,14 +10,11 @@ import time
 import warnings
 from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 import typer
 
-from ..engine.backends import BACKENDS
 from ..engine.errors import BM25LabError, InputWarning, ParameterError
-from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
-from ..engine.tokenization import LANGUAGES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,10 +27,12 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallo
 _KEPT_BYTES = 1 << 30
 
 
-def settle_memory_for_large_files() -> None:
+def settle_memory_for_large_files(paths: Iterable[Any] = ()) -> None:
     """Memory settings of a process that reads large files once (``evaluate``, ``compare``): a
     process-wide choice, so made by those commands, never on import; the memory is returned when the
-    command ends.
+    command ends. Nothing is done when ``paths`` are given and add up to less than :data:`_LARGE_FILES`
+    bytes (files that are not there count as large): small files need no settings, and the settings'
+    imports (numpy, ctypes, pyarrow) would cost a small evaluation a fifth of its time.
 
     - Freed memory is kept for reuse instead of handed back to the system at once. Reading a
       10-million-line run makes many column-sized arrays (80 MB each) one after another. By default
@@ -50,6 +49,8 @@ def settle_memory_for_large_files() -> None:
       2.0-2.6 s, 0.2-1.2 s of it system time, varying run to run; with small pages 2.0 s, 0.3-0.4 s
       system time, every time (each page is touched once or twice: a huge page saves little).
     """
+    if paths and _total_size(paths) < _LARGE_FILES:
+        return
     import ctypes
 
     import numpy as np
@@ -70,14 +71,48 @@ def settle_memory_for_large_files() -> None:
         pa.set_memory_pool(pa.system_memory_pool())
 
 
+_LARGE_FILES = 1 << 26
+
+
+def _total_size(paths: Iterable[Any]) -> int:
+    """The bytes of the files ``paths`` together; a path that is not a file counts as :data:`_LARGE_FILES`."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except (OSError, TypeError, ValueError):
+            total += _LARGE_FILES
+    return total
+
+
 def _choices(name: str, values: Any) -> type[Enum]:
     """An Enum of a registry's names, for typer's choice checking and help."""
     return Enum(name, {value: value for value in values}, type=str)  # type: ignore[return-value]
 
 
-Language = _choices("Language", LANGUAGES)
-VariantName = _choices("VariantName", VARIANTS)
-BackendName = _choices("BackendName", BACKENDS)
+def _engine_choices() -> dict[str, Any]:
+    """The choices and defaults the engine's registries give (Language, VariantName, BackendName, DEFAULT_B,
+    DEFAULT_K1, DEFAULT_VARIANT_NAME): made when a command that has them is first built, so that a command
+    without them (``evaluate``) does not import the engine's tokenizers, backends and scoring (0.1 s)."""
+    from ..engine.backends import BACKENDS
+    from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
+    from ..engine.tokenization import LANGUAGES
+
+    variant = _choices("VariantName", VARIANTS)
+    return {"Language": _choices("Language", LANGUAGES), "VariantName": variant,
+            "BackendName": _choices("BackendName", BACKENDS), "DEFAULT_B": DEFAULT_B, "DEFAULT_K1": DEFAULT_K1,
+            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT)}
+
+
+_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENGINE_CHOICES:
+        made = _engine_choices()
+        globals().update(made)
+        return made[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TableFormat(str, Enum):
@@ -97,7 +132,6 @@ K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weig
                                    "k3; default: off, each repeat counts, as in Lucene).", min=0.0)
 BACKEND_OPT = typer.Option("--backend", help="numpy, numba (compiled) or auto (numba once the work pays for "
                                              "loading it). Default: $BM25LAB_BACKEND or auto.")
-DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
