@@ -91,7 +91,7 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from ..engine.columns import numpy_values
+from ..engine.columns import arrow_array, numpy_values
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
@@ -1009,12 +1009,44 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         box.append(_load(path))
         return None
     del chunks
+    if not (checked and ranked):  # the whole run ordered by the core (a query's rows in several places)
+        ordered = _ordered(core, codes, len(qids), docs, hashes, scores)
+        if ordered is None:  # a repeated document: the usual readers name its line
+            box.append(_load(path))
+            return None
+        if ordered:
+            codes, docs, hashes, scores = ordered
+            checked = ranked = True
     try:
         return Run.from_encoded(codes, qids, docs, hashes, scores, name=name, source=path, unique=checked,
                                 ranked=ranked)
     except InputError:  # a repeated document: the usual readers name its line
         box.append(_load(path))
         return None
+
+
+def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Any, hashes: np.ndarray,
+             scores: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray] | tuple[()] | None:
+    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
+    hashes and scores; None when a query lists a document twice; ``()`` when the core cannot order them (the
+    ids' bytes reach 2 GiB: one int32-offset array cannot hold them), for :meth:`Run.from_encoded` to do."""
+    import pyarrow as pa
+
+    try:
+        combined = docs.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return ()
+    if not pa.types.is_string(combined.type) or len(combined) == 0:
+        return ()
+    buffers = combined.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[combined.offset : combined.offset + len(combined) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
+    order = np.empty(len(combined), dtype=np.int64)
+    if core.order_run(codes, queries, scores, hashes, offsets, data, order):
+        return None
+    counts = np.bincount(codes, minlength=queries)
+    ordered_codes = np.repeat(np.arange(queries, dtype=np.int32), counts)
+    return ordered_codes, combined.take(arrow_array(order)), hashes[order], scores[order]
 
 
 def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:

@@ -44,9 +44,15 @@
  * document repeated within a segment stop the reading with REFUSED: the caller then reads the file the
  * usual way, which names the line. More scores for Python than slow_rows has room for: TOO_MANY_SLOW.
  *
+ * order_run orders a whole run whose queries' rows are not each in one chunk's segment, in tie-rule order
+ * (runs shuffled across queries): rows grouped by query code (a counting sort, file order kept), each query's
+ * checked for a repeated document (a hash set, strings compared where hashes match) and sorted by score key
+ * (a stable merge sort), runs of tied rows by document id (merge sort, strcmp order).
+ *
  * Python API (buffer protocol; the GIL is released while reading):
  *   read_trec_run(data, lo, hi, codes, doc_offsets, doc_bytes, hashes, scores, slow_rows, slow_starts,
  *                 slow_ends, seen_limit) -> (status, rows, slow, segments, qids, checked, ranked)
+ *   order_run(codes, n_queries, scores, hashes, doc_offsets, doc_bytes, order) -> status
  *   string_hash(data) -> int;  parse_score(data) -> float | None;  valid_utf8(data) -> bool
  */
 #include "core.h"
@@ -386,12 +392,13 @@ static void chunk_free(Chunk *c)
     free(c->q_lengths);
 }
 
-/* room for one more segment */
+/* room for one more segment: at first for as many as the rows (memory the system maps as it is touched: a run
+ * of long segments touches a few pages of it, a shuffled run all, and nothing is copied as they come) */
 static int grow_segments(Chunk *c)
 {
     if (c->segments < c->seg_cap)
         return 0;
-    const Py_ssize_t cap = c->seg_cap ? 2 * c->seg_cap : 64;
+    const Py_ssize_t cap = c->seg_cap ? 2 * c->seg_cap : (c->room > 64 ? c->room : 64);
     Py_ssize_t **arrays[3] = {&c->seg_rows, &c->seg_starts, &c->seg_ends};
     for (int k = 0; k < 3; k++) {
         Py_ssize_t *grown = realloc(*arrays[k], (size_t)cap * sizeof(Py_ssize_t));
@@ -823,6 +830,173 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* ordering a whole run                                                                       */
+
+enum { ORDER_OK = 0, ORDER_DUPLICATE = 1, ORDER_NOMEM = -1, ORDER_BAD_CODE = -2, ORDER_BAD_OFFSETS = -3 };
+
+typedef struct {
+    Py_ssize_t n, n_queries;
+    const int32_t *codes;
+    const double *scores;
+    const uint64_t *hashes;
+    const int32_t *offsets32; /* one of the two: the document ids' offsets */
+    const int64_t *offsets64;
+    const uint8_t *bytes;
+    Py_ssize_t n_bytes;
+    int64_t *order;
+} Whole;
+
+ALWAYS_INLINE int64_t whole_offset(const Whole *w, Py_ssize_t i)
+{
+    return w->offsets32 ? w->offsets32[i] : w->offsets64[i];
+}
+
+/* whether row x's document id comes after row y's in strcmp order */
+ALWAYS_INLINE int whole_doc_greater(const Whole *w, int64_t x, int64_t y)
+{
+    const int64_t a = whole_offset(w, x), a_len = whole_offset(w, x + 1) - a;
+    const int64_t b = whole_offset(w, y), b_len = whole_offset(w, y + 1) - b;
+    const int cmp = memcmp(w->bytes + a, w->bytes + b, (size_t)(a_len < b_len ? a_len : b_len));
+    return cmp ? cmp > 0 : a_len > b_len;
+}
+
+ALWAYS_INLINE int whole_same_doc(const Whole *w, int64_t x, int64_t y)
+{
+    const int64_t a = whole_offset(w, x), a_len = whole_offset(w, x + 1) - a;
+    const int64_t b = whole_offset(w, y), b_len = whole_offset(w, y + 1) - b;
+    return a_len == b_len && memcmp(w->bytes + a, w->bytes + b, (size_t)a_len) == 0;
+}
+
+/* rows[0:n] (distinct documents) sorted by document id descending: insertion sort of runs of 16, merges */
+static void sort_by_doc(const Whole *w, int64_t *rows, int64_t *tmp, Py_ssize_t n)
+{
+    enum { RUN = 16 };
+    for (Py_ssize_t lo = 0; lo < n; lo += RUN) {
+        const Py_ssize_t hi = lo + RUN < n ? lo + RUN : n;
+        for (Py_ssize_t k = lo + 1; k < hi; k++) {
+            const int64_t x = rows[k];
+            Py_ssize_t j = k;
+            for (; j > lo && whole_doc_greater(w, x, rows[j - 1]); j--)
+                rows[j] = rows[j - 1];
+            rows[j] = x;
+        }
+    }
+    for (Py_ssize_t width = RUN; width < n; width *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
+            const Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = whole_doc_greater(w, rows[j], rows[i]) ? rows[j++] : rows[i++];
+            while (i < mid)
+                tmp[k++] = rows[i++];
+            while (j < hi)
+                tmp[k++] = rows[j++];
+        }
+        memcpy(rows, tmp, (size_t)n * sizeof *rows);
+    }
+}
+
+/* The checks of the codes and offsets (the caller's arrays are not trusted). */
+static int whole_valid(const Whole *w)
+{
+    for (Py_ssize_t r = 0; r < w->n; r++)
+        if (w->codes[r] < 0 || w->codes[r] >= w->n_queries)
+            return ORDER_BAD_CODE;
+    if (whole_offset(w, 0) < 0 || whole_offset(w, w->n) > w->n_bytes)
+        return ORDER_BAD_OFFSETS;
+    for (Py_ssize_t r = 0; r < w->n; r++)
+        if (whole_offset(w, r + 1) < whole_offset(w, r))
+            return ORDER_BAD_OFFSETS;
+    return ORDER_OK;
+}
+
+/* One query's rows (rows[0:m], in file order) checked for a repeated document (a hash set marked `mark`) and
+ * put in the tie-rule order. */
+static int order_query(const Whole *w, int64_t *rows, Py_ssize_t m, Keyed *keyed, Keyed *ktmp, int64_t *rtmp,
+                       Seen *seen)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)m)
+        cap *= 2;
+    seen->mask = cap - 1;
+    seen->mark++;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        const int64_t r = rows[k];
+        size_t slot = (size_t)w->hashes[r] & seen->mask;
+        while (seen->marks[slot] == seen->mark) {
+            const int64_t e = seen->rows[slot];
+            if (w->hashes[e] == w->hashes[r] && whole_same_doc(w, e, r))
+                return ORDER_DUPLICATE;
+            slot = (slot + 1) & seen->mask;
+        }
+        seen->marks[slot] = seen->mark;
+        seen->rows[slot] = r;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        keyed[k].key = descending_key(w->scores[rows[k]]);
+        keyed[k].row = rows[k];
+    }
+    sort_keyed(keyed, ktmp, m);
+    for (Py_ssize_t a = 0; a < m;) {
+        Py_ssize_t b = a + 1;
+        while (b < m && keyed[b].key == keyed[a].key)
+            b++;
+        for (Py_ssize_t k = a; k < b; k++)
+            rows[k] = keyed[k].row;
+        if (b - a > 1)
+            sort_by_doc(w, rows + a, rtmp, b - a);
+        a = b;
+    }
+    return ORDER_OK;
+}
+
+/* w->order: the rows by query code, then score descending, then document id descending (trec_eval's tie
+ * rule); ORDER_DUPLICATE when a query lists a document twice. */
+static int order_whole(Whole *w)
+{
+    int status = whole_valid(w);
+    if (status != ORDER_OK)
+        return status;
+    int64_t *starts = calloc((size_t)w->n_queries + 1, sizeof(int64_t));
+    if (starts == NULL)
+        return ORDER_NOMEM;
+    for (Py_ssize_t r = 0; r < w->n; r++)
+        starts[w->codes[r] + 1]++;
+    Py_ssize_t largest = 0;
+    for (Py_ssize_t q = 0; q < w->n_queries; q++) {
+        if (starts[q + 1] > largest)
+            largest = starts[q + 1];
+        starts[q + 1] += starts[q];
+    }
+    int64_t *at = malloc(((size_t)w->n_queries + 1) * sizeof(int64_t));
+    Keyed *keyed = malloc((size_t)(largest ? largest : 1) * sizeof(Keyed));
+    Keyed *ktmp = malloc((size_t)(largest ? largest : 1) * sizeof(Keyed));
+    int64_t *rtmp = malloc((size_t)(largest ? largest : 1) * sizeof(int64_t));
+    size_t cap = 16;
+    while (cap < 2 * (size_t)largest)
+        cap *= 2;
+    Seen seen = {calloc(cap, sizeof(Py_ssize_t)), calloc(cap, sizeof(Py_ssize_t)), 0, cap - 1};
+    if (at == NULL || keyed == NULL || ktmp == NULL || rtmp == NULL || seen.rows == NULL || seen.marks == NULL) {
+        status = ORDER_NOMEM;
+        goto done;
+    }
+    memcpy(at, starts, ((size_t)w->n_queries + 1) * sizeof(int64_t));
+    for (Py_ssize_t r = 0; r < w->n; r++) /* rows grouped by query, in file order (a counting sort) */
+        w->order[at[w->codes[r]]++] = r;
+    for (Py_ssize_t q = 0; status == ORDER_OK && q < w->n_queries; q++)
+        status = order_query(w, w->order + starts[q], starts[q + 1] - starts[q], keyed, ktmp, rtmp, &seen);
+done:
+    free(starts);
+    free(at);
+    free(keyed);
+    free(ktmp);
+    free(rtmp);
+    free(seen.rows);
+    free(seen.marks);
+    return status;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Python                                                                                     */
 
 enum { R_DATA, R_CODES, R_OFFSETS, R_BYTES, R_HASHES, R_SCORES, R_SLOW_ROWS, R_SLOW_STARTS, R_SLOW_ENDS, R_ARGS };
@@ -978,6 +1152,67 @@ static PyObject *py_valid_utf8(PyObject *self, PyObject *obj)
     return PyBool_FromLong(valid);
 }
 
+enum { O_CODES, O_SCORES, O_HASHES, O_OFFSETS, O_BYTES, O_ORDER, O_ARGS };
+
+static PyObject *py_order_run(PyObject *self, PyObject *pyargs, PyObject *kwargs)
+{
+    (void)self;
+    static char *kwlist[] = {"codes", "n_queries", "scores", "hashes", "doc_offsets", "doc_bytes", "order", NULL};
+    Arg a[O_ARGS] = {
+        [O_CODES] = IN("codes", SIGNED, SIZE_4),
+        [O_SCORES] = IN("scores", FLOAT, SIZE_8),
+        [O_HASHES] = IN("hashes", UNSIGNED, SIZE_8),
+        [O_OFFSETS] = IN("doc_offsets", SIGNED, SIZE_4 | SIZE_8),
+        [O_BYTES] = IN("doc_bytes", UNSIGNED, SIZE_1),
+        [O_ORDER] = OUT("order", SIGNED, SIZE_8),
+    };
+    Py_ssize_t n_queries;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OnOOOOO:order_run", kwlist, &a[O_CODES].obj, &n_queries,
+                                     &a[O_SCORES].obj, &a[O_HASHES].obj, &a[O_OFFSETS].obj, &a[O_BYTES].obj,
+                                     &a[O_ORDER].obj))
+        return NULL;
+    if (acquire_args(a, O_ARGS) < 0)
+        return NULL;
+    const Py_ssize_t n = a[O_CODES].n;
+    const char *problem = NULL;
+    if (a[O_SCORES].n != n || a[O_HASHES].n != n || a[O_ORDER].n != n)
+        problem = "codes, scores, hashes and order must have one length";
+    else if (a[O_OFFSETS].n != n + 1)
+        problem = "doc_offsets must have one offset more than codes";
+    else if (n_queries < 0 || n_queries > INT32_MAX)
+        problem = "n_queries must be between 0 and 2**31 - 1";
+    if (problem != NULL) {
+        release_args(a, O_ARGS);
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    const int wide = a[O_OFFSETS].view.itemsize == 8;
+    Whole w = {
+        .n = n, .n_queries = n_queries, .codes = BUF(a, O_CODES, const int32_t),
+        .scores = BUF(a, O_SCORES, const double), .hashes = BUF(a, O_HASHES, const uint64_t),
+        .offsets32 = wide ? NULL : BUF(a, O_OFFSETS, const int32_t),
+        .offsets64 = wide ? BUF(a, O_OFFSETS, const int64_t) : NULL,
+        .bytes = BUF(a, O_BYTES, const uint8_t), .n_bytes = a[O_BYTES].n, .order = BUF(a, O_ORDER, int64_t),
+    };
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = order_whole(&w);
+    Py_END_ALLOW_THREADS
+    release_args(a, O_ARGS);
+    switch (status) {
+    case ORDER_NOMEM:
+        return PyErr_NoMemory();
+    case ORDER_BAD_CODE:
+        PyErr_SetString(PyExc_ValueError, "codes must lie in 0 .. n_queries - 1");
+        return NULL;
+    case ORDER_BAD_OFFSETS:
+        PyErr_SetString(PyExc_ValueError, "doc_offsets must be non-decreasing, from 0 or more, within doc_bytes");
+        return NULL;
+    default:
+        return PyLong_FromLong(status);
+    }
+}
+
 PyMethodDef core_runreader_methods[] = {
     {"read_trec_run", (PyCFunction)(void (*)(void))py_read_trec_run, METH_VARARGS | METH_KEYWORDS,
      "read_trec_run(data, lo, hi, codes, doc_offsets, doc_bytes, hashes, scores, slow_rows, slow_starts, "
@@ -986,6 +1221,11 @@ PyMethodDef core_runreader_methods[] = {
      "(doc_bytes[doc_offsets[r]:doc_offsets[r + 1]]), its hash and its score, or its score's text bounds in "
      "slow_* for Python's float. status 0 read, 1 refused (the Python reader must name the line), 2 too many "
      "scores for Python's float; qids: the chunk's query ids in first-appearance order."},
+    {"order_run", (PyCFunction)(void (*)(void))py_order_run, METH_VARARGS | METH_KEYWORDS,
+     "order_run(codes, n_queries, scores, hashes, doc_offsets, doc_bytes, order) -> status\n\n"
+     "order: the rows by query code, then score descending, then document id descending (trec_eval's tie rule); "
+     "status 0, or 1 when a query lists a document twice (order is then incomplete). doc_offsets: int32 or int64 "
+     "offsets of the document ids in doc_bytes."},
     {"string_hash", py_string_hash, METH_O,
      "string_hash(data) -> int\n\nThe hash bm25lab.engine.columns.string_hashes gives these UTF-8 bytes."},
     {"parse_score", py_parse_score, METH_O,

@@ -571,6 +571,94 @@ def test_random_bytes_and_bounds_into_the_reader_never_crash(data, lo, hi, rows,
         assert all(isinstance(qid, str) for qid in qids) and len(qids) <= segments <= n
 
 
+# order_run: the whole run in the tie-rule order
+
+
+def _columns(qids: list[int], docs: list[str], scores: list[float]) -> dict:
+    import pyarrow as pa
+
+    array = pa.array(docs, type=pa.string())
+    buffers = array.buffers()
+    return {"codes": np.array(qids, dtype=np.int32), "n_queries": max(qids, default=-1) + 1,
+            "scores": np.array(scores, dtype=np.float64), "hashes": string_hashes(array),
+            "doc_offsets": np.frombuffer(buffers[1], dtype=np.int32)[: len(docs) + 1].copy(),
+            "doc_bytes": np.frombuffer(buffers[2], dtype=np.uint8).copy() if buffers[2] else np.zeros(0, np.uint8),
+            "order": np.empty(len(docs), dtype=np.int64)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.text(alphabet="abAB01é", min_size=0, max_size=4),
+                          st.sampled_from([0.0, 1.0, 2.5, -1.0, math.inf, -math.inf, 1e-300])), max_size=60))
+def test_order_run_is_the_tie_rule_and_finds_repeated_documents(rows):
+    import pyarrow as pa
+
+    from bm25lab.evaluation.ranking import _repeated_pairs, tie_rule_order
+
+    qids, docs, scores = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    columns = _columns(qids, docs, scores)
+    status = core.order_run(**columns)
+    array = pa.array(docs, type=pa.string())
+    repeated = _repeated_pairs(columns["codes"].astype(np.int64), array, columns["hashes"], columns["n_queries"])
+    assert status == int(bool(repeated))
+    if not repeated:
+        expected = tie_rule_order(columns["codes"].astype(np.int64), columns["scores"], array)
+        assert columns["order"].tolist() == (list(range(len(rows))) if expected is None else expected.tolist())
+
+
+def test_order_run_ties_beyond_any_bound_and_every_hash_colliding():
+    docs = [f"d{i:05d}" for i in range(5000)]
+    columns = _columns([0] * 5000, docs, [1.0] * 5000)
+    assert core.order_run(**columns) == 0 and columns["order"].tolist() == list(range(4999, -1, -1))
+    columns["hashes"][:] = 7  # every hash the same: the strings decide
+    assert core.order_run(**columns) == 0 and columns["order"].tolist() == list(range(4999, -1, -1))
+    columns["doc_bytes"][columns["doc_offsets"][3] : columns["doc_offsets"][4]] = np.frombuffer(b"d00001", np.uint8)
+    assert core.order_run(**columns) == 1  # d00001 twice
+
+
+GOOD = _columns([0, 1, 0], ["a", "b", "c"], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"codes": np.array([0, 1, 2], np.int32)}, ValueError), ({"codes": np.array([0, -1, 0], np.int32)}, ValueError),
+    ({"codes": np.array([0, 1], np.int32)}, ValueError), ({"codes": np.array([0, 1, 0], np.int64)}, TypeError),
+    ({"n_queries": -1}, ValueError), ({"n_queries": 2**40}, ValueError), ({"scores": np.zeros(3, np.float32)}, TypeError),
+    ({"hashes": np.zeros(4, np.uint64)}, ValueError), ({"doc_offsets": np.array([0, 1, 2], np.int32)}, ValueError),
+    ({"doc_offsets": np.array([0, 2, 1, 3], np.int32)}, ValueError),
+    ({"doc_offsets": np.array([-1, 1, 2, 3], np.int32)}, ValueError),
+    ({"doc_offsets": np.array([0, 1, 2, 4], np.int32)}, ValueError),
+    ({"doc_offsets": np.array([0, 1, 2, 3], np.int64)}, None), ({"doc_offsets": np.array([0, 1, 2, 3], np.int16)}, TypeError),
+    ({"order": np.empty(3, np.int64)[::-1]}, TypeError), ({"order": np.frombuffer(bytes(24), np.int64)}, TypeError),
+    ({"doc_bytes": "abc"}, TypeError),
+])
+def test_hostile_arguments_into_order_run_are_python_errors(change, error):
+    arguments = {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in GOOD.items()}
+    arguments.update(change)
+    if error is None:
+        assert core.order_run(**arguments) == 0 and arguments["order"].tolist() == [2, 0, 1]
+    else:
+        with pytest.raises(error):
+            core.order_run(**arguments)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(0, 30), queries=st.integers(0, 5), data=st.data())
+def test_random_arrays_into_order_run_never_crash(n, queries, data):
+    codes = np.array(data.draw(st.lists(st.integers(-2, 6), min_size=n, max_size=n)), dtype=np.int32)
+    offsets = np.array(data.draw(st.lists(st.integers(-3, 40), min_size=n + 1, max_size=n + 1)), dtype=np.int32)
+    arguments = {"codes": codes, "n_queries": queries, "scores": np.array(data.draw(st.lists(
+                 st.floats(allow_nan=True), min_size=n, max_size=n)), dtype=np.float64),
+                 "hashes": np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.uint64),
+                 "doc_offsets": offsets, "doc_bytes": np.frombuffer(data.draw(st.binary(max_size=40)), np.uint8),
+                 "order": np.empty(n, np.int64)}
+    try:
+        status = core.order_run(**arguments)
+    except ValueError:
+        return
+    assert status in (0, 1)
+    if status == 0:
+        assert sorted(arguments["order"].tolist()) == list(range(n))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=64))
 def test_random_bytes_into_the_pieces_never_crash(raw):
