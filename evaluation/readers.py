@@ -60,14 +60,14 @@ a TREC run is read by its reader (``engine/core/runreader.c``), on line-aligned 
 large file: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
 the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives), reads the scores
 (exactly: the float64 Python's ``float`` gives, which it calls for the spellings the core leaves to it),
-looks for a document repeated within a query's rows and orders each query's tied rows, so that the run
-needs no further sort, hashing or duplicate check when, as systems write runs, each query's documents
-come together in rank order. Any line the other paths would refuse, and any repeated document, sends the
-file to them (they name the line). Otherwise (other formats, or no core) the fast path hands the bytes
-to pyarrow's CSV reader, whose delimiter is a single character: it is taken when the fields are
-separated by single spaces (or single tabs), with no comment lines. Whenever it cannot parse a file, or finds anything wrong in it,
-the file is parsed again line by line in Python, which defines the accepted syntax and names the
-line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
+looks for a document repeated within a query's rows and puts each query's rows in the tie-rule order
+(a run whose queries' rows lie in several places is ordered as a whole by the core's ``order_run``), so
+that the run needs no further sort, hashing or duplicate check. Any line the other paths would refuse,
+and any repeated document, sends the file to them (they name the line). Otherwise (other formats, or no
+core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
+is taken when the fields are separated by single spaces (or single tabs), with no comment lines.
+Whenever it cannot parse a file, or finds anything wrong in it, the file is parsed again line by line
+in Python, which defines the accepted syntax and names the line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
 ideographic space inside a document id stays part of it, as in trec_eval.
 
 Large files (16 MiB and more, plain, not gzipped) are mapped into memory read-only rather than read
@@ -949,7 +949,7 @@ def _has_empty_field(data: bytes, start: int, delimiter: str, block_size: int = 
 
 
 # ---------------------------------------------------------------------------------------------
-# Fastest path: TREC runs read by a compiled kernel
+# Fastest path: TREC runs read by the compiled core
 
 
 _COMPILED_FROM = 0

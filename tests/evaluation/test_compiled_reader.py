@@ -621,12 +621,14 @@ GOOD = _columns([0, 1, 0], ["a", "b", "c"], [1.0, 2.0, 3.0])
 @pytest.mark.parametrize("change, error", [
     ({"codes": np.array([0, 1, 2], np.int32)}, ValueError), ({"codes": np.array([0, -1, 0], np.int32)}, ValueError),
     ({"codes": np.array([0, 1], np.int32)}, ValueError), ({"codes": np.array([0, 1, 0], np.int64)}, TypeError),
-    ({"n_queries": -1}, ValueError), ({"n_queries": 2**40}, ValueError), ({"scores": np.zeros(3, np.float32)}, TypeError),
+    ({"n_queries": -1}, ValueError), ({"n_queries": 2**40}, ValueError),
+    ({"scores": np.zeros(3, np.float32)}, TypeError),
     ({"hashes": np.zeros(4, np.uint64)}, ValueError), ({"doc_offsets": np.array([0, 1, 2], np.int32)}, ValueError),
     ({"doc_offsets": np.array([0, 2, 1, 3], np.int32)}, ValueError),
     ({"doc_offsets": np.array([-1, 1, 2, 3], np.int32)}, ValueError),
     ({"doc_offsets": np.array([0, 1, 2, 4], np.int32)}, ValueError),
-    ({"doc_offsets": np.array([0, 1, 2, 3], np.int64)}, None), ({"doc_offsets": np.array([0, 1, 2, 3], np.int16)}, TypeError),
+    ({"doc_offsets": np.array([0, 1, 2, 3], np.int64)}, None),
+    ({"doc_offsets": np.array([0, 1, 2, 3], np.int16)}, TypeError),
     ({"order": np.empty(3, np.int64)[::-1]}, TypeError), ({"order": np.frombuffer(bytes(24), np.int64)}, TypeError),
     ({"doc_bytes": "abc"}, TypeError),
 ])
