@@ -55,19 +55,19 @@ a relevance is due (NaN refused). A repeated (query, document) pair in a run is 
 trec_eval; repeated qrels lines are an error unless identical. Every error is an
 :class:`~bm25lab.engine.errors.InputError` naming the file and the line.
 
-Three parsing paths, one result. A TREC run of 256 MiB or more (:data:`_COMPILED_FROM`) is read by a
-compiled kernel (:mod:`bm25lab.evaluation._reader_kernels`, numba) on line-aligned chunks in two
-threads: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
+Three parsing paths, one result. Where the compiled core is built (:func:`bm25lab.engine.core.kernels`),
+a TREC run is read by its reader (``engine/core/runreader.c``), on line-aligned chunks in two threads for a
+large file: one pass splits the lines as the Python path does, numbers the query ids, copies and hashes
 the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives), reads the scores
-(exactly: Clinger's fast path, else Python's ``float``), looks for a document repeated within a
-query's rows and orders each query's tied rows, so that the run needs no further sort, hashing or
-duplicate check when, as systems write runs, each query's documents come together in rank order.
-Any line the other paths would refuse, and any repeated document, sends the file to them (they
-name the line). Otherwise the fast path hands the bytes to pyarrow's CSV reader, whose
-delimiter is a single character: it is taken when the fields are separated by single spaces (or
-single tabs), with no comment lines. Whenever it cannot parse a file, or finds anything wrong in it,
-the file is parsed again line by line in Python, which defines the accepted syntax and names the
-line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
+(exactly: the float64 Python's ``float`` gives, which it calls for the spellings the core leaves to it),
+looks for a document repeated within a query's rows and puts each query's rows in the tie-rule order
+(a run whose queries' rows lie in several places is ordered as a whole by the core's ``order_run``), so
+that the run needs no further sort, hashing or duplicate check. Any line the other paths would refuse,
+and any repeated document, sends the file to them (they name the line). Otherwise (other formats, or no
+core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
+is taken when the fields are separated by single spaces (or single tabs), with no comment lines.
+Whenever it cannot parse a file, or finds anything wrong in it, the file is parsed again line by line
+in Python, which defines the accepted syntax and names the line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
 ideographic space inside a document id stays part of it, as in trec_eval.
 
 Large files (16 MiB and more, plain, not gzipped) are mapped into memory read-only rather than read
@@ -91,7 +91,7 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from ..engine.columns import numpy_values
+from ..engine.columns import arrow_array, numpy_values
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
@@ -949,48 +949,52 @@ def _has_empty_field(data: bytes, start: int, delimiter: str, block_size: int = 
 
 
 # ---------------------------------------------------------------------------------------------
-# Fastest path: TREC runs read by a compiled kernel
+# Fastest path: TREC runs read by the compiled core
 
 
-_COMPILED_FROM = 1 << 28
-"""TREC runs of at least this many bytes (256 MiB) are read by the compiled kernel (:func:`_compiled_run`);
-below, numba's start-up in a fresh process (its import and its kernels loaded from their cache: about
-0.45 s, half of it the import of scipy.linalg that numba makes to check for a BLAS where scipy is
-installed) costs more than the kernel saves. Measured with ``bm25lab evaluate`` on 2 busy cores (load
-2.8-3.8, alternating): a 99 MB run took 1.39-1.72 s with the kernel, 1.09-1.18 s without; the 333 MB run
-of issue 20 2.58-3.48 s with it, 2.87-4.48 s without (8% less over 5 pairs)."""
+_COMPILED_FROM = 0
+"""TREC runs of at least this many bytes are read by the compiled core's reader (:func:`_compiled_run`) when
+the core is built (:func:`bm25lab.engine.core.kernels`): every run, as the core loads in a millisecond."""
+_THREADED_FROM = 1 << 22
+"""Runs of at least this many bytes are read in two chunks on two threads (where two cores are usable)."""
 _CHUNK_LIMIT = 1 << 30  # bytes of a chunk at most: its document ids' offsets stay int32
 _SLOW_SCORES = 1 << 12  # scores Python's float may read per chunk, plus 1 in 64 rows, else the usual path
-_SEEN_DOCUMENTS = 1 << 16  # the kernel's hash set of a segment's documents: segments of up to 32k rows checked
+_SEEN_DOCUMENTS = 1 << 16  # the reader's hash set of a segment's documents: segments of up to 32k rows checked
 
 
 @dataclass(frozen=True)
 class _Chunk:
-    """One chunk's columns as :func:`~bm25lab.evaluation._reader_kernels.parse_trec_run` left them: its
-    rows' query codes, hashes and scores at ``base`` in the arrays shared by all chunks, its document ids,
-    its query ids in first-appearance order, and whether each query id is one segment (rows in a row)
-    which the kernel checked for repeated documents."""
+    """One chunk's columns as the core's ``read_trec_run`` left them: its rows' query codes, hashes and scores
+    at ``base`` in the arrays shared by all chunks, its document ids, its query ids in first-appearance order,
+    how many segments (runs of rows of one query) it has, and whether each query id is one segment which the
+    reader checked for repeated documents."""
 
     base: int
     rows: int
     docs: Any
     qids: list[str]
+    segments: int
     grouped: bool
     ranked: bool  # each segment's rows in the tie-rule order
 
 
 def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
-    """The run of the TREC run bytes ``box[0]``, read by the compiled kernel on line-aligned chunks in
-    threads, or None when the file needs the usual readers (any line they would refuse, a repeated
-    (query, document): they name the line).
+    """The run of the TREC run bytes ``box[0]``, read by the compiled core's reader (``runreader.c``) on
+    line-aligned chunks, or None when the core is not built or the file needs the usual readers (any line
+    they would refuse, a repeated (query, document): they name the line).
 
     The same run as :func:`_parse_and_build` gives: the query ids in first-appearance order, the same
-    document ids, hashes (:func:`~bm25lab.engine.columns.string_hashes`'s) and scores (Clinger's fast
-    path, or Python's ``float``), then :meth:`Run.from_encoded`; duplicates are looked for by the
-    kernel within each segment of a query's rows, so a run listing each query's documents together
-    (as every system writes them) needs no sort of its (query, document) keys. The bytes are let go
-    (``box`` emptied) before the run is built, as :func:`_parse_and_build` does."""
-    read = _compiled_chunks(box[0])
+    document ids, hashes (:func:`~bm25lab.engine.columns.string_hashes`'s) and scores (those of Python's
+    ``float``: read exactly by the core, or by ``float`` itself), then :meth:`Run.from_encoded`; duplicates
+    are looked for by the core within each segment of a query's rows, so a run listing each query's
+    documents together (as every system writes them) needs no sort of its (query, document) keys. The bytes
+    are let go (``box`` emptied) before the run is built, as :func:`_parse_and_build` does."""
+    from ..engine.core import kernels
+
+    core = kernels()
+    if core is None:
+        return None
+    read = _compiled_chunks(box[0], core)
     if read is None:
         return None
     chunks, codes, hashes, scores = read
@@ -1005,6 +1009,14 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         box.append(_load(path))
         return None
     del chunks
+    if not (checked and ranked):  # the whole run ordered by the core (a query's rows in several places)
+        ordered = _ordered(core, codes, len(qids), docs, hashes, scores)
+        if ordered is None:  # a repeated document: the usual readers name its line
+            box.append(_load(path))
+            return None
+        if ordered:
+            codes, docs, hashes, scores = ordered
+            checked = ranked = True
     try:
         return Run.from_encoded(codes, qids, docs, hashes, scores, name=name, source=path, unique=checked,
                                 ranked=ranked)
@@ -1013,37 +1025,59 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         return None
 
 
-def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:
-    """The chunks of ``data`` read by the kernel, in threads, with the query codes, hashes and scores of
-    all their rows, in order; None when a chunk is refused.
+def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Any, hashes: np.ndarray,
+             scores: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray] | tuple[()] | None:
+    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
+    hashes and scores; None when a query lists a document twice; ``()`` when the core cannot order them (the
+    ids' bytes reach 2 GiB: one int32-offset array cannot hold them), for :meth:`Run.from_encoded` to do."""
+    import pyarrow as pa
 
-    Each chunk's lines are counted first, so that every chunk writes its rows straight into the arrays
-    of the whole file, where they belong when no line is blank or a comment (else the later chunks'
-    rows are moved up, within memory already written): fresh memory, which the kernel zeroes page by
-    page, costs as much as the parsing on a busy machine; rows written at a bound and then moved would
-    touch a third more of it."""
-    from concurrent.futures import ThreadPoolExecutor
+    try:
+        combined = docs.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return ()
+    if not pa.types.is_string(combined.type) or len(combined) == 0:
+        return ()
+    buffers = combined.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[combined.offset : combined.offset + len(combined) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
+    order = np.empty(len(combined), dtype=np.int64)
+    if core.order_run(codes, queries, scores, hashes, offsets, data, order):
+        return None
+    counts = np.bincount(codes, minlength=queries)
+    ordered_codes = np.repeat(np.arange(queries, dtype=np.int32), counts)
+    return ordered_codes, combined.take(arrow_array(order)), hashes[order], scores[order]
 
-    from ..engine.backends.numba_backend import reader_kernels
-    from ..engine.tokenization import usable_cores
 
+def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:
+    """The chunks of ``data`` read by the core, two at a time on threads when the file is large, with the query
+    codes, hashes and scores of all their rows, in order; None when a chunk is refused.
+
+    Each chunk's lines are counted first (numpy), so that every chunk writes its rows straight into the arrays
+    of the whole file, where they belong when no line is blank or a comment (else the later chunks' rows are
+    moved up, within memory already written): fresh memory, which the kernel zeroes page by page, costs as
+    much as the parsing on a busy machine; rows written at a bound and then moved would touch a third more."""
     array = np.frombuffer(data, dtype=np.uint8)
-    bounds = _line_chunks(data, max(min(2, usable_cores()), -(-len(data) // _CHUNK_LIMIT)))
-    spans = list(itertools.pairwise(bounds))
-    with ThreadPoolExecutor(min(2, len(spans))) as pool:  # numpy and the kernels let go of the interpreter
-        counted = pool.map(lambda span: _count_lines(array, *span), spans)  # while numba is imported
-        kernels = reader_kernels()
-        caps = [lines + 1 for lines in counted]
-        bases = np.concatenate(([0], np.cumsum(caps))).tolist()
-        codes = np.empty(bases[-1], dtype=np.int32)
-        hashes = np.empty(bases[-1], dtype=np.uint64)
-        scores = np.empty(bases[-1], dtype=np.float64)
+    spans = list(itertools.pairwise(_line_chunks(data, _pieces(len(data)))))
 
-        def read(k: int) -> _Chunk | None:
-            window = slice(bases[k], bases[k + 1])
-            return _read_chunk(array, data, *spans[k], bases[k], codes[window], hashes[window], scores[window])
+    def count(span: tuple[int, int]) -> int:
+        return _count_lines(array, *span) + 1  # a bound on the span's rows
 
-        chunks = list(pool.map(read, range(len(spans))))
+    def read(k: int) -> _Chunk | None:
+        window = slice(bases[k], bases[k + 1])
+        return _read_chunk(core, array, data, *spans[k], bases[k], codes[window], hashes[window], scores[window])
+
+    if len(spans) == 1:
+        bases = [0, count(spans[0])]
+        codes, hashes, scores = _row_columns(bases[-1])
+        chunks = [read(0)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:  # numpy and the core let go of the interpreter
+            bases = np.concatenate(([0], np.cumsum(list(pool.map(count, spans))))).tolist()
+            codes, hashes, scores = _row_columns(bases[-1])
+            chunks = list(pool.map(read, range(len(spans))))
     if any(chunk is None for chunk in chunks):
         return None
     rows = 0
@@ -1056,13 +1090,25 @@ def _compiled_chunks(data: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, n
     return chunks, codes[:rows], hashes[:rows], scores[:rows]  # type: ignore[return-value]
 
 
+def _pieces(size: int) -> int:
+    """How many chunks a run of ``size`` bytes is read in: one below :data:`_THREADED_FROM`, else two (on one
+    core the two threads take turns at no cost: the work is the same), and enough to keep each within
+    :data:`_CHUNK_LIMIT`."""
+    return max(1 if size < _THREADED_FROM else 2, -(-size // _CHUNK_LIMIT))
+
+
+def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The query codes, hashes and scores of ``rows`` rows, uninitialised."""
+    return np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.float64)
+
+
 _COUNT_BLOCK = 1 << 20
 
 
 def _count_lines(array: np.ndarray, lo: int, hi: int) -> int:
     """How many ``\\n`` bytes ``array[lo:hi]`` holds (with one more, a bound on its rows), counted by
     numpy a block at a time (no array of the chunk's size; numpy lets go of the interpreter)."""
-    found = np.empty(_COUNT_BLOCK, dtype=bool)
+    found = np.empty(min(_COUNT_BLOCK, max(hi - lo, 0)), dtype=bool)
     lines = 0
     for start in range(lo, hi, _COUNT_BLOCK):
         block = array[start : min(hi, start + _COUNT_BLOCK)]
@@ -1071,47 +1117,66 @@ def _count_lines(array: np.ndarray, lo: int, hi: int) -> int:
 
 
 def _line_chunks(data: Any, pieces: int) -> list[int]:
-    """Bounds ``0 = b0 < b1 < ... = len(data)`` of about ``pieces`` chunks, each after a ``\\n``."""
+    """Bounds ``0 = b0 < b1 < ... = len(data)`` of about ``pieces`` chunks, each after a ``\\n``, where the
+    query id changes when it does within a few thousand lines (:func:`_next_query`): each query's rows in one
+    chunk, whose reader can then order them."""
     bounds = [0]
     for k in range(1, pieces):
         at = data.find(b"\n", max(bounds[-1], k * len(data) // pieces)) + 1
         if at <= 0 or at >= len(data):
+            break
+        at = _next_query(data, at)
+        if at >= len(data):
             break
         if at > bounds[-1]:
             bounds.append(at)
     return [*bounds, len(data)] if len(data) > bounds[-1] or len(bounds) == 1 else bounds
 
 
-def _read_chunk(array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray, hashes: np.ndarray,
-                scores: np.ndarray) -> _Chunk | None:
-    """One chunk, ``data[lo:hi]``, read by the kernel into ``codes``, ``hashes`` and ``scores``, its
-    slow scores read by Python's ``float`` (:func:`_score`); None when the kernel refused it or a
-    score is not one the usual readers accept."""
+_QUERY_LINES = 1 << 14  # lines :func:`_next_query` looks at, at most
+
+
+def _next_query(data: Any, at: int) -> int:
+    """The start of the first line from ``at`` (a line's start) on whose query id is not that of the line
+    before ``at``, looking at :data:`_QUERY_LINES` lines at most (else ``at``)."""
+    before = data[data.rfind(b"\n", 0, at - 1) + 1 : at].split(None, 1)
+    if not before:
+        return at
+    prefix = before[0]
+    line = at
+    for _ in range(_QUERY_LINES):
+        head = data[line : line + len(prefix) + 1]
+        if len(head) <= len(prefix) or head[: len(prefix)] != prefix or head[-1:] not in (b" ", b"\t"):
+            return line
+        line = data.find(b"\n", line) + 1
+        if line <= 0:
+            return len(data)
+    return at
+
+
+def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray,
+                hashes: np.ndarray, scores: np.ndarray) -> _Chunk | None:
+    """One chunk, ``data[lo:hi]``, read by the core into ``codes``, ``hashes`` and ``scores``, the scores it
+    leaves to Python read by ``float`` (:func:`_score`); None when the core refused the chunk or a score is
+    not one the usual readers accept."""
     import pyarrow as pa
-
-    from ..engine.backends.numba_backend import reader_kernels
-
-    kernels = reader_kernels()
 
     offsets = np.empty(codes.size + 1, dtype=np.int32)
     doc_bytes = np.empty(hi - lo, dtype=np.uint8)
     room = _SLOW_SCORES + codes.size // 64
     slow = tuple(np.empty(room, dtype=np.int64) for _ in range(3))
-    segments = tuple(np.empty(codes.size, dtype=np.int64) for _ in range(3))
-    status, rows, n_slow, n_segments, q_starts, q_lengths, queries, checked, ranked = kernels.parse_trec_run(
-        array, lo, hi, codes, offsets, doc_bytes, hashes, scores, *slow, *segments,
-        np.zeros(_SEEN_DOCUMENTS, dtype=np.int64), np.zeros(_SEEN_DOCUMENTS, dtype=np.int64))
-    if status != kernels.OK:
+    status, rows, n_slow, segments, qids, checked, ranked = core.read_trec_run(
+        array, lo, hi, codes, offsets, doc_bytes, hashes, scores, *slow, _SEEN_DOCUMENTS)
+    if status != 0:
         return None
     for row, start, end in zip(*(part[:n_slow].tolist() for part in slow)):
         try:
             scores[row] = _score(data[start:end], "", None) + 0.0  # -0.0 -> 0.0, as C compares them equal
         except InputError:
             return None
-    qids = [data[a : a + n].decode("utf-8") for a, n in zip(q_starts[:queries].tolist(), q_lengths[:queries].tolist())]
     docs = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets[: rows + 1]),
                                        pa.py_buffer(doc_bytes[: int(offsets[rows])]))
-    return _Chunk(base, rows, docs, qids, checked and n_segments == queries, ranked and n_segments == queries)
+    return _Chunk(base, rows, docs, qids, segments, checked and segments == len(qids), ranked and segments == len(qids))
 
 
 def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...], bool]:
@@ -1127,7 +1192,7 @@ def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, 
         part = codes[at : at + chunk.rows]
         if local.size and not (local == np.arange(local.size, dtype=np.int32)).all():
             np.take(local, part, out=part)
-        segments += len(chunk.qids) - (k > 0 and chunk.rows > 0 and at > 0 and part[0] == codes[at - 1])
+        segments += chunk.segments - (k > 0 and chunk.rows > 0 and at > 0 and part[0] == codes[at - 1])
         at += chunk.rows
     return codes, tuple(position), segments == len(position)
 

@@ -11,14 +11,11 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, Protocol, TypeVar
 
 import typer
 
-from ..engine.backends import BACKENDS
 from ..engine.errors import BM25LabError, InputWarning, ParameterError
-from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
-from ..engine.tokenization import LANGUAGES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,10 +28,12 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # glibc's mallo
 _KEPT_BYTES = 1 << 30
 
 
-def settle_memory_for_large_files() -> None:
+def settle_memory_for_large_files(paths: Iterable[Any] = ()) -> None:
     """Memory settings of a process that reads large files once (``evaluate``, ``compare``): a
     process-wide choice, so made by those commands, never on import; the memory is returned when the
-    command ends.
+    command ends. Nothing is done when ``paths`` are given and add up to less than :data:`_LARGE_FILES`
+    bytes (files that are not there count as large): small files need no settings, and the settings'
+    imports (numpy, ctypes, pyarrow) would cost a small evaluation a fifth of its time.
 
     - Freed memory is kept for reuse instead of handed back to the system at once. Reading a
       10-million-line run makes many column-sized arrays (80 MB each) one after another. By default
@@ -51,6 +50,8 @@ def settle_memory_for_large_files() -> None:
       2.0-2.6 s, 0.2-1.2 s of it system time, varying run to run; with small pages 2.0 s, 0.3-0.4 s
       system time, every time (each page is touched once or twice: a huge page saves little).
     """
+    if paths and _total_size(paths) < _LARGE_FILES:
+        return
     import ctypes
 
     import numpy as np
@@ -71,14 +72,48 @@ def settle_memory_for_large_files() -> None:
         pa.set_memory_pool(pa.system_memory_pool())
 
 
+_LARGE_FILES = 1 << 26
+
+
+def _total_size(paths: Iterable[Any]) -> int:
+    """The bytes of the files ``paths`` together; a path that is not a file counts as :data:`_LARGE_FILES`."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except (OSError, TypeError, ValueError):
+            total += _LARGE_FILES
+    return total
+
+
 def _choices(name: str, values: Any) -> type[Enum]:
     """An Enum of a registry's names, for typer's choice checking and help."""
     return Enum(name, {value: value for value in values}, type=str)  # type: ignore[return-value]
 
 
-Language = _choices("Language", LANGUAGES)
-VariantName = _choices("VariantName", VARIANTS)
-BackendName = _choices("BackendName", BACKENDS)
+def _engine_choices() -> dict[str, Any]:
+    """The choices and defaults the engine's registries give (Language, VariantName, BackendName, DEFAULT_B,
+    DEFAULT_K1, DEFAULT_VARIANT_NAME): made when a command that has them is first built, so that a command
+    without them (``evaluate``) does not import the engine's tokenizers, backends and scoring (0.1 s)."""
+    from ..engine.backends import BACKENDS
+    from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
+    from ..engine.tokenization import LANGUAGES
+
+    variant = _choices("VariantName", VARIANTS)
+    return {"Language": _choices("Language", LANGUAGES), "VariantName": variant,
+            "BackendName": _choices("BackendName", BACKENDS), "DEFAULT_B": DEFAULT_B, "DEFAULT_K1": DEFAULT_K1,
+            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT)}
+
+
+_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENGINE_CHOICES:
+        made = _engine_choices()
+        globals().update(made)
+        return made[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TableFormat(str, Enum):
@@ -99,7 +134,6 @@ K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weig
 BACKEND_OPT = typer.Option("--backend", help="auto: the compiled core when it is built, else numpy (the "
                                              "specification, the same results bit for bit). Default: "
                                              "$BM25LAB_BACKEND or auto.")
-DEFAULT_VARIANT_NAME = VariantName(DEFAULT_VARIANT)
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT", "QUIET_OPT", "Meter", "Progress", "Tick", "make_sink",
            "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",

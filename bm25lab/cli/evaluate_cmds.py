@@ -188,7 +188,7 @@ def evaluate_cmd(
     measures = measure or DEFAULT_MEASURES
     rules = int(trec_eval.value)
     size = _collection_size(collection_size, index)
-    settle_memory_for_large_files()
+    settle_memory_for_large_files([qrels, *runs])
     judgments, first_run = _qrels_and_first_run(lambda: read_judgments(qrels, qrels_format, trec_eval=rules),
                                                 lambda: read_a_run(runs[0], run_format))
     options = {"rel": rel, "complete": complete, "judged_only": judged_only, "depth": depth, "fractions": fractions.value}
@@ -318,7 +318,7 @@ def compare_cmd(
         check_plot_path(plot)
     measures = list(expand_measures(measure or COMPARE_MEASURES).names)
     rules = int(trec_eval.value)
-    settle_memory_for_large_files()
+    settle_memory_for_large_files([qrels, baseline, *runs])
     judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
     names = [baseline.stem] + [p.stem for p in runs]
     if len(set(names)) != len(names):

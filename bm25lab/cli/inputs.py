@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 
 from ..engine.errors import InputError, ParameterError
-from ..engine.sources import (DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_KEYS, QUERY_ID_MODES, QUERY_READERS,
-                              QUERY_TEXT_KEYS, TOPIC_FIELDS)
 from ..evaluation.readers import QRELS_FORMATS, RUN_FORMATS, RUN_WRITERS
 from .common import _choices
 
@@ -23,14 +21,44 @@ if TYPE_CHECKING:
     from ..engine.records import Document
     from ..evaluation.ranking import Qrels, Run
 
-DocumentFormat = _choices("DocumentFormat", ["auto", *DOCUMENT_READERS])
-Duplicates = _choices("Duplicates", DUPLICATE_POLICIES)
-QueryFormat = _choices("QueryFormat", ["auto", *QUERY_READERS])
-QueryIds = _choices("QueryIds", QUERY_ID_MODES)
-CollectionQueryIds = _choices("CollectionQueryIds", ["auto", *QUERY_ID_MODES])
 QrelsFormat = _choices("QrelsFormat", ["auto", *QRELS_FORMATS])
 RunFormat = _choices("RunFormat", ["auto", *RUN_FORMATS])
 RunWriter = _choices("RunWriter", RUN_WRITERS)
+
+
+def _source_choices() -> dict[str, Any]:
+    """The choices and options the engine's document and query readers give (DocumentFormat, Duplicates,
+    QueryFormat, QueryIds, CollectionQueryIds, QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT): made when a command
+    that has them is first built, so that one without them (``evaluate``) does not import
+    :mod:`bm25lab.engine.sources`."""
+    from ..engine.sources import (DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_KEYS, QUERY_ID_MODES,
+                                  QUERY_READERS, QUERY_TEXT_KEYS)
+
+    query_id_field = typer.Option("--query-id-field", help="The field holding a query's id (JSONL; the column of a "
+                                  "TSV whose first line names its columns). Default: the first present of "
+                                  f"{', '.join(QUERY_ID_KEYS)}.")
+    query_text_fields = typer.Option("--query-text-fields", help="The field(s) holding a query's text, comma-"
+                                     "separated, joined with spaces (JSONL; TSV with a header). Default: the first "
+                                     f"present of {', '.join(QUERY_TEXT_KEYS)}.")
+    return {"DocumentFormat": _choices("DocumentFormat", ["auto", *DOCUMENT_READERS]),
+            "Duplicates": _choices("Duplicates", DUPLICATE_POLICIES),
+            "QueryFormat": _choices("QueryFormat", ["auto", *QUERY_READERS]),
+            "QueryIds": _choices("QueryIds", QUERY_ID_MODES),
+            "CollectionQueryIds": _choices("CollectionQueryIds", ["auto", *QUERY_ID_MODES]),
+            "QUERY_ID_FIELD_OPT": query_id_field, "QUERY_TEXT_FIELDS_OPT": query_text_fields}
+
+
+_SOURCE_CHOICES = ("DocumentFormat", "Duplicates", "QueryFormat", "QueryIds", "CollectionQueryIds",
+                   "QUERY_ID_FIELD_OPT", "QUERY_TEXT_FIELDS_OPT")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SOURCE_CHOICES:
+        made = _source_choices()
+        globals().update(made)
+        return made[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 FORMAT_OPT = typer.Option("--format", help="Document format (default: detected from the name and the content).")
 ID_FIELD_OPT = typer.Option("--id-field", help="The field holding the id (JSONL, CSV, TSV with a header).")
@@ -44,12 +72,6 @@ QUERY_FORMAT_OPT = typer.Option("--query-format", help="Queries format (default:
 TOPIC_FIELD_OPT = typer.Option("--topic-field", help="TREC topics: title, desc, narr or a '+' join (title+desc).")
 QUERY_IDS_OPT = typer.Option("--query-ids", help="given: the file's query ids; position: 1, 2, ... in file order "
                                                  "(Cranfield's cranqrel numbers cran.qry's queries so).")
-QUERY_ID_FIELD_OPT = typer.Option("--query-id-field", help="The field holding a query's id (JSONL; the column of a TSV "
-                                  "whose first line names its columns). Default: the first present of "
-                                  f"{', '.join(QUERY_ID_KEYS)}.")
-QUERY_TEXT_FIELDS_OPT = typer.Option("--query-text-fields", help="The field(s) holding a query's text, comma-separated, "
-                                     "joined with spaces (JSONL; TSV with a header). Default: the first present of "
-                                     f"{', '.join(QUERY_TEXT_KEYS)}.")
 QRELS_FORMAT_OPT = typer.Option("--qrels-format", help="Qrels format (default: detected; a guess is noted).")
 RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: detected).")
 
@@ -160,6 +182,8 @@ def run(path: Path, format: Enum) -> "Run":
 
 
 def _check_topic_field(topic_field: str) -> None:
+    from ..engine.sources import TOPIC_FIELDS
+
     parts = [part.strip().lower() for part in topic_field.split("+")]
     allowed = [f for f in TOPIC_FIELDS if f != "num"]
     if not all(part in allowed for part in parts):

@@ -50,5 +50,6 @@ extern PyMethodDef core_search_methods[];
 extern PyMethodDef core_build_methods[];
 int core_build_init(PyObject *module); /* adds the Vocabulary type */
 extern PyMethodDef core_cut_methods[];
+extern PyMethodDef core_runreader_methods[];
 
 #endif

@@ -19,6 +19,14 @@ printed), every tool from the files to the results:
   ``--trec-eval PATH`` or a ``trec_eval`` is on PATH (none can be installed from the package
   registries; build it from its source).
 
+``--shapes`` (issue 31) times only the two commands, ``bm25lab evaluate`` and trec_eval, side by side in turn, on
+runs of several shapes (:data:`SHAPES`, or ``--shape DIGITS,IDS,ORDER`` repeated): scores with 3 or 17
+significant digits, document ids short (``D123``) or long (``clueweb12-0013wb-45-00123``-like), lines sorted
+(rank order, as systems write runs), shuffled within each query, or shuffled across the whole file; with
+``--no-avx512`` both run as on a CPU without AVX-512 (:func:`no_avx512_environment`: numpy's and pyarrow's SIMD
+dispatch and glibc's string functions limited to AVX2; the compiled core has no AVX-512 code to choose). It prints
+each shape's medians of wall and CPU seconds and the ratios (target: wall <= 0.333).
+
 It prints the medians, the ratios (``bm25lab evaluate`` (command) / trec_eval is issue 20's figure),
 the 1-minute load average before and after, and checks agreement: every per-query value of bm25lab
 against pytrec_eval (largest difference; 0 expected), the means of ir_measures against bm25lab's
@@ -43,8 +51,9 @@ import numpy as np
 MEASURES = ["P@10", "R@100", "nDCG@10", "nDCG", "AP", "RR", "bpref", "Rprec"]
 
 
-def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
-    """Write run.trec and qrels.trec for a synthetic collection of 2 million documents."""
+def generate(folder: Path, queries: int, depth: int, seed: int = 0, shape: str = "3,short,sorted") -> tuple[Path, Path]:
+    """Write run.trec and qrels.trec for a synthetic collection of 2 million documents, the run of the
+    shape ``DIGITS,IDS,ORDER`` (see the module's notes)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
@@ -57,15 +66,30 @@ def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Pat
     # make documents distinct within each query: offset each slot into its own stripe
     stripe = collection // depth
     doc = np.tile(np.arange(depth), queries) * stripe + doc % stripe
-    score = -np.sort(-np.round(rng.gamma(2.0, 3.0, (queries, depth)), 3), axis=1).ravel()
+    digits, id_kind, order = shape.split(",")
+    raw = rng.gamma(2.0, 3.0, (queries, depth))
+    score = -np.sort(-(np.round(raw, 3) if digits == "3" else raw), axis=1).ravel()
     rank = np.tile(np.arange(1, depth + 1), queries)
 
     def ids(prefix: str, values: np.ndarray) -> pa.Array:
         return pc.binary_join_element_wise(prefix, pa.array(values).cast(pa.string()), "")
 
+    def doc_ids(values: np.ndarray) -> pa.Array:
+        if id_kind == "short":
+            return ids("D", values)
+        return pc.binary_join_element_wise(pa.array([f"clueweb12-{v // 100_000:04d}wb-{v // 1000 % 100:02d}-"
+                                                     for v in range(0, 2_000_000, 1000)])
+                                           .take(pa.array(values // 1000)),
+                                           pc.utf8_lpad(pa.array(values % 1000).cast(pa.string()), 5, "0"), "")
+
+    score_text = pa.array(score) if digits == "3" else pa.array([f"{x:.17g}" for x in score.tolist()])
     write = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    run = pa.table({"q": ids("q", qid), "i": pa.repeat(pa.scalar("Q0"), n), "d": ids("D", doc),
-                    "r": pa.array(rank), "s": pa.array(score), "t": pa.repeat(pa.scalar("bench"), n)})
+    run = pa.table({"q": ids("q", qid), "i": pa.repeat(pa.scalar("Q0"), n), "d": doc_ids(doc),
+                    "r": pa.array(rank), "s": score_text, "t": pa.repeat(pa.scalar("bench"), n)})
+    if order == "query-shuffled":  # each query's lines in random order, queries still together
+        run = run.take(pa.array(np.argsort(qid * float(depth) + rng.random(n), kind="stable")))
+    elif order == "shuffled":  # every line anywhere
+        run = run.take(pa.array(rng.permutation(n)))
     run_path = folder / "run.trec"
     pcsv.write_csv(run, run_path, write)
 
@@ -76,7 +100,7 @@ def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Pat
     qrel_q, first = np.unique(qrel_q * collection + qrel_d, return_index=True)
     qrel_q, qrel_d = qrel_q // collection, qrel_q % collection
     grade = rng.choice([0, 0, 1, 1, 2, 3], qrel_q.size)
-    qrels = pa.table({"q": ids("q", qrel_q), "i": pa.repeat(pa.scalar("0"), qrel_q.size), "d": ids("D", qrel_d),
+    qrels = pa.table({"q": ids("q", qrel_q), "i": pa.repeat(pa.scalar("0"), qrel_q.size), "d": doc_ids(qrel_d),
                       "g": pa.array(grade)})
     qrels_path = folder / "qrels.trec"
     pcsv.write_csv(qrels, qrels_path, write)
@@ -144,12 +168,12 @@ def time_ranx(run_path: Path, qrels_path: Path) -> tuple[float, float, dict]:
     return *seconds, {m: float(means[RANX[m]]) for m in MEASURES}
 
 
-def time_command(command: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``command`` run in ``cwd`` (an empty folder: no checkout shadows bm25lab);
-    CPU is the child's user + system time."""
+def time_command(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``command`` run in ``cwd`` (an empty folder: no checkout shadows bm25lab) with
+    the environment ``env`` (None: this one); CPU is the child's user + system time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=cwd, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -185,6 +209,49 @@ def agree(ours: dict, theirs: dict) -> float:
     return worst
 
 
+SHAPES = ["3,short,sorted", "17,short,sorted", "3,long,sorted", "17,long,sorted", "3,short,query-shuffled",
+          "17,long,query-shuffled", "3,short,shuffled"]
+"""Run shapes of ``--shapes``: score digits (3 or 17), document ids (short or long), line order (sorted,
+query-shuffled, shuffled)."""
+
+
+def no_avx512_environment() -> dict[str, str]:
+    """The environment of a process run as on a CPU without AVX-512: numpy's dispatch targets of AVX-512
+    disabled (X86_V4, AVX512_* in numpy 2), pyarrow's SIMD level AVX2, and glibc's string functions kept from
+    their EVEX/AVX-512 versions (its hwcaps tunable)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    targets = [t for t in __cpu_dispatch__ if "AVX512" in t or t == "X86_V4"]
+    hwcaps = ",".join(f"-{f}" for f in ("AVX512F", "AVX512VL", "AVX512BW", "AVX512DQ", "AVX512CD", "AVX512ER",
+                                        "AVX512PF"))
+    return {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(targets), "ARROW_USER_SIMD_LEVEL": "AVX2",
+            "GLIBC_TUNABLES": f"glibc.cpu.hwcaps={hwcaps}"}
+
+
+def time_shapes(args: argparse.Namespace, binary: str) -> None:
+    """``bm25lab evaluate`` and trec_eval in turn, ``args.repeats`` times, on a run of each shape."""
+    env = no_avx512_environment() if args.no_avx512 else None
+    print(f"shapes: {args.queries} queries x {args.depth} documents; measures {', '.join(MEASURES)}; "
+          f"{os.cpu_count()} cores; {'no AVX-512 (simulated)' if env else 'this CPU as it is'}; trec_eval {binary}")
+    print(f"{'shape':28s} {'MB':>5s} {'bm25lab wall':>12s} {'CPU':>6s} {'trec_eval wall':>14s} {'CPU':>6s} "
+          f"{'ratio wall':>10s} {'CPU':>6s}  load")
+    for shape in args.shape or SHAPES:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_path, qrels_path = generate(Path(tmp), args.queries, args.depth, shape=shape)
+            cwd = Path(tmp) / "cwd"
+            cwd.mkdir()
+            ours, theirs, loads = [], [], []
+            for _ in range(args.repeats):
+                loads.append(load())
+                ours.append(time_command(bm25lab_command(run_path, qrels_path), cwd, env))
+                theirs.append(time_command(trec_eval_command(binary, run_path, qrels_path), cwd, env))
+            wall = [statistics.median(w for w, _ in runs) for runs in (ours, theirs)]
+            cpu = [statistics.median(c for _, c in runs) for runs in (ours, theirs)]
+            ratio = statistics.median(a[0] / b[0] for a, b in zip(ours, theirs))  # pair by pair
+            print(f"{shape:28s} {run_path.stat().st_size / 1e6:5.0f} {wall[0]:12.2f} {cpu[0]:6.2f} {wall[1]:14.2f} "
+                  f"{cpu[1]:6.2f} {ratio:10.3f} {cpu[0] / cpu[1]:6.3f}  {', '.join(loads)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10_000)
@@ -193,7 +260,18 @@ def main() -> None:
     parser.add_argument("--trec-eval", help="path of a trec_eval binary (default: trec_eval on PATH, if any)")
     parser.add_argument("--skip", action="append", default=[], choices=["ir_measures", "ranx"],
                         help="leave a tool out (repeatable)")
+    parser.add_argument("--shapes", action="store_true", help="time only bm25lab evaluate and trec_eval, on runs of "
+                                                              "several shapes (issue 31)")
+    parser.add_argument("--shape", action="append", help="a shape DIGITS,IDS,ORDER for --shapes (repeatable; "
+                                                         f"default: {' '.join(SHAPES)})")
+    parser.add_argument("--no-avx512", action="store_true", help="--shapes as on a CPU without AVX-512")
     args = parser.parse_args()
+    if args.shapes:
+        binary = args.trec_eval or shutil.which("trec_eval")
+        if not binary:
+            parser.error("--shapes needs a trec_eval binary (--trec-eval PATH)")
+        time_shapes(args, binary)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         run_path, qrels_path = generate(Path(tmp), args.queries, args.depth)
         cwd = Path(tmp) / "cwd"

@@ -56,3 +56,36 @@ def test_a_missing_run_and_the_notes_of_both_files(tmp_path):
     noted = runner.invoke(app, ["evaluate", smart, write(tmp_path, "run", RUN), "-m", "P@5", "--format", "trec"])
     assert noted.exit_code == 0, noted.output
     assert "read as SMART qrels" in noted.stderr
+
+
+def _without_avx512() -> dict[str, str]:
+    """The environment of a process whose numpy dispatches no AVX-512 code (NPY_DISABLE_CPU_FEATURES names
+    its dispatch targets of AVX-512: X86_V4, AVX512_* in numpy 2, AVX512F... in numpy 1) and whose pyarrow
+    chooses none either (ARROW_USER_SIMD_LEVEL)."""
+    import os
+
+    from numpy._core._multiarray_umath import __cpu_dispatch__  # type: ignore[import-not-found]
+
+    targets = [t for t in __cpu_dispatch__ if "AVX512" in t or t == "X86_V4"]
+    return {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(targets), "ARROW_USER_SIMD_LEVEL": "AVX2"}
+
+
+def test_the_figures_are_the_same_without_avx512(tmp_path):
+    # the whole command in new processes, numpy's SIMD dispatch limited in one: the same bytes out
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    lines = [f"q{q} Q0 d{d} {r} {s!r} t" for q in range(40) for r, (d, s) in
+             enumerate(zip(rng.permutation(3000)[:300], np.sort(rng.gamma(2.0, 3.0, 300))[::-1].tolist()))]
+    run = write(tmp_path, "run", "\n".join(lines) + "\n")
+    qrels = write(tmp_path, "qrels", "".join(f"q{q} 0 d{d} {d % 4}\n" for q in range(40) for d in range(0, 3000, 7)))
+    command = [sys.executable, "-c", "from bm25lab.cli import main; main()", "evaluate", qrels, run, "-q",
+               "--format", "json", "-m", "P@10", "-m", "R@100", "-m", "nDCG@10", "-m", "nDCG", "-m", "AP", "-m",
+               "RR", "-m", "bpref", "-m", "Rprec", "-m", "AUC"]
+    usual = subprocess.run(command, capture_output=True, check=True, cwd=tmp_path, timeout=300)
+    limited = subprocess.run(command, capture_output=True, check=True, cwd=tmp_path, timeout=300,
+                             env=_without_avx512())
+    assert usual.stdout == limited.stdout and b'"AP"' in usual.stdout
