@@ -10,7 +10,7 @@ BM25, top-k search; imports nothing else of bm25lab), :mod:`bm25lab.evaluation` 
 measures, comparisons, tuning; uses the engine only through its result type) and
 :mod:`bm25lab.corpora` (the bundled collections). :mod:`bm25lab.experiments` and the command line
 (:mod:`bm25lab.cli`) sit above the three. This module only hands their public names on, each
-loaded when first used: ``import bm25lab`` imports no numpy, jieba or numba. :mod:`bm25lab.distributed`
+loaded when first used: ``import bm25lab`` imports no numpy, jieba or pyarrow. :mod:`bm25lab.distributed`
 runs sharded indexes (:class:`ShardedIndex`) on a Dask cluster (the ``distributed`` extra).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Public names loaded on first use: the one ``__getattr__``/``__dir__`` pair behind every package's
-front (PEP 562), so that importing a package imports none of its heavy modules (numpy, jieba, numba)."""
+front (PEP 562), so that importing a package imports none of its heavy modules (numpy, jieba, pyarrow)."""
 from __future__ import annotations
 
 import importlib
