@@ -23,17 +23,9 @@ work arrays); nothing is kept in module globals.
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Sequence
-
-import numpy as np
 
 from ..errors import ParameterError
-
-if TYPE_CHECKING:
-    from ..postings import Triples, Vocabulary
-    from ..retrieval import PairCoder, QueryTerms, Scorer, TermBatch
-    from ..scoring import Params
+from .base import Backend, Ranked
 
 __all__ = ["BACKENDS", "Backend", "Ranked", "create", "default_name"]
 
@@ -44,54 +36,6 @@ BACKENDS = {
 }
 """Registry of backend names (``backend=``, ``--backend``, ``$BM25LAB_BACKEND``)."""
 ENV_VARIABLE = "BM25LAB_BACKEND"
-
-Ranked = tuple[np.ndarray, np.ndarray]  # (document numbers, float64 scores), best first
-
-
-class Backend(ABC):
-    """What the index asks of a backend (see the module docstring)."""
-
-    name: str
-
-    @abstractmethod
-    def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
-        """Each query's distinct known terms and their multiplicities (:meth:`Scorer.query_batch`'s arrays)."""
-
-    @abstractmethod
-    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
-        """The best ``k`` documents of one query: score descending, ties by document id descending."""
-
-    @abstractmethod
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
-        """:meth:`top_k` of every query of ``batch``, with up to ``workers`` threads or processes."""
-
-    @abstractmethod
-    def pair_coder(self) -> PairCoder:
-        """What numbers the postings' (tf, length) pairs when weights are prepared."""
-
-    @abstractmethod
-    def vocabulary(self, terms: Sequence[str] = ()) -> Vocabulary:
-        """A new building vocabulary holding ``terms`` (term ``i`` with id ``i``)."""
-
-    @abstractmethod
-    def group_by_term(self, term_ids: np.ndarray, lengths: np.ndarray, first_doc: int,
-                      num_terms: int) -> Triples:
-        """(term, document, tf) of the token ids of consecutive documents of ``lengths`` tokens, the
-        first numbered ``first_doc``: each term's triples together, documents ascending (int32)."""
-
-    @abstractmethod
-    def lay_out(self, chunks: Sequence[Triples], new_id: np.ndarray,
-                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(offsets, documents, tfs) of the postings of ``chunks`` (in document order), term ``t`` of a
-        chunk becoming term ``new_id[t]`` (on up to ``threads`` threads)."""
-
-    @abstractmethod
-    def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
-        """:func:`bm25lab.engine.selection.code_point_order`."""
-
-    def __repr__(self) -> str:
-        return f"<{self.name} backend>"
-
 
 def default_name() -> str:
     """``$BM25LAB_BACKEND`` when set (and valid), else ``"auto"``."""

@@ -32,7 +32,7 @@ from ..postings import TermList, TextChunk, Triples
 from ..records import RankedRows
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
-from . import Backend, Ranked
+from .base import Backend, Ranked
 from .numpy_backend import NumpyBackend
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..postings import Triples, lay_out
 from ..selection import code_point_order
-from . import Backend, Ranked
+from .base import Backend, Ranked
 
 if TYPE_CHECKING:
     from ..retrieval import PairCoder, QueryTerms, Scorer, TermBatch
