@@ -146,10 +146,11 @@ class CoreBackend(Backend):
         n = self._core.group_query_terms(ids, lengths, q_ptr, terms, counts)
         return TermBatch(q_ptr, terms[:n].copy(), counts[:n].copy())
 
-    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
+    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params,
+              mask: np.ndarray | None = None) -> Ranked:
         weights = scorer.prepare(params, self.pair_coder())
-        if not _fits(scorer, weights):
-            return self._numpy.top_k(scorer, query, k, params)
+        if not _fits(scorer, weights) or mask is not None:
+            return self._numpy.top_k(scorer, query, k, params, mask)
         upper, prunable = self._query_bounds(scorer, weights, query, params)
         offsets = scorer.postings.offsets
         terms = query.term_ids
@@ -192,10 +193,11 @@ class CoreBackend(Backend):
         largest, smallest = weights.scaled_extremes(query.term_ids, np.diff(offsets)[query.term_ids] > 0, high, low)
         return np.maximum(largest, 0.0), bool(m == 0 or smallest.min() >= 0)
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int,
+                    mask: np.ndarray | None = None) -> Sequence[Ranked]:
         weights = scorer.prepare(params, self.pair_coder())
-        if not _fits(scorer, weights):
-            return self._numpy.top_k_batch(scorer, batch, k, params, workers)
+        if not _fits(scorer, weights) or mask is not None:
+            return self._numpy.top_k_batch(scorer, batch, k, params, workers, mask)
         upper, prunable = scorer.bounds(params, self._core.term_extremes)
         offsets = np.asarray(scorer.postings.offsets)
         k_eff = max(1, min(k, scorer.n_docs))
