@@ -403,9 +403,9 @@ def _unquoted(value: str, whole: str) -> str:
             loaded = None
         if isinstance(loaded, str):
             return loaded
-    if not value or '"' in value:
-        raise ParameterError(f"bad filter {whole!r}: expected a value after the operator (\"...\" for an empty "
-                             f"one or one with quotes)")
+    if not value or '"' in value or value[0] in "=<>!":
+        raise ParameterError(f"bad filter {whole!r}: expected a value after the operator (in double quotes when "
+                             f"it is empty, holds quotes or starts with one of =<>!)")
     return value
 
 

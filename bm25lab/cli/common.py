@@ -99,13 +99,21 @@ def _engine_choices() -> dict[str, Any]:
     from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
     from ..engine.tokenization import LANGUAGES
 
+    from ..engine.filters import GRAMMAR
+
     variant = _choices("VariantName", VARIANTS)
     return {"Language": _choices("Language", LANGUAGES), "VariantName": variant,
             "BackendName": _choices("BackendName", BACKENDS), "DEFAULT_B": DEFAULT_B, "DEFAULT_K1": DEFAULT_K1,
-            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT)}
+            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT),
+            "WHERE_OPT": typer.Option("--where", help="Only documents whose metadata meet this condition (repeatable: "
+                                                      "all must hold): " + GRAMMAR + ", e.g. --where 'year>=1990' "
+                                                      "--where 'lang in en,fr'."),
+            "WHERE_NOT_OPT": typer.Option("--where-not", help="Leave out documents whose metadata meet this condition "
+                                                              "(repeatable: none may hold), same form as --where.")}
 
 
-_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME")
+_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME",
+                   "WHERE_OPT", "WHERE_NOT_OPT")
 
 
 def __getattr__(name: str) -> Any:
@@ -136,7 +144,8 @@ BACKEND_OPT = typer.Option("--backend", help="auto: the compiled core when it is
                                              "$BM25LAB_BACKEND or auto.")
 __all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT", "QUIET_OPT", "Meter", "Progress", "Tick", "make_sink",
-           "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
+           "VARIANT_OPT", "WHERE_NOT_OPT", "WHERE_OPT", "BackendName", "Language", "TableFormat", "VariantName",
+           "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
            "report_duplicates", "say",
            "settle_memory_for_large_files"]

@@ -231,7 +231,7 @@ def test_condition_strings(text: str, key: str, op: str, values: tuple) -> None:
     assert parse_condition(str(condition)) == condition  # shown as it reads back
 
 
-@pytest.mark.parametrize("bad", ["year", ">=1990", "year>=", "year in", "year in a,,b", "year ~ 3", "year=a\"b",
+@pytest.mark.parametrize("bad", ["year", ">=1990", "year>=", "year in", "year in a,,b", "year ~ 3", "year=a\"b", "year>>3", "year=<3", "lang!=en",
                                  "lang in en,\"fr", "", "   ", "year exists now"])
 def test_bad_condition_strings_are_parameter_errors_in_one_line(bad: str) -> None:
     with pytest.raises(ParameterError) as caught:
