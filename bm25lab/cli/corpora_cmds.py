@@ -11,7 +11,7 @@ from ..engine.errors import ParameterError
 from ..evaluation.measures import DEFAULT_MEASURES
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
-                     VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT, BackendName, Language, TableFormat, VariantName,
+                     LANGUAGE_HELP, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT, BackendName, Language, TableFormat, VariantName,
                      backend_name, console, QUIET_OPT, handles_errors, human_bytes, note, progress_bars, say)
 from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
@@ -65,7 +65,7 @@ def experiment(
     docs: Annotated[Optional[Path], typer.Option("--docs", help="A folder's documents file, when its name does not tell (relative to the folder or here).")] = None,
     queries: Annotated[Optional[Path], typer.Option("--queries", help="A folder's queries file, when its name does not tell, or to choose among several.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="A folder's qrels file, when its name does not tell, or to choose among several.")] = None,
-    language: Annotated[Optional[Language], typer.Option(help="Analyser (default: the corpus's language).")] = None,
+    language: Annotated[Optional[Language], typer.Option(help=LANGUAGE_HELP[:-1] + " (default: the corpus's language).")] = None,
     stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English stemming (default: on).")] = None,
     stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
     id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,

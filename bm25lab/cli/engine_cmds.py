@@ -12,7 +12,7 @@ import typer
 from . import distributed_cmds
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
-                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT,
+                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, LANGUAGE_HELP, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT,
                      BackendName, Language, TableFormat, VariantName,
                      QUIET_OPT, backend_name, console, document_progress, handles_errors, human_bytes, note,
                      query_progress, report_duplicates, say)
@@ -47,8 +47,8 @@ SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W) or a folder of .txt file
 def index(
     source: Annotated[str, typer.Argument(help=SOURCE_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Index directory to write.")],
-    language: Annotated[Language, typer.Option(help="Analyser: auto (CJK via jieba, rest English), zh, en, whitespace.")] = Language("auto"),
-    stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English Snowball stemming (default: the tokenizer's measured default).")] = None,
+    language: Annotated[Language, typer.Option(help=LANGUAGE_HELP)] = Language("auto"),
+    stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="Snowball stemming of the language's words (default: on where the language has a stemmer).")] = None,
     stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
     user_dict: Annotated[Optional[Path], typer.Option(help="jieba user dictionary for Chinese segmentation.")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,

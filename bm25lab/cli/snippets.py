@@ -11,7 +11,7 @@ from typing import Any
 from rich.text import Text
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")  # Han, kana, Hangul: found verbatim
 
 
 def highlight_spans(text: str, terms: set[str], tokenizer: Any, stop: int | None = None) -> list[tuple[int, int]]:
