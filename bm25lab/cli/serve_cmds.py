@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -91,6 +92,7 @@ def serve(
         names = ", ".join(name for name, _ in config.indexes)
         console().print(f"serving {names} at {url} (the page at {url}/, the API's reference at {url}/docs); "
                         f"Ctrl-C stops", soft_wrap=True)
+        sys.stdout.flush()  # the address, for whoever reads this output through a pipe
         if allow_writes and not os.environ.get(TOKEN_VARIABLE):
             note(f"writes need the header 'Authorization: Bearer {token}' (set ${TOKEN_VARIABLE} to choose it)")
         if host not in ("127.0.0.1", "localhost", "::1"):

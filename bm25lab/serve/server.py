@@ -3,6 +3,7 @@
 before the first request."""
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -34,8 +35,24 @@ def url_of(sock: socket.socket) -> str:
 def _server(app: Any, log_level: str) -> Any:
     import uvicorn
 
+    class Server(uvicorn.Server):
+        """uvicorn's server, whose SIGINT and SIGTERM end it gracefully, after which the command ends
+        normally (uvicorn's own raises the signal again once it has stopped)."""
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield  # a thread (running()) has no signals to take
+                return
+            before = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False, timeout_graceful_shutdown=5)
-    return uvicorn.Server(config)
+    return Server(config)
 
 
 def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, ready: Callable[[str], None] | None = None,
