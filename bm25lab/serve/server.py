@@ -16,7 +16,9 @@ __all__ = ["bind", "running", "serve"]
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host``:``port`` (0: a free port), IPv6 for an address with a colon."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto named: asyncio turns Nagle's algorithm off only on sockets whose proto is IPPROTO_TCP, and a
+    # keep-alive client then waited 40 ms (its delayed ACK) for every answer written in two parts
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

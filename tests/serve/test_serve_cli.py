@@ -92,3 +92,18 @@ def test_bad_arguments_are_one_line(served_files, tmp_path: Path, monkeypatch) -
     monkeypatch.setitem(sys.modules, "fastapi", None)  # the serve extra not installed
     result = runner.invoke(cli, ["serve", str(served_files["index"])])
     assert result.exit_code == 1 and "pip install 'bm25lab[serve]'" in _one_error(result)
+
+
+def test_the_listening_socket_is_tcp_so_that_answers_are_not_held_back() -> None:
+    """asyncio turns Nagle's algorithm off only on sockets whose proto is IPPROTO_TCP: on a socket made
+    without it, a keep-alive client waited its delayed ACK (40 ms) for every answer (measured: 48 ms a
+    request against 1.2 ms)."""
+    import socket
+
+    from bm25lab.serve.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP and sock.getsockname()[0] == "127.0.0.1" and sock.getsockname()[1] > 0
+    finally:
+        sock.close()
