@@ -76,15 +76,15 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 def number_of(value: Any) -> float:
     """The number a stored or given value reads as (NaN: none): a JSON number, or a string that is
     a finite decimal number; never a boolean."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return math.nan
-    if isinstance(value, (int, float)):
+    if isinstance(value, str) and not _NUMBER.fullmatch(value.strip()):
+        return math.nan
+    try:
         number = float(value)
-        return number if math.isfinite(number) else math.nan
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        number = float(value)
-        return number if math.isfinite(number) else math.nan
-    return math.nan
+    except OverflowError:  # an integer past float's range
+        return math.nan
+    return number if math.isfinite(number) else math.nan
 
 
 def text_of(value: Any) -> str | None:
@@ -319,35 +319,48 @@ def _conditions(spec: WhereSpec, name: str) -> tuple[list[Condition], list[Condi
 def _of_entry(key: Any, spec: Any, name: str) -> list[tuple[Condition, bool]]:
     """The conditions of one ``key: spec`` entry of a mapping, each with whether it is negated."""
     if not isinstance(key, str) or not key:
-        raise ParameterError(f"{name}: a metadata key must be a non-empty string, got {key!r}")
+        raise ParameterError(f"{name}: a metadata key must be a non-empty string, got {_brief(key)}")
     if isinstance(spec, Mapping):
         if not spec:
-            raise ParameterError(f"{name}: {key!r} has no condition (an empty mapping)")
+            raise ParameterError(f"{name}: {_brief(key)} has no condition (an empty mapping)")
         out = []
         for op, value in spec.items():
             op = _ALIASES.get(op, op) if isinstance(op, str) else op
             if op not in OPERATORS:
-                raise ParameterError(f"{name}: unknown operator {op!r} for {key!r}; operators: "
+                raise ParameterError(f"{name}: unknown operator {_brief(op)} for {_brief(key)}; operators: "
                                      f"{', '.join(OPERATORS)}")
             if op == "exists":
                 if not isinstance(value, bool):
-                    raise ParameterError(f"{name}: 'exists' takes true or false, got {value!r} for {key!r}")
+                    raise ParameterError(f"{name}: 'exists' takes true or false, got {_brief(value)} for {_brief(key)}")
                 out.append((Condition(key, "exists"), not value))
             elif op == "in":
                 out.append((Condition(key, "in", _values(value, key, name)), False))
             else:
-                out.append((Condition(key, op, (_value(value, key, name),)), False))
+                bound = _value(value, key, name)
+                if op != "=" and isinstance(bound, bool):
+                    raise ParameterError(f"{name}: {_brief(op)} compares with a number or a string, not "
+                                         f"{_brief(value)} (for {_brief(key)})")
+                out.append((Condition(key, op, (bound,)), False))
         return out
     if isinstance(spec, (list, tuple)):
         return [(Condition(key, "in", _values(spec, key, name)), False)]
     return [(Condition(key, "=", (_value(spec, key, name),)), False)]
 
 
+def _brief(value: Any, width: int = 60) -> str:
+    """``repr(value)``, cut to ``width`` characters (a client may send anything, at any length)."""
+    if isinstance(value, int) and abs(value) >= 10 ** 40:
+        return "a number of more than 40 digits"
+    shown = repr(value)
+    return shown if len(shown) <= width else shown[:width - 3] + "..."
+
+
 def _values(values: Any, key: str, name: str) -> tuple[Value, ...]:
     if not isinstance(values, (list, tuple)) or not values:
-        raise ParameterError(f"{name}: 'in' takes a non-empty list of values for {key!r}, got {values!r}")
+        raise ParameterError(f"{name}: 'in' takes a non-empty list of values for {_brief(key)}, got {_brief(values)}")
     if len(values) > MAX_VALUES:
-        raise ParameterError(f"{name}: at most {MAX_VALUES:,} values in one condition ({key!r} has {len(values):,})")
+        raise ParameterError(f"{name}: at most {MAX_VALUES:,} values in one condition ({_brief(key)} has "
+                             f"{len(values):,})")
     return tuple(_value(v, key, name) for v in values)
 
 
@@ -355,10 +368,11 @@ def _value(value: Any, key: str, name: str) -> Value:
     if isinstance(value, bool) or isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-        if math.isfinite(number):
+        number = number_of(value)
+        if not math.isnan(number):
             return number
-    raise ParameterError(f"{name}: {key!r} compares with a string, a finite number or a boolean, not {value!r}")
+    raise ParameterError(f"{name}: {_brief(key)} compares with a string, a finite number or a boolean, not "
+                         f"{_brief(value)}")
 
 
 _CONDITION = re.compile(r"\s*(?P<key>[^\s=<>!]+)\s*(?:(?P<op>>=|<=|==|=|>|<)\s*(?P<value>.*?)"
@@ -369,14 +383,14 @@ def parse_condition(text: str) -> Condition:
     """One condition from its string form (:data:`GRAMMAR`); a malformed one is a ParameterError."""
     match = _CONDITION.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise ParameterError(f"bad filter {text!r}: expected {GRAMMAR}")
+        raise ParameterError(f"bad filter {_brief(text)}: expected {GRAMMAR}")
     key = match["key"]
     if match["exists"]:
         return Condition(key, "exists")
     if match["in"]:
         values = _split_values(match["values"], text)
         if len(values) > MAX_VALUES:
-            raise ParameterError(f"bad filter {text!r}: at most {MAX_VALUES:,} values in one condition")
+            raise ParameterError(f"bad filter {_brief(text)}: at most {MAX_VALUES:,} values in one condition")
         return Condition(key, "in", tuple(values))
     value = _unquoted(match["value"], text)
     return Condition(key, _ALIASES.get(match["op"], match["op"]), (value,))
@@ -390,7 +404,7 @@ def _split_values(text: str, whole: str) -> list[str]:
         rows = []
     values = [value.strip() for value in rows[0]] if len(rows) == 1 else []
     if not values or any(value == "" for value in values):
-        raise ParameterError(f"bad filter {whole!r}: 'in' takes values separated by commas (double quotes keep "
+        raise ParameterError(f"bad filter {_brief(whole)}: 'in' takes values separated by commas (double quotes keep "
                              f"commas), none empty")
     return values
 
@@ -404,7 +418,7 @@ def _unquoted(value: str, whole: str) -> str:
         if isinstance(loaded, str):
             return loaded
     if not value or '"' in value or value[0] in "=<>!":
-        raise ParameterError(f"bad filter {whole!r}: expected a value after the operator (in double quotes when "
+        raise ParameterError(f"bad filter {_brief(whole)}: expected a value after the operator (in double quotes when "
                              f"it is empty, holds quotes or starts with one of =<>!)")
     return value
 

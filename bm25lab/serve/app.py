@@ -386,7 +386,8 @@ def _parameter_names(endpoint: Callable[..., Any]) -> frozenset[str]:
 
 def _check_k(k: int, limits: Limits, what: str) -> None:
     if k > limits.max_k:
-        raise ApiError(422, f"{what} must be at most {limits.max_k:,} (this server's max_k), got {k:,}")
+        shown = f"{k:,}" if k < 10 ** 15 else "more"
+        raise ApiError(422, f"{what} must be at most {limits.max_k:,} (this server's max_k), got {shown}")
 
 
 _STATUS: tuple[tuple[type[Exception], int], ...] = (

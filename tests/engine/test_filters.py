@@ -242,7 +242,8 @@ def test_bad_condition_strings_are_parameter_errors_in_one_line(bad: str) -> Non
 @pytest.mark.parametrize("where", [
     {"year": None}, {"year": {}}, {"year": {"~": 3}}, {"year": {"exists": "yes"}}, {"year": []},
     {"year": {"in": 3}}, {"": 3}, {3: 3}, {"year": math.nan}, {"year": [{"a": 1}]}, {"year": {"<": [1, 2]}},
-    42, [1, 2], {"year": {"in": list(range(10_001))}},
+    42, [1, 2], {"year": {"in": list(range(10_001))}}, {"year": 10 ** 400}, {"year": {">": True}},
+    {"year": {"<": 10 ** 400}}, {"year": math.inf},
 ])
 def test_bad_mappings_are_parameter_errors(where: Any, collection) -> None:
     with pytest.raises(ParameterError):

@@ -23,7 +23,8 @@ numbers = st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=True, 
                     st.sampled_from(["0", "-1", "1e309", "nan", "inf", "10", "1001", "0.5", "true", ""]))
 conditions = st.one_of(texts, st.sampled_from(["year>=1960", "year in 1958,1959", 'author=""', "author exists",
                                                "year>>1", "=3", "year in", "a in \"x,y\",z", "year<\"1960\""]))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.floats(), texts)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.integers(-10 ** 400, 10 ** 400),
+                  st.floats(), texts)
 json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                              st.dictionaries(texts, inner, max_size=4)), max_leaves=12)
 
