@@ -32,6 +32,7 @@ def collection():
         "few": (rng.random(n) < 0.02).astype(np.uint8),
         "most": (rng.random(n) < 0.97).astype(np.uint8),
         "blocks": ((np.arange(n) // 1000) % 2).astype(np.uint8),
+        "alternate": (np.arange(n) % 2).astype(np.uint8),  # leaves out every sampled document of a dense floor
         "none": np.zeros(n, dtype=np.uint8),
         "all": np.ones(n, dtype=np.uint8),
     }
@@ -40,7 +41,7 @@ def collection():
 
 
 @pytest.mark.parametrize("variant", ["lucene", "bm25+", "okapi"])
-@pytest.mark.parametrize("mask_name", ["half", "few", "most", "blocks", "none", "all"])
+@pytest.mark.parametrize("mask_name", ["half", "few", "most", "blocks", "alternate", "none", "all"])
 def test_the_masked_kernels_equal_the_numpy_specification(collection, variant: str, mask_name: str) -> None:
     scorer, queries, masks = collection
     mask = masks[mask_name]
