@@ -265,7 +265,7 @@ def test_the_evaluation_view_gives_the_librarys_figures(client, served_files) ->
     body = answer.json()
     qrels, run = read_qrels(served_files["qrels"]), read_run(served_files["run"])
     expected = evaluate(qrels, run, ["nDCG@10", "P.5"])
-    assert body["measures"] == list(expected.measures) == ["nDCG@10", "P.5"] and body["num_queries"] == 225
+    assert body["measures"] == list(expected.measures) and len(body["measures"]) == 2 and body["num_queries"] == 225
     assert body["mean"] == expected.summary and body["per_query"] == expected.per_query
     curve = precision_recall_curve(qrels, run)
     assert body["curve"] == {"recall": list(curve), "precision": list(curve.values())}
