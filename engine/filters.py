@@ -43,7 +43,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -51,7 +51,6 @@ from .errors import ParameterError
 
 if TYPE_CHECKING:
     from .docstore import DocStore
-    from .segments import Part
 
 __all__ = ["Condition", "Filter", "GRAMMAR", "Masks", "OPERATORS", "WhereSpec", "document_mask"]
 
@@ -425,6 +424,17 @@ def _unquoted(value: str, whole: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Masks
+
+
+class Part(Protocol):
+    """What a mask needs of a segment of an index (:class:`bm25lab.engine.segments.Part`, a floor above)."""
+
+    store: DocStore
+
+    @property
+    def num_docs(self) -> int: ...
+
+    def live_mask(self) -> np.ndarray: ...
 
 
 def document_mask(where: Filter, parts: Sequence[Part]) -> np.ndarray:

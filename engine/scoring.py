@@ -20,14 +20,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Hashable
 
 import numpy as np
 
 from .errors import ParameterError
-
-if TYPE_CHECKING:
-    from .filters import Filter
 
 FloatArray = np.ndarray
 
@@ -217,7 +214,8 @@ class Params:
     """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default),
     k3 (``None`` = query terms count linearly; see :func:`query_term_weight`), for BM25F on an index
     built with fields ``fields``: (field, weight, b) for every field of the index, in its order, and
-    ``where``: the metadata filter of the documents it may return (:class:`~.filters.Filter`; None: all)."""
+    ``where``: the metadata filter of the documents it may return (a :class:`~.filters.Filter`, a floor above
+    this module's: None for every document)."""
 
     variant: str = DEFAULT_VARIANT
     k1: float = DEFAULT_K1
@@ -225,7 +223,7 @@ class Params:
     delta: float | None = None
     k3: float | None = None
     fields: tuple[tuple[str, float, float], ...] | None = None
-    where: Filter | None = None
+    where: Hashable | None = None  # a filters.Filter
 
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
