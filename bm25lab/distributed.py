@@ -57,6 +57,7 @@ from .engine.searching import FieldValues, Searcher
 if TYPE_CHECKING:
     from distributed import Client, Future
 
+    from .engine.filters import Filter
     from .engine.records import Document, Hits, Results
     from .engine.retrieval import CollectionStatistics
     from .engine.segments import DocLike
@@ -462,8 +463,9 @@ def _look_up_task(specs: list[ShardSpec], queries: list[list[str]], params: "Par
     return [_CACHE.shard(spec).look_up(queries, params) for spec in specs]
 
 
-def _top_k_task(specs: list[ShardSpec], terms: "GlobalTerms", k: int, params: "Params") -> list["ShardHits"]:
-    return [_CACHE.shard(spec).top_k(terms, k, params, 1) for spec in specs]  # a worker's threads are Dask's
+def _top_k_task(specs: list[ShardSpec], terms: "GlobalTerms", k: int, params: "Params",
+                where: "Filter | None" = None) -> list["ShardHits"]:
+    return [_CACHE.shard(spec).top_k(terms, k, params, 1, where) for spec in specs]  # a worker's threads are Dask's
 
 
 def worker_cache() -> dict[str, Any]:
@@ -600,7 +602,7 @@ class DistributedIndex(Searcher["ShardHits"]):
                 with _cluster_errors(f"searching {self.path}"):
                     terms = GlobalTerms.union(self._on_each_group("look-up", run, _look_up_task, listed,
                                                                   scoring)).weighted(params.k3)
-                    hits = self._on_each_group("top-k", run, _top_k_task, terms, k, scoring)
+                    hits = self._on_each_group("top-k", run, _top_k_task, terms, k, scoring, params.where)
             except MissingFile:  # a worker loading a shard found a file gone: a writer committed meanwhile?
                 if not self._changed():
                     raise  # gone from an index nobody changed: damage

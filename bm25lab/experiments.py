@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .engine.feedback import Feedback
     from .engine.records import Document, Results
     from .evaluation.evaluator import EvaluationResult
+    from .engine.filters import WhereSpec
     from .engine.scoring import Params
 
 __all__ = ["Collection", "ExperimentResult", "FeedbackComparison", "Reading", "cached_index", "experiment",
@@ -378,7 +379,8 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
                cluster: str | Client | None = None, shards: int | None = None, docs: str | Path | None = None,
                queries: str | Path | None = None, qrels: str | Path | None = None,
                reading: Reading = Reading(), params: Params | None = None,
-               feedback: Feedback | None = None) -> ExperimentResult:
+               feedback: Feedback | None = None, where: WhereSpec = None,
+               where_not: WhereSpec = None) -> ExperimentResult:
     """Index the collection ``spec`` (:func:`open_collection`; cached), search every judged query and
     evaluate the run with ``measures`` (default :data:`bm25lab.evaluation.measures.DEFAULT_MEASURES`)
     over every judged query. ``tokenizer`` defaults to ``Tokenizer(the collection's language)``;
@@ -390,12 +392,18 @@ def experiment(spec: str | Path, *, variant: str = DEFAULT_VARIANT, k1: float = 
     searches a sharded index of ``shards`` shards (default: one per worker) on that cluster; ``shards``
     alone, a sharded index in this process. The results are those of one index. ``params``: the search's
     parameters as one value, instead of ``variant``, ``k1``, ``b``, ``delta`` and ``k3``. ``feedback``
-    (:class:`~bm25lab.engine.feedback.Feedback`: RM3, Bo1, Rocchio) searches with pseudo-relevance feedback."""
+    (:class:`~bm25lab.engine.feedback.Feedback`: RM3, Bo1, Rocchio) searches with pseudo-relevance feedback.
+    ``where`` and ``where_not`` (or ``params.where``) search only the documents whose metadata pass them
+    (:mod:`bm25lab.engine.filters`)."""
     from .engine import Tokenizer
+    from .engine.filters import Filter
     from .engine.scoring import Params
 
     started = time.perf_counter()
-    params = params or Params(variant, k1, b, delta, k3)
+    if params is None:
+        params = Params(variant, k1, b, delta, k3, where=Filter.of(where, where_not))
+    elif where is not None or where_not is not None:
+        raise ParameterError("give the experiment's filter as params.where or as where=/where_not=, not both")
     collection = open_collection(spec, query_ids=query_ids, query_id_field=query_id_field,
                                  query_text_fields=query_text_fields, docs=docs, queries=queries, qrels=qrels,
                                  reading=reading)

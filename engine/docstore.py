@@ -19,7 +19,7 @@ import threading
 from contextlib import contextmanager
 from itertools import count
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -223,6 +223,18 @@ class DocStore:
         for row in self.rows():
             yield _document(row[1:])
 
+    def metadata_values(self, key: str) -> list[tuple[int, str, Any]]:
+        """``(document number, JSON type, value)`` of metadata key ``key`` in every document that has it,
+        deleted ones included (for :mod:`bm25lab.engine.filters`): the types of SQLite's ``json_each``
+        (null, true, false, integer, real, text, array, object; an array or object's value is its JSON)."""
+        try:
+            return self._query("SELECT d.num, j.type, j.value FROM docs d, json_each(nullif(d.meta, '')) j "
+                               "WHERE j.key = ?", (key,))
+        except sqlite3.OperationalError:  # an SQLite without its JSON functions
+            rows = self._query("SELECT num, meta FROM docs WHERE meta <> ''", ())
+            return [(num, *_json_type(meta[key])) for num, meta in ((n, json.loads(m)) for n, m in rows)
+                    if key in meta]
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -258,6 +270,15 @@ class SegmentedStore:
         """Every live document: segment by segment, each in document-number order."""
         for store in self.stores:
             yield from store.iter_documents()
+
+
+def _json_type(value: Any) -> tuple[str, Any]:
+    """A metadata value as SQLite's ``json_each`` gives it: (its JSON type, the value)."""
+    if value is None or isinstance(value, bool):
+        return ("null" if value is None else "true" if value else "false"), value
+    if isinstance(value, (list, dict)):
+        return ("array" if isinstance(value, list) else "object"), json.dumps(value)
+    return {int: "integer", float: "real"}.get(type(value), "text"), value
 
 
 def _document(row: tuple[str, str, str, str]) -> Document:

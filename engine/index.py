@@ -27,6 +27,7 @@ from . import backends, segments, storage
 from .backends import Backend, Ranked
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
+from .filters import Masks
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
 from .scratch import Scratch
@@ -79,6 +80,7 @@ class Index(Searcher["Sequence[Ranked]"]):
         self._scorer = Scorer(self._segment.postings, self._segment.id_rank, fields=self._segment.fields,
                               pairs=self._segment.pairs)
         self._store = SegmentedStore([p.store for p in parts])
+        self._masks = Masks(parts)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -334,13 +336,16 @@ class Index(Searcher["Sequence[Ranked]"]):
 
     def retrieve(self, queries: Sequence[Sequence[str]], k: int, params: Params,
                  workers: int | None) -> Sequence[Ranked]:
-        """Per analysed query, (document numbers, scores), best first."""
+        """Per analysed query, (document numbers, scores), best first (among the documents that pass
+        ``params.where``: a mask of the documents, kept per filter)."""
         batch = self._backend.term_batch(self._scorer, queries).weighted(params.k3)
-        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), worker_count(workers))
+        return self._backend.top_k_batch(self._scorer, batch, k, params.of_documents(), worker_count(workers),
+                                         self._masks.of(params.where))
 
     def _search_one(self, tokens: Sequence[str], k: int, params: Params) -> Hits:
         terms = self._backend.term_batch(self._scorer, [tokens]).query(0).weighted(params.k3)
-        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents())
+        docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents(),
+                                           self._masks.of(params.where))
         return Hits(docs, scores, self._segment.doc_ids, self._store.get)
 
     def _hits(self, found: Sequence[Ranked]) -> Hits:
@@ -377,7 +382,8 @@ class PreparedBatch:
         """The same :class:`Results` as :meth:`Index.search_many` gives for these parameters."""
         checked = self.index._checked(params, dict(variant=variant, k1=k1, b=b, delta=delta, k3=k3,
                                                    field_weights=field_weights, field_b=field_b))
-        return self.index._results(self.qids, [self._batch.top(checked, check_k(k))])
+        return self.index._results(self.qids, [self._batch.top(checked, check_k(k),
+                                                               self.index._masks.of(checked.where))])
 
 
 def _manifest_changed(directory: Path, raw: bytes) -> bool:

@@ -554,11 +554,22 @@ class Scorer:
             scores = scores + self.constant(query, params)
         return docs, scores
 
-    def top(self, query: QueryTerms, k: int, params: Params, use_prepared: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The best ``k`` (document numbers, scores), best first, ties by document id descending."""
-        docs, scores = self.score(query, params, use_prepared)
+    def top(self, query: QueryTerms, k: int, params: Params, use_prepared: bool = False,
+            mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``k`` (document numbers, scores), best first, ties by document id descending; with
+        ``mask`` (one entry per document), among the documents whose entry is not 0 only (the
+        specification of the compiled kernels' mask: the others are never candidates)."""
+        docs, scores = _allowed(*self.score(query, params, use_prepared), mask)
         best = top_k(docs, scores, self.id_rank, k)
         return docs[best], scores[best]
+
+
+def _allowed(docs: np.ndarray, scores: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The (documents, scores) whose entry of ``mask`` is not 0 (all of them without a mask)."""
+    if mask is None:
+        return docs, scores
+    keep = np.asarray(mask)[docs] != 0
+    return docs[keep], scores[keep]
 
 
 class QueryBatch:
@@ -625,15 +636,15 @@ class QueryBatch:
         spans = spans[np.argsort(self._span_query[spans], kind="stable")]  # then query by query
         return concat_ranges(self._span_begin[spans], self._span_length[spans])
 
-    def top(self, params: Params, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per query, the best ``k`` (document numbers, scores) by the tie rule of :mod:`selection`."""
+    def top(self, params: Params, k: int, mask: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, the best ``k`` (document numbers, scores) by the tie rule of :mod:`selection`
+        (with ``mask``, among the documents it lets through: :meth:`Scorer.top`)."""
         scores = self.scores(params)
         # pairs are sorted by (query, document): each query owns one contiguous segment
         bounds = np.searchsorted(self.query_of, np.arange(self.num_queries + 1))
         out = []
         for qi in range(self.num_queries):
-            docs = self.doc_of[bounds[qi]:bounds[qi + 1]]
-            seg = scores[bounds[qi]:bounds[qi + 1]]
+            docs, seg = _allowed(self.doc_of[bounds[qi]:bounds[qi + 1]], scores[bounds[qi]:bounds[qi + 1]], mask)
             best = top_k(docs, seg, self.scorer.id_rank, k)
             out.append((docs[best], seg[best]))
         return out

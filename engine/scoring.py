@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Hashable
 
 import numpy as np
 
@@ -212,8 +212,10 @@ def get_variant(name: str) -> Variant:
 @dataclass(frozen=True)
 class Params:
     """The parameters of one search: variant name, k1, b, delta (``None`` = the variant's default),
-    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`) and, for BM25F on an index
-    built with fields, ``fields``: (field, weight, b) for every field of the index, in its order."""
+    k3 (``None`` = query terms count linearly; see :func:`query_term_weight`), for BM25F on an index
+    built with fields ``fields``: (field, weight, b) for every field of the index, in its order, and
+    ``where``: the metadata filter of the documents it may return (a :class:`~.filters.Filter`, a floor above
+    this module's: None for every document)."""
 
     variant: str = DEFAULT_VARIANT
     k1: float = DEFAULT_K1
@@ -221,6 +223,7 @@ class Params:
     delta: float | None = None
     k3: float | None = None
     fields: tuple[tuple[str, float, float], ...] | None = None
+    where: Hashable | None = None  # a filters.Filter
 
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
@@ -246,10 +249,12 @@ class Params:
                 if not (math.isfinite(b) and 0 <= b <= 1):
                     raise ParameterError(f"the b of field {name!r} must be between 0 and 1, got {b}")
         return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3),
-                      None if self.fields is None else tuple((n, float(w), float(b)) for n, w, b in self.fields))
+                      None if self.fields is None else tuple((n, float(w), float(b)) for n, w, b in self.fields),
+                      self.where)
 
     def of_documents(self) -> "Params":
-        """These parameters without k3: what the postings' weights depend on (k3 weighs query terms)."""
+        """These parameters without k3 and the filter: what the postings' weights depend on (k3 weighs
+        query terms, the filter chooses documents)."""
         return Params(self.variant, self.k1, self.b, self.delta, None, self.fields)
 
 

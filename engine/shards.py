@@ -78,6 +78,7 @@ from . import index as index_module
 from .backends import Backend
 from .docstore import DocStore, SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
+from .filters import Filter, Masks
 from .locking import LOCK_FILE, check_unlocked, write_lock
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
@@ -886,6 +887,7 @@ class Shard:
         self.ids = DocIds([] if self.segment is None else self.segment.doc_ids)
         self.scorer = None if self.segment is None else Scorer(self.segment.postings, self.segment.id_rank, statistics,
                                                                pairs=self.segment.pairs)
+        self.masks = Masks(parts)
 
     @property
     def num_docs(self) -> int:
@@ -911,27 +913,30 @@ class Shard:
         return GlobalTerms(batch.q_ptr, self.scorer.term_map[batch.term_ids], batch.counts,
                            self.scorer.term_upper(batch.term_ids, params))
 
-    def top_k(self, terms: GlobalTerms, k: int, params: Params, workers: int = 1) -> ShardHits:
+    def top_k(self, terms: GlobalTerms, k: int, params: Params, workers: int = 1,
+              where: Filter | None = None) -> ShardHits:
         """Second round: the exact best ``k`` documents of each query here, under the collection's
-        statistics, largest weights and constants."""
+        statistics, largest weights and constants, among those that pass ``where``."""
         if self.scorer is None:
             return ShardHits.empty(len(terms))
         assert self.segment is not None and self.scorer.term_map is not None
         batch = terms.local(self.scorer.term_map, terms.constants(self.statistics, params))
+        mask = self.masks.of(where)
         if len(batch) == 1:
-            ranked = [self.backend.top_k(self.scorer, batch.query(0), k, params)]
+            ranked = [self.backend.top_k(self.scorer, batch.query(0), k, params, mask)]
         else:
-            ranked = self.backend.top_k_batch(self.scorer, batch, k, params, workers)
+            ranked = self.backend.top_k_batch(self.scorer, batch, k, params, workers, mask)
         return ShardHits.of(ranked, self.ids)
 
 
 def search_shards(shards: Sequence[Shard], queries: Sequence[Sequence[str]], k: int, params: Params,
                   workers: int = 1) -> ShardHits:
     """The two rounds and the merge, in this process (see the module docstring); ``params.k3`` weighs
-    the union's multiplicities, the shards score with the rest (:meth:`Params.of_documents`)."""
+    the union's multiplicities, the shards score with the rest (:meth:`Params.of_documents`) and keep the
+    documents that pass ``params.where``: each shard's best ``k`` of them, so the merge is exact."""
     scoring = params.of_documents()
     terms = GlobalTerms.union([shard.look_up(queries, scoring) for shard in shards]).weighted(params.k3)
-    return merge_hits([shard.top_k(terms, k, scoring, workers) for shard in shards], k)
+    return merge_hits([shard.top_k(terms, k, scoring, workers, params.where) for shard in shards], k)
 
 
 def search_params(variant: str, k1: float, b: float, delta: float | None, k3: float | None,

@@ -1,6 +1,6 @@
 """Text analysis: turning a string into the list of terms the index stores and queries look up.
 
-Every language runs the same chain; only the segmentation step differs (registry ``_LANGUAGES``):
+Every language runs the same chain; only the segmentation step differs (registry ``LANGUAGES``):
 
 1. Unicode NFKC normalisation (full-width letters, digits and punctuation become their ASCII forms,
    compatibility ideographs become unified ones, ``①`` becomes ``1``).
@@ -18,6 +18,11 @@ Every language runs the same chain; only the segmentation step differs (registry
      ``["iphon", "15", "价格"]``. On text without Han characters it equals ``en`` exactly and never
      imports jieba. The core makes these terms for whole texts at once (``engine/core/cut.c``);
      :func:`_auto_terms` is their definition.
+   - a Snowball language by its code (``fr``, ``de``, ``ru``, ``ar``, ... :data:`SNOWBALL_LANGUAGES`):
+     the ``en`` path with the language's stopword list and stemmer.
+   - ``ja``, ``ko``: runs of CJK characters (Han, kana, Hangul) become overlapping character bigrams
+     (``"東京都"``: ``["東京", "京都"]``; a character alone stays a unigram), as Lucene's CJK analyser
+     does; everything between them goes through the ``en`` path.
    - ``whitespace``: already-segmented text, split on whitespace only, case kept.
 
    Where ``auto``'s terms differ from ``zh``'s, exactly: ``zh`` gives jieba the whole text, whose
@@ -38,7 +43,8 @@ Every language runs the same chain; only the segmentation step differs (registry
 
 3. Words with no letter or digit are dropped: punctuation and whitespace never become terms.
 4. Stopword removal (exact match against the normalised list).
-5. Optional Snowball English stemming (PyStemmer) of the words that came through the ``en`` path.
+5. Optional Snowball stemming (PyStemmer) of the words that came through the word path, by the
+   language's algorithm (English for ``en``, ``auto``, ``ja`` and ``ko``).
 
 The whole configuration, including the stopword list and the user dictionary's text, is returned by
 ``Tokenizer.config()`` and restored by ``Tokenizer.from_config()``, so an index can analyse its
@@ -80,7 +86,7 @@ from .segmentation import (CompiledJieba, PackedTerms, TermRules, cache_dir, com
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import jieba
 
-__all__ = ["ANALYSIS_VERSION", "Tokenizer", "cache_dir", "LANGUAGES", "MODES"]
+__all__ = ["ANALYSIS_VERSION", "Tokenizer", "cache_dir", "LANGUAGES", "MODES", "SNOWBALL_LANGUAGES"]
 
 ANALYSIS_VERSION = 1
 """Version of the analysis chain. Bump it whenever any step changes the terms it produces."""
@@ -102,7 +108,17 @@ _HAN_RANGES = (
 )
 _HAN_RUN = re.compile(f"([{_HAN_RANGES}]+)")
 _HAS_HAN = re.compile(f"[{_HAN_RANGES}]")
+_CJK_RANGES = (
+    _HAN_RANGES
+    + "\u3040-\u309f"  # Hiragana
+    + "\u30a0-\u30ff\u31f0-\u31ff"  # Katakana (ー included) and its phonetic extensions
+    + "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff"  # Hangul Jamo, compatibility Jamo, extensions
+    + "\uac00-\ud7af"  # Hangul syllables
+)
+_CJK_RUN = re.compile(f"([{_CJK_RANGES}]+)")
+_HAS_CJK = re.compile(f"[{_CJK_RANGES}]")
 _HAS_WORD_CHAR = re.compile(r"[^\W_]")
+_WORD_RUN = re.compile(r"[^\W_]+")
 _NOT_WORD_OR_SPACE = re.compile(r"[^\w\s]|_")  # a character that is neither a letter or digit nor whitespace
 _ASCII_WORD_OR_SPACE = (string.ascii_letters + string.digits + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f").encode()
 
@@ -512,9 +528,11 @@ def _english_words(text: str) -> list[str]:
 
 
 def _english_terms(tok: "Tokenizer", text: str) -> list[str]:
+    """The word path (``en`` and every Snowball language): words, stopwords dropped, stemmed by the
+    language's Snowball algorithm when ``stem`` is on."""
     words = [word for word in _english_words(text) if word not in tok._stopset]
     if tok._stem and words:
-        return _stemmer("english").stemWords(words)
+        return _stemmer(tok._spec.stemmer).stemWords(words)
     return words
 
 
@@ -566,6 +584,25 @@ def _auto_terms(tok: "Tokenizer", text: str) -> list[str]:
     return terms
 
 
+def _cjk_bigrams(run: str) -> list[str]:
+    """A run of CJK characters as overlapping character bigrams (one character alone: itself), as
+    Lucene's ``CJKBigramFilter`` makes them: ``"東京都"`` gives ``["東京", "京都"]``. Characters that are
+    no letter (``・``, a code point this Python's Unicode does not know yet) separate runs."""
+    if not run.isalnum():
+        return [bigram for part in _WORD_RUN.findall(run) for bigram in _cjk_bigrams(part)]
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def _analyse_cjk(tok: "Tokenizer", text: str) -> list[str]:
+    if _HAS_CJK.search(text) is None:
+        return _english_terms(tok, text)
+    terms: list[str] = []
+    for index, piece in enumerate(_CJK_RUN.split(text)):
+        if piece:
+            terms.extend(_cjk_bigrams(piece) if index % 2 else _english_terms(tok, piece))
+    return terms
+
+
 def _analyse_whitespace(tok: "Tokenizer", text: str) -> list[str]:
     # word.isalnum() is an exact fast accept: [^\W_] matches precisely the characters c.isalnum()
     stop = tok._stopset
@@ -582,7 +619,7 @@ class _Language:
 
     analyse: Callable[["Tokenizer", str], list[str]]
     stopword_lists: tuple[str, ...]  # built-in lists that make up stopwords="default"
-    stemmable: bool  # whether stem=True is meaningful (the en path is used)
+    stemmer: str | None  # the Snowball algorithm (PyStemmer's name) of its word path; None: no stemming
     jieba_options: bool  # whether mode and user_dict are meaningful (jieba may be used)
     lowercase: bool
     needs_jieba: Callable[[str], bool]  # does analysing this text use jieba?
@@ -590,21 +627,57 @@ class _Language:
     in_process: bool = False  # analysing costs less than carrying the tokens back from a worker process
     packed: bool = False  # in precise mode the core's cut_terms makes the terms of many texts at once
     english_between_han: bool = False  # jieba cuts each run of Han characters, the English path the rest
+    name: str = ""  # what the language is, in a word or two (the command line's help lists them)
 
+    @property
+    def stemmable(self) -> bool:
+        """Whether stem=True is meaningful (the word path is used, with a Snowball algorithm)."""
+        return self.stemmer is not None
+
+
+def _no_jieba(text: str) -> bool:
+    return False
+
+
+SNOWBALL_LANGUAGES: dict[str, tuple[str, str]] = {
+    "ar": ("Arabic", "arabic"), "hy": ("Armenian", "armenian"), "eu": ("Basque", "basque"),
+    "ca": ("Catalan", "catalan"), "cs": ("Czech", "czech"), "da": ("Danish", "danish"), "nl": ("Dutch", "dutch"),
+    "eo": ("Esperanto", "esperanto"), "et": ("Estonian", "estonian"), "fi": ("Finnish", "finnish"),
+    "fr": ("French", "french"), "de": ("German", "german"), "el": ("Greek", "greek"), "hi": ("Hindi", "hindi"),
+    "hu": ("Hungarian", "hungarian"), "id": ("Indonesian", "indonesian"), "ga": ("Irish", "irish"),
+    "it": ("Italian", "italian"), "lt": ("Lithuanian", "lithuanian"), "ne": ("Nepali", "nepali"),
+    "no": ("Norwegian", "norwegian"), "fa": ("Persian", "persian"), "pl": ("Polish", "polish"),
+    "pt": ("Portuguese", "portuguese"), "ro": ("Romanian", "romanian"), "ru": ("Russian", "russian"),
+    "sr": ("Serbian", "serbian"), "st": ("Sesotho", "sesotho"), "es": ("Spanish", "spanish"),
+    "sv": ("Swedish", "swedish"), "ta": ("Tamil", "tamil"), "tr": ("Turkish", "turkish"), "yi": ("Yiddish", "yiddish"),
+}
+"""Every language of PyStemmer's Snowball algorithms but English (``en``): its code (ISO 639-1), name and
+algorithm. Each analyses text as ``en`` does, with its own stopword list (``engine/data``, see
+``PROVENANCE.md`` there) and its own stemmer."""
 
 LANGUAGES: dict[str, _Language] = {
     "auto": _Language(
-        _analyse_auto, ("en", "zh"), True, True, True, lambda text: _HAS_HAN.search(text) is not None,
+        _analyse_auto, ("en", "zh"), "english", True, True, lambda text: _HAS_HAN.search(text) is not None,
         "Han runs through jieba, everything else through the English path", packed=True, english_between_han=True,
+        name="Chinese via jieba, rest English",
     ),
-    "zh": _Language(_analyse_zh, ("zh",), False, True, True, lambda text: True, "jieba over the whole text",
-                    packed=True),
+    "zh": _Language(_analyse_zh, ("zh",), None, True, True, lambda text: True, "Chinese: jieba over the whole text",
+                    packed=True, name="Chinese"),
     "en": _Language(
-        _analyse_en, ("en",), True, False, True, lambda text: False, "Unicode words, lowercase, Snowball stemming"
+        _analyse_en, ("en",), "english", False, True, _no_jieba, "English: Unicode words, lowercase, Snowball stemming",
+        name="English",
     ),
+    "ja": _Language(_analyse_cjk, ("en",), "english", False, True, _no_jieba,
+                    "Japanese: CJK runs to character bigrams, the rest as en", name="Japanese, CJK bigrams"),
+    "ko": _Language(_analyse_cjk, ("en",), "english", False, True, _no_jieba,
+                    "Korean: CJK runs to character bigrams, the rest as en", name="Korean, CJK bigrams"),
+    **{code: _Language(_analyse_en, (code,), algorithm, False, True, _no_jieba,
+                       f"{name}: Unicode words, lowercase, Snowball stemming", name=name)
+       for code, (name, algorithm) in SNOWBALL_LANGUAGES.items()},
     "whitespace": _Language(
-        _analyse_whitespace, (), False, False, False, lambda text: False, "already segmented: split on whitespace only",
+        _analyse_whitespace, (), None, False, False, _no_jieba, "already segmented: split on whitespace only",
         in_process=True,  # 40,000 texts: 0.46 s here, 0.92 s on 2 workers
+        name="already segmented",
     ),
 }
 """Registry of language values accepted by ``Tokenizer(language=...)``."""
@@ -768,7 +841,7 @@ class Tokenizer:
         the words it leaves to Python, and for ``auto`` the English path's text it leaves and stemming."""
         if self._rules is None:
             if self._spec.english_between_han:
-                stem = _stemmer("english").stemWords if self._stem else None
+                stem = _stemmer(self._spec.stemmer).stemWords if self._stem else None
                 self._rules = TermRules(self._stopset, _tell_word, partial(_english_terms, self), stem)
             else:
                 self._rules = TermRules(self._stopset, _tell_word)
@@ -847,7 +920,7 @@ class Tokenizer:
         if self._spec.stemmable and not all(text.isascii() for text in sample):
             _word_pattern()
         if self._stem:
-            _stemmer("english")
+            _stemmer(self._spec.stemmer)
 
     def _tokenize_pool(self, head: list[str], rest: Iterator[str], workers: int,
                        chunksize: int) -> Iterator[list[list[str]] | PackedTerms]:

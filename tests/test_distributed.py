@@ -322,3 +322,18 @@ def test_addresses_and_unreachable_schedulers(monkeypatch, tmp_path: Path, clien
 
 
 # The scale-out example (docs/scale-out.md) runs in tests/test_readme.py, with every code block of the docs.
+
+
+def test_filters_on_the_cluster_equal_the_sharded_index_here(client, tmp_path: Path) -> None:
+    docs = [{"id": f"d{i}", "text": " ".join(["wing", "flow", "layer", "heat"][j % 4] for j in range(i % 9 + 1)),
+             "year": 1950 + i % 40, "lang": ["en", "fr", "de"][i % 3]} for i in range(300)]
+    path = bd.build(docs, tmp_path / "filtered", shards=3, client=client, tokenizer=Tokenizer("en"))
+    here, there = shards.ShardedIndex.load(path), bd.DistributedIndex(path, client, backend="core")
+    queries = {"1": "wing flow", "2": "heat", "3": "layer wing heat"}
+    for where, where_not in (({"year": {">=": 1980}}, None), (["lang in en,fr"], {"year": {"<": 1960}}),
+                             ("lang=xx", None)):
+        got = there.search_many(queries, k=50, where=where, where_not=where_not)
+        expected = here.search_many(queries, k=50, where=where, where_not=where_not)
+        assert bits(got) == bits(expected)
+        one, other = (index.search("wing", k=500, where=where, where_not=where_not) for index in (there, here))
+        assert (one.doc_ids, one.scores) == (other.doc_ids, other.scores)

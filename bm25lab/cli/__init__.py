@@ -1,5 +1,5 @@
 """The `bm25lab` command: index, add, delete, optimize, search, run, evaluate, compare, fuse, link-prediction,
-tune, corpora, experiment, info, measures.
+tune, corpora, experiment, info, measures, serve.
 
 Each area lives in its own module; this one only assembles the app. The commands parse their
 arguments, call the library and render what it returns. Bad input or data is one line on stderr
@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "add": ("growth_cmds", "add"),
     "delete": ("growth_cmds", "delete"),
     "optimize": ("growth_cmds", "optimize"),
+    "serve": ("serve_cmds", "serve"),
 }
 """Each command's module (in this package) and function, in the order the help lists them."""
 

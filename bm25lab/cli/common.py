@@ -93,19 +93,27 @@ def _choices(name: str, values: Any) -> type[Enum]:
 
 def _engine_choices() -> dict[str, Any]:
     """The choices and defaults the engine's registries give (Language, VariantName, BackendName, DEFAULT_B,
-    DEFAULT_K1, DEFAULT_VARIANT_NAME): made when a command that has them is first built, so that a command
+    DEFAULT_K1, DEFAULT_VARIANT_NAME, LANGUAGE_HELP, WHERE_OPT, WHERE_NOT_OPT): made when a command that has them is first built, so that a command
     without them (``evaluate``) does not import the engine's tokenizers, backends and scoring (0.1 s)."""
     from ..engine.backends import BACKENDS
     from ..engine.scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, VARIANTS
+    from ..engine.filters import GRAMMAR
     from ..engine.tokenization import LANGUAGES
 
     variant = _choices("VariantName", VARIANTS)
     return {"Language": _choices("Language", LANGUAGES), "VariantName": variant,
             "BackendName": _choices("BackendName", BACKENDS), "DEFAULT_B": DEFAULT_B, "DEFAULT_K1": DEFAULT_K1,
-            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT)}
+            "DEFAULT_VARIANT_NAME": variant(DEFAULT_VARIANT),
+            "LANGUAGE_HELP": "Analyser: " + ", ".join(f"{code} ({spec.name})" for code, spec in LANGUAGES.items()) + ".",
+            "WHERE_OPT": typer.Option("--where", help="Only documents whose metadata meet this condition (repeatable: "
+                                                      "all must hold): " + GRAMMAR + ", e.g. --where 'year>=1990' "
+                                                      "--where 'lang in en,fr'."),
+            "WHERE_NOT_OPT": typer.Option("--where-not", help="Leave out documents whose metadata meet this condition "
+                                                              "(repeatable: none may hold), same form as --where.")}
 
 
-_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME")
+_ENGINE_CHOICES = ("Language", "VariantName", "BackendName", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME",
+                   "LANGUAGE_HELP", "WHERE_OPT", "WHERE_NOT_OPT")
 
 
 def __getattr__(name: str) -> Any:
@@ -134,9 +142,10 @@ K3_OPT = typer.Option("--k3", help="Saturate repeated query terms: qf times weig
 BACKEND_OPT = typer.Option("--backend", help="auto: the compiled core when it is built, else numpy (the "
                                              "specification, the same results bit for bit). Default: "
                                              "$BM25LAB_BACKEND or auto.")
-__all__ = ["B_OPT", "BACKEND_OPT", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
+__all__ = ["B_OPT", "BACKEND_OPT", "LANGUAGE_HELP", "DEFAULT_B", "DEFAULT_K1", "DEFAULT_VARIANT_NAME", "DELTA_OPT", "FIELD_B_OPT",
            "FIELD_WEIGHTS_OPT", "K1_OPT", "K3_OPT", "QUIET_OPT", "Meter", "Progress", "Tick", "make_sink",
-           "VARIANT_OPT", "BackendName", "Language", "TableFormat", "VariantName", "backend_name", "console",
+           "VARIANT_OPT", "WHERE_NOT_OPT", "WHERE_OPT", "BackendName", "Language", "TableFormat", "VariantName",
+           "backend_name", "console",
            "document_progress", "fail", "handles_errors", "human_bytes", "note", "progress_bars", "query_progress",
            "report_duplicates", "say",
            "settle_memory_for_large_files"]

@@ -11,8 +11,8 @@ from ..engine.errors import ParameterError
 from ..evaluation.measures import DEFAULT_MEASURES
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, K1_OPT, K3_OPT,
-                     VARIANT_OPT, BackendName, Language, TableFormat, VariantName, backend_name, console,
-                     QUIET_OPT, handles_errors, human_bytes, note, progress_bars, say)
+                     LANGUAGE_HELP, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT, BackendName, Language, TableFormat, VariantName,
+                     backend_name, console, QUIET_OPT, handles_errors, human_bytes, note, progress_bars, say)
 from .distributed_cmds import CLUSTER_OPT, SHARDS_OPT
 from .engine_cmds import make_tokenizer
 from .inputs import (DUPLICATES_OPT, ID_FIELD_OPT, QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT,
@@ -58,12 +58,14 @@ def experiment(
     b: Annotated[float, B_OPT] = DEFAULT_B,
     delta: Annotated[Optional[float], DELTA_OPT] = None,
     k3: Annotated[Optional[float], K3_OPT] = None,
+    where: Annotated[Optional[list[str]], WHERE_OPT] = None,
+    where_not: Annotated[Optional[list[str]], WHERE_NOT_OPT] = None,
     measure: Annotated[Optional[list[str]], typer.Option("--measure", "-m", help="Measure (repeatable). Default: " + " ".join(DEFAULT_MEASURES) + ".")] = None,
     k: Annotated[int, typer.Option("-k", help="Results per query.", min=1)] = 1000,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="A folder's documents file, when its name does not tell (relative to the folder or here).")] = None,
     queries: Annotated[Optional[Path], typer.Option("--queries", help="A folder's queries file, when its name does not tell, or to choose among several.")] = None,
     qrels: Annotated[Optional[Path], typer.Option("--qrels", help="A folder's qrels file, when its name does not tell, or to choose among several.")] = None,
-    language: Annotated[Optional[Language], typer.Option(help="Analyser (default: the corpus's language).")] = None,
+    language: Annotated[Optional[Language], typer.Option(help=LANGUAGE_HELP[:-1] + " (default: the corpus's language).")] = None,
     stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English stemming (default: on).")] = None,
     stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
     id_field: Annotated[Optional[str], ID_FIELD_OPT] = None,
@@ -122,7 +124,8 @@ def experiment(
                               query_ids=query_ids.value, **fields, **files, reading=reading,
                               index_progress=bars.documents(f"indexing {collection.name}", collection.count, lazy=True),
                               search_progress=bars.queries(), cluster=cluster, shards=shards,
-                              feedback=None if compare else feedback)
+                              feedback=None if compare else feedback, where=where or None,
+                              where_not=where_not or None)
     if Path(corpus).is_dir():  # said once they are read: an error in one of them is one line of its own
         note(f"{corpus}: " + ", ".join(f"{role} {path.relative_to(corpus) if path.is_relative_to(corpus) else path}"
                                        for role, path in collection.files.items()))

@@ -12,7 +12,8 @@ import typer
 from . import distributed_cmds
 from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT, ROCCHIO_OPT, chosen_feedback
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
-                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, VARIANT_OPT, BackendName, Language, TableFormat, VariantName,
+                     FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, LANGUAGE_HELP, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT,
+                     BackendName, Language, TableFormat, VariantName,
                      QUIET_OPT, backend_name, console, document_progress, handles_errors, human_bytes, note,
                      query_progress, report_duplicates, say)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
@@ -22,6 +23,7 @@ from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT,
 
 if TYPE_CHECKING:
     from ..engine import Index, Tokenizer
+    from ..engine.scoring import Params
 
 
 class SearchFormat(str, Enum):
@@ -45,8 +47,8 @@ SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W) or a folder of .txt file
 def index(
     source: Annotated[str, typer.Argument(help=SOURCE_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Index directory to write.")],
-    language: Annotated[Language, typer.Option(help="Analyser: auto (CJK via jieba, rest English), zh, en, whitespace.")] = Language("auto"),
-    stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="English Snowball stemming (default: the tokenizer's measured default).")] = None,
+    language: Annotated[Language, typer.Option(help=LANGUAGE_HELP)] = Language("auto"),
+    stem: Annotated[Optional[bool], typer.Option("--stem/--no-stem", help="Snowball stemming of the language's words (default: on where the language has a stemmer).")] = None,
     stopwords: Annotated[Optional[Path], typer.Option(help="Stopword file, one word a line (default: built-in lists).")] = None,
     user_dict: Annotated[Optional[Path], typer.Option(help="jieba user dictionary for Chinese segmentation.")] = None,
     workers: Annotated[Optional[int], typer.Option(help="Tokenizer worker processes (default: all cores).", min=1)] = None,
@@ -159,6 +161,8 @@ def search(
     k3: Annotated[Optional[float], K3_OPT] = None,
     field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
     field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
+    where: Annotated[Optional[list[str]], WHERE_OPT] = None,
+    where_not: Annotated[Optional[list[str]], WHERE_NOT_OPT] = None,
     format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
     qid: Annotated[str, typer.Option("--qid", help="Query id of the --format trec lines.")] = "1",
     tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
@@ -173,18 +177,19 @@ def search(
 ) -> None:
     """Search an index and show the best documents with titles and highlighted snippets.
 
-    Example: bm25lab search my-index "boundary layer transition" -k 5
+    Example: bm25lab search my-index "boundary layer transition" -k 5 --where 'year>=1990'
     """
     check_order(directory, query, 'bm25lab search DIR "QUERY"')
     feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
     idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
     if feedback is None:
         hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3,
-                          field_weights=field_weights, field_b=field_b)
+                          field_weights=field_weights, field_b=field_b, where=where or None,
+                          where_not=where_not or None)
     else:
         from ..engine.feedback import search_many
 
-        params = idx.params(variant.value, k1, b, delta, k3, field_weights, field_b)
+        params = _with_filter(idx.params(variant.value, k1, b, delta, k3, field_weights, field_b), where, where_not)
         hits = search_many(idx, {qid: query}, k, params, feedback)[qid]
     if format is SearchFormat.json:
         rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
@@ -232,6 +237,8 @@ def run(
     k3: Annotated[Optional[float], K3_OPT] = None,
     field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
     field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
+    where: Annotated[Optional[list[str]], WHERE_OPT] = None,
+    where_not: Annotated[Optional[list[str]], WHERE_NOT_OPT] = None,
     query_format: Annotated[QueryFormat, QUERY_FORMAT_OPT] = QueryFormat("auto"),
     topic_field: Annotated[str, TOPIC_FIELD_OPT] = "title",
     query_ids: Annotated[QueryIds, QUERY_IDS_OPT] = QueryIds("given"),
@@ -263,12 +270,13 @@ def run(
     if feedback is not None:
         from ..engine.feedback import search_many
 
-        params = idx.params(variant.value, k1, b, delta, k3, field_weights, field_b)
+        params = _with_filter(idx.params(variant.value, k1, b, delta, k3, field_weights, field_b), where, where_not)
         results = search_many(idx, topics, k, params, feedback)
     else:
         with query_progress(quiet=quiet) as advance:
             results = idx.search_many(topics, k=k, variant=variant.value, k1=k1, b=b, delta=delta, progress=advance,
-                                      k3=k3, field_weights=field_weights, field_b=field_b)
+                                      k3=k3, field_weights=field_weights, field_b=field_b, where=where or None,
+                                      where_not=where_not or None)
     write_run(results, out, tag=tag, format=run_format.value)
     say(f"{len(results):,} queries, {results.num_results:,} results -> {out}")
     explain_empty_results(idx, topics, results)
@@ -279,6 +287,15 @@ LISTED = 10  # query ids a note names before "..."
 
 def _listed(qids: list[str]) -> str:
     return ", ".join(qids[:LISTED]) + (", ..." if len(qids) > LISTED else "")
+
+
+def _with_filter(params: "Params", where: Optional[list[str]], where_not: Optional[list[str]]) -> "Params":
+    """``params`` with the filter of --where and --where-not (feedback's searches take one Params)."""
+    from dataclasses import replace
+
+    from ..engine.filters import Filter
+
+    return replace(params, where=Filter.of(where or None, where_not or None))
 
 
 def without_blank_queries(topics: dict[str, str], source: str) -> dict[str, str]:

@@ -6,12 +6,13 @@ stemmed and case-folded forms match. Chinese query terms are highlighted where t
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 
 _WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")  # Han, kana, Hangul: found verbatim
 
 
 def highlight_spans(text: str, terms: set[str], tokenizer: Any, stop: int | None = None) -> list[tuple[int, int]]:
@@ -36,8 +37,18 @@ def highlight_spans(text: str, terms: set[str], tokenizer: Any, stop: int | None
     return sorted(spans)
 
 
-def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Text:
-    """About ``width`` characters of ``text`` around the first highlighted term."""
+@dataclass(frozen=True)
+class Window:
+    """A snippet: about ``width`` characters of a text around its first highlighted term (an ellipsis
+    where the text was cut), and the character spans of ``text`` to highlight, in order, not overlapping."""
+
+    text: str
+    highlights: tuple[tuple[int, int], ...]
+
+
+def snippet_window(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Window:
+    """The :class:`Window` of ``text`` for the query ``terms`` (what the table's and the web page's
+    snippets show)."""
     flat = " ".join(text.split())
     spans = highlight_spans(flat, terms, tokenizer, stop=width) if terms else []
     start = max(0, spans[0][0] - width // 4) if spans else 0
@@ -45,16 +56,27 @@ def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Tex
         space = flat.find(" ", start, spans[0][0])
         start = space + 1 if space >= 0 else spans[0][0]
     end = min(len(flat), start + width)
-    out = Text("…" if start else "")
+    prefix = "…" if start else ""
+    shift = len(prefix) - start
+    kept = []
     cursor = start
     for s, e in spans:
         if e <= cursor or s >= end:
             continue
         s = max(s, cursor)
-        out.append(flat[cursor:s])
-        out.append(flat[s:min(e, end)], style="bold yellow")
         cursor = min(e, end)
-    out.append(flat[cursor:end])
-    if end < len(flat):
-        out.append("…")
+        kept.append((s + shift, cursor + shift))
+    return Window(prefix + flat[start:end] + ("…" if end < len(flat) else ""), tuple(kept))
+
+
+def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Text:
+    """About ``width`` characters of ``text`` around the first highlighted term, those in bold."""
+    window = snippet_window(text, terms, tokenizer, width)
+    out = Text()
+    cursor = 0
+    for s, e in window.highlights:
+        out.append(window.text[cursor:s])
+        out.append(window.text[s:e], style="bold yellow")
+        cursor = e
+    out.append(window.text[cursor:])
     return out

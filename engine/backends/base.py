@@ -27,11 +27,14 @@ class Backend(ABC):
         """Each query's distinct known terms and their multiplicities (:meth:`Scorer.query_batch`'s arrays)."""
 
     @abstractmethod
-    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
-        """The best ``k`` documents of one query: score descending, ties by document id descending."""
+    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params,
+              mask: np.ndarray | None = None) -> Ranked:
+        """The best ``k`` documents of one query: score descending, ties by document id descending.
+        ``mask`` (uint8, one per document; None: every document): only documents whose entry is not 0."""
 
     @abstractmethod
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int,
+                    mask: np.ndarray | None = None) -> Sequence[Ranked]:
         """:meth:`top_k` of every query of ``batch``, with up to ``workers`` threads or processes."""
 
     @abstractmethod

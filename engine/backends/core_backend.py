@@ -3,7 +3,8 @@
 
 Searching: the exact top-k kernels (``query_top_k``, ``batch_top_k``: term-at-a-time MaxScore that
 re-scores in full what it keeps, float64 sums in the canonical term order of
-:func:`~bm25lab.engine.retrieval.term_order`, the tie rule of :mod:`~bm25lab.engine.selection`)
+:func:`~bm25lab.engine.retrieval.term_order`, the tie rule of :mod:`~bm25lab.engine.selection`, a
+filter's document mask skipping the postings of the documents it leaves out)
 over the prepared weights (:meth:`~bm25lab.engine.retrieval.Scorer.prepare`: the postings' pair codes
 and a table of the pairs' weights). A batch runs on threads without the GIL. A single search whose
 index has no bounds yet takes its own terms' largest weights from their postings only, so a one-shot
@@ -146,10 +147,11 @@ class CoreBackend(Backend):
         n = self._core.group_query_terms(ids, lengths, q_ptr, terms, counts)
         return TermBatch(q_ptr, terms[:n].copy(), counts[:n].copy())
 
-    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
+    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params,
+              mask: np.ndarray | None = None) -> Ranked:
         weights = scorer.prepare(params, self.pair_coder())
         if not _fits(scorer, weights):
-            return self._numpy.top_k(scorer, query, k, params)
+            return self._numpy.top_k(scorer, query, k, params, mask)
         upper, prunable = self._query_bounds(scorer, weights, query, params)
         offsets = scorer.postings.offsets
         terms = query.term_ids
@@ -170,7 +172,7 @@ class CoreBackend(Backend):
                 scorer.constant(query, params), scorer.postings.doc_nums, weights.codes, weights.table,
                 scorer.id_rank, k_eff, prunable,
                 scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
-                np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores)
+                np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores, mask=mask)
         finally:
             scratch.lock.release()
         return docs[:n], scores[:n]
@@ -192,10 +194,11 @@ class CoreBackend(Backend):
         largest, smallest = weights.scaled_extremes(query.term_ids, np.diff(offsets)[query.term_ids] > 0, high, low)
         return np.maximum(largest, 0.0), bool(m == 0 or smallest.min() >= 0)
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int,
+                    mask: np.ndarray | None = None) -> Sequence[Ranked]:
         weights = scorer.prepare(params, self.pair_coder())
         if not _fits(scorer, weights):
-            return self._numpy.top_k_batch(scorer, batch, k, params, workers)
+            return self._numpy.top_k_batch(scorer, batch, k, params, workers, mask)
         upper, prunable = scorer.bounds(params, self._core.term_extremes)
         offsets = np.asarray(scorer.postings.offsets)
         k_eff = max(1, min(k, scorer.n_docs))
@@ -205,7 +208,7 @@ class CoreBackend(Backend):
         self._core.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
                                weights.scale, _constants(scorer, batch, params), scorer.postings.doc_nums,
                                weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable,
-                               max(1, min(workers, len(batch))), out_docs, out_scores, out_len)
+                               max(1, min(workers, len(batch))), out_docs, out_scores, out_len, mask=mask)
         return RankedRows.of_padded(out_docs, out_scores, out_len)
 
     def pair_coder(self) -> CorePairCoder:

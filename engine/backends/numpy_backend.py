@@ -33,15 +33,17 @@ class NumpyBackend(Backend):
     def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:
         return scorer.query_batch(queries)
 
-    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params) -> Ranked:
-        return scorer.top(query, k, params, use_prepared=scorer.warm_for(params))
+    def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params,
+              mask: np.ndarray | None = None) -> Ranked:
+        return scorer.top(query, k, params, use_prepared=scorer.warm_for(params), mask=mask)
 
-    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int) -> Sequence[Ranked]:
+    def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int,
+                    mask: np.ndarray | None = None) -> Sequence[Ranked]:
         scorer.prepare(params)
         queries = [batch.query(i) for i in range(len(batch))]
         if workers <= 1 or len(queries) < _MIN_PARALLEL_QUERIES:
-            return [scorer.top(q, k, params, use_prepared=True) for q in queries]
-        return _parallel_top(scorer, queries, k, params, workers)
+            return [scorer.top(q, k, params, use_prepared=True, mask=mask) for q in queries]
+        return _parallel_top(scorer, queries, k, params, workers, mask)
 
     def pair_coder(self) -> PairCoder:
         from ..retrieval import NumpyPairCoder
@@ -119,16 +121,17 @@ def _split_and_encode(texts: list[str], num_tokens: int) -> tuple[list[str], np.
 
 # ---------------------------------------------------------------------- a batch on worker processes
 # The batch's scorer and queries, handed to the forked workers (fork copies this module's state).
-_FORKED: tuple[Scorer, list[QueryTerms], int, Params] | None = None
+_FORKED: tuple[Scorer, list[QueryTerms], int, Params, np.ndarray | None] | None = None
 
 
 def _score_range(bounds: tuple[int, int]) -> list[Ranked]:
     assert _FORKED is not None
-    scorer, terms, k, params = _FORKED
-    return [scorer.top(q, k, params, use_prepared=True) for q in terms[bounds[0]:bounds[1]]]
+    scorer, terms, k, params, mask = _FORKED
+    return [scorer.top(q, k, params, use_prepared=True, mask=mask) for q in terms[bounds[0]:bounds[1]]]
 
 
-def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Params, workers: int) -> Sequence[Ranked]:
+def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Params, workers: int,
+                  mask: np.ndarray | None = None) -> Sequence[Ranked]:
     """Score contiguous slices of the batch in forked workers that share the prepared weights."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -136,7 +139,7 @@ def _parallel_top(scorer: Scorer, terms: list[QueryTerms], k: int, params: Param
     global _FORKED
     chunk = max(16, -(-len(terms) // (workers * 4)))
     bounds = [(i, min(i + chunk, len(terms))) for i in range(0, len(terms), chunk)]
-    _FORKED = (scorer, terms, k, params)
+    _FORKED = (scorer, terms, k, params, mask)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             parts = list(pool.map(_score_range, bounds))
