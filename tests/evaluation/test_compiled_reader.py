@@ -208,7 +208,8 @@ def _check_file(tmp_path: Path, monkeypatch, content: bytes) -> Run | str:
     else:
         assert isinstance(compiled, Run), compiled
         _same_run(compiled, plain)
-        assert taken == [True]  # only compiled runs are recorded: the plain read never calls it
+        if readers.detect_run_format(path) == "trec":  # (a line cut to 3 fields reads as an MS MARCO run)
+            assert taken == [True]  # only compiled runs are recorded: the plain read never calls it
     return plain
 
 
