@@ -48,6 +48,7 @@ void release_args(Arg *args, int n);
 
 extern PyMethodDef core_search_methods[];
 extern PyMethodDef core_build_methods[];
+extern PyMethodDef core_codec_methods[];
 int core_build_init(PyObject *module); /* adds the Vocabulary type */
 extern PyMethodDef core_cut_methods[];
 extern PyMethodDef core_runreader_methods[];

@@ -12,6 +12,7 @@
  *   cut.c      jieba's precise cut (a trie of its dictionary, route, HMM) and
  *              auto's split of mixed text                                  core_cut_methods
  *   runreader.c  the TREC run reader: rows, scores, ids, the tie rule's order core_runreader_methods
+ *   codec.c    postings in blocks of 128: encoding, decoding (codec.h)     core_codec_methods
  *   args.c     taking array arguments (core.h)
  *
  * Build with -ffp-contract=off and never -ffast-math: float64 results must be the specification's.
@@ -30,7 +31,8 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
-    PyMethodDef *tables[] = {core_search_methods, core_build_methods, core_cut_methods, core_runreader_methods};
+    PyMethodDef *tables[] = {core_search_methods, core_build_methods, core_cut_methods, core_runreader_methods,
+                             core_codec_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0) {
             Py_DECREF(module);
