@@ -7,6 +7,10 @@ A :class:`Postings` holds, for a sorted vocabulary of V terms and N documents,
 - ``tfs`` (int32, P): the term's frequency in that document;
 - ``doc_lengths`` (int32, N): exact document lengths in terms (after stopword removal).
 
+Searching reads them compressed (:meth:`Postings.blocks`: :mod:`bm25lab.engine.codec`'s blocks of 128,
+encoded at first need and kept); a loaded index has only the blocks, and its ``doc_nums`` and ``tfs``
+are :class:`~bm25lab.engine.codec.BlockColumn` views that decode what is read of them.
+
 The builder holds at most a chunk of about a million tokens as strings: each chunk becomes term ids
 (a new term takes the next id as it is met) and (term, doc, tf) triples, each term's together; the
 index's backend (:mod:`bm25lab.engine.backends`) keeps the vocabulary and makes the triples. Raw
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequen
 
 import numpy as np
 
+from .codec import BlockColumn, Blocks, encode
 from .selection import code_point_order
 
 if TYPE_CHECKING:
@@ -168,10 +173,29 @@ class Postings:
 
     terms: Sequence[str]
     offsets: np.ndarray
-    doc_nums: np.ndarray
-    tfs: np.ndarray
+    doc_nums: np.ndarray  # or a BlockColumn of the blocks
+    tfs: np.ndarray       # or a BlockColumn of the blocks
     doc_lengths: np.ndarray
     _lookup: dict[str, int] = field(default_factory=dict, repr=False)
+    _blocks: Blocks | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_blocks(cls, terms: Sequence[str], offsets: np.ndarray, blocks: Blocks, doc_lengths: np.ndarray) -> "Postings":
+        """Postings held only as blocks (a loaded index): documents and frequencies decoded when read."""
+        return cls(terms, offsets, BlockColumn(blocks, offsets, 0), BlockColumn(blocks, offsets, 1), doc_lengths,
+                   _blocks=blocks)
+
+    def blocks(self) -> Blocks:
+        """The postings in blocks (:mod:`bm25lab.engine.codec`), encoded when first asked for and kept
+        (two threads asking at once may both encode: the same blocks); mapped plain postings (an index
+        of format version 2) then let their pages go."""
+        blocks = self._blocks
+        if blocks is None:
+            blocks = encode(self.offsets, self.doc_nums, self.tfs, self.doc_lengths)
+            object.__setattr__(self, "_blocks", blocks)
+            release_pages(self.doc_nums)  # mapped plain postings (format version 2): searches read the blocks
+            release_pages(self.tfs)
+        return blocks
 
     @property
     def num_docs(self) -> int:

@@ -50,6 +50,9 @@ _PREPARE_BLOCK = 1 << 20  # postings whose weights are computed together (work a
 # (tf, length) pairs are numbered through a dense array over tf * distinct lengths up to this size;
 # past it (frequencies in the thousands in documents of thousands of distinct lengths) by sorting
 _DENSE_PAIR_KEYS = 1 << 24
+# a search over blocks finds the entries of frequencies up to this (a power of two) in a grid by
+# length and frequency, the others by a search of the pairs' keys
+_GRID_TFS = 64
 
 # Single searches with the same parameters that run before all postings' weights are prepared.
 WARM_AFTER = 8
@@ -198,13 +201,22 @@ def _term_blocks(offsets: np.ndarray, n: int) -> Iterator[tuple[int, int, int, n
         yield lo, hi, int(first), np.clip(offsets[first:end + 2], lo, hi)
 
 
-class TermEntries(Protocol):
-    """A compiled pass over the postings' codes (the compiled core's ``term_extremes``): ``high[t]`` and
-    ``low[t]`` the largest and smallest entry of ``table`` over term ``t``'s postings (-inf and inf for
-    a term without postings), the values numpy's ``maximum``/``minimum.reduceat`` give."""
+def _block_firsts(offsets: np.ndarray, term_starts: np.ndarray) -> np.ndarray:
+    """The first posting of every block (:mod:`~bm25lab.engine.codec`: BLOCK postings a block, a term's
+    last block shorter)."""
+    from .codec import BLOCK
 
-    def __call__(self, offsets: np.ndarray, codes: np.ndarray, table: np.ndarray, high: np.ndarray,
-                 low: np.ndarray) -> None: ...
+    n_blocks = int(term_starts[-1])
+    term = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(term_starts))
+    return offsets[term] + (np.arange(n_blocks, dtype=np.int64) - term_starts[term]) * BLOCK
+
+
+class TermEntries(Protocol):
+    """A compiled pass over the postings (the compiled core's ``term_extremes``, bound to a scorer and
+    its prepared weights): the largest and smallest table entry over the postings of each of ``term_ids``
+    (-inf and inf for a term without postings), the values numpy's ``maximum``/``minimum.reduceat`` give."""
+
+    def __call__(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class PairCoder(Protocol):
@@ -215,10 +227,6 @@ class PairCoder(Protocol):
                    used: np.ndarray) -> None:
         """Set ``used[key] = 1`` for every posting's key."""
 
-    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
-                    code_of: np.ndarray, out: np.ndarray) -> None:
-        """``out[p] = code_of[key of posting p]``."""
-
 
 class NumpyPairCoder:
     """:class:`PairCoder` in numpy, ``_PREPARE_BLOCK`` postings at a time."""
@@ -226,26 +234,20 @@ class NumpyPairCoder:
     @staticmethod
     def _keys(doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int, lo: int,
               hi: int) -> np.ndarray:
-        return tfs[lo:hi].astype(np.int64) * n_lengths + length_rank[doc_nums[lo:hi]]
+        return np.asarray(tfs[lo:hi]).astype(np.int64) * n_lengths + length_rank[np.asarray(doc_nums[lo:hi])]
 
     def mark_pairs(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
                    used: np.ndarray) -> None:
         for lo in range(0, doc_nums.shape[0], _PREPARE_BLOCK):
             used[self._keys(doc_nums, tfs, length_rank, n_lengths, lo, lo + _PREPARE_BLOCK)] = 1
 
-    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
-                    code_of: np.ndarray, out: np.ndarray) -> None:
-        for lo in range(0, doc_nums.shape[0], _PREPARE_BLOCK):
-            out[lo:lo + _PREPARE_BLOCK] = code_of[self._keys(doc_nums, tfs, length_rank, n_lengths, lo,
-                                                             lo + _PREPARE_BLOCK)]
-
 
 @dataclass(frozen=True)
 class PostingPairs:
-    """Every posting's (tf, document length) pair, numbered: ``codes[p]`` is posting ``p``'s pair, the
-    pairs being ``(tfs[c], lengths[c])``. Independent of the parameters; computed once per scorer."""
+    """The distinct (tf, document length) pairs of the postings, in (tf, length) order: pair ``c`` is
+    ``(tfs[c], lengths[c])``, the posting's *code*. Independent of the parameters; saved with an index
+    (``pairs.npy``), else computed by :func:`posting_pairs` once per scorer."""
 
-    codes: np.ndarray  # uint16 when there are at most 2**16 pairs, else uint32
     tfs: np.ndarray
     lengths: np.ndarray
 
@@ -255,66 +257,84 @@ def code_dtype(n_codes: int) -> type:
     return np.uint16 if n_codes <= 1 << 16 else np.uint32
 
 
+def length_ranks(doc_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The documents' distinct lengths, ascending, and each document's rank among them (uint16, or
+    uint32 past 2**16 lengths: narrow, so that its random reads stay in the caches); one pass and no
+    sort (lengths are small integers), else numpy's unique."""
+    lengths = np.asarray(doc_lengths)
+    if not lengths.shape[0]:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint16)
+    top = int(lengths.max())
+    if lengths.min() >= 0 and top < max(4 * lengths.shape[0], 1 << 16):
+        used = np.zeros(top + 1, dtype=bool)
+        used[lengths] = True
+        values = np.flatnonzero(used)
+        rank_of = np.cumsum(used) - 1
+        ranks = rank_of[lengths]
+    else:
+        values, ranks = np.unique(lengths, return_inverse=True)
+    return values.astype(np.int64), ranks.reshape(-1).astype(code_dtype(values.shape[0]))
+
+
 def posting_pairs(postings: Postings, coder: PairCoder) -> PostingPairs:
-    """:class:`PostingPairs` of ``postings``: two passes of ``coder`` over the postings, the pairs
-    numbered in key order through a dense array (or, for a huge key space, by sorting the keys). The
-    pages of a memory-mapped ``tfs`` are then let go (:func:`~.postings.release_pages`)."""
+    """:class:`PostingPairs` of ``postings``: one pass of ``coder`` over the postings marking their
+    keys in a dense array (or, for a huge key space, the keys sorted). The pages of a memory-mapped
+    ``tfs`` are then let go (:func:`~.postings.release_pages`)."""
     doc_nums, tfs = postings.doc_nums, postings.tfs
-    length_values, length_rank = np.unique(np.asarray(postings.doc_lengths), return_inverse=True)
+    length_values, length_rank = length_ranks(postings.doc_lengths)
     n_lengths = max(length_values.shape[0], 1)
-    max_tf = int(tfs.max()) if tfs.shape[0] else 0
+    max_tf = int(np.asarray(tfs).max()) if tfs.shape[0] else 0
     key_space = (max_tf + 1) * n_lengths
-    length_rank = length_rank.astype(code_dtype(n_lengths)).reshape(-1)  # narrow: its random reads stay in the cache
     if key_space > _DENSE_PAIR_KEYS:
-        keys = NumpyPairCoder._keys(doc_nums, tfs, length_rank, n_lengths, 0, doc_nums.shape[0])
-        pair_keys, inverse = np.unique(keys, return_inverse=True)
-        codes = inverse.reshape(-1).astype(code_dtype(pair_keys.shape[0]))
+        pair_keys = np.unique(NumpyPairCoder._keys(doc_nums, tfs, length_rank, n_lengths, 0, doc_nums.shape[0]))
     else:
         used = np.zeros(key_space, dtype=np.uint8)
-        coder.mark_pairs(doc_nums, tfs, length_rank, n_lengths, used)
+        coder.mark_pairs(np.asarray(doc_nums), np.asarray(tfs), length_rank, n_lengths, used)
         pair_keys = np.flatnonzero(used)
-        code_of = np.zeros(key_space, dtype=code_dtype(pair_keys.shape[0]))
-        code_of[pair_keys] = np.arange(pair_keys.shape[0])
-        codes = np.empty(doc_nums.shape[0], dtype=code_of.dtype)
-        coder.write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, codes)
-    release_pages(tfs)  # search reads the codes, not the frequencies
+    release_pages(tfs)  # search reads the blocks, not the frequencies
     pair_lengths = length_values[pair_keys % n_lengths] if length_values.shape[0] else np.zeros(0, np.int64)
-    return PostingPairs(codes, pair_keys // n_lengths, pair_lengths)
+    return PostingPairs(pair_keys // n_lengths, pair_lengths)
+
+
+@dataclass(frozen=True, eq=False)
+class PairLookup:
+    """How a posting finds its pair: with the documents' distinct lengths ranked (``length_rank[d]``
+    of ``n_lengths``), a pair's key is ``tf * n_lengths + rank`` and its code the position of its key
+    among ``keys`` (the pairs' keys, ascending, as the pairs are in (tf, length) order)."""
+
+    keys: np.ndarray         # int64, one per pair
+    n_lengths: int
+    length_rank: np.ndarray  # per document
+
+    @classmethod
+    def of(cls, pairs: PostingPairs, doc_lengths: np.ndarray) -> "PairLookup":
+        values, ranks = length_ranks(doc_lengths)
+        n_lengths = max(values.shape[0], 1)
+        keys = np.asarray(pairs.tfs, dtype=np.int64) * n_lengths + np.searchsorted(values, pairs.lengths)
+        return cls(keys.astype(np.int64), n_lengths, ranks)
+
+    def codes(self, tfs: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """The codes of postings of frequencies ``tfs`` in documents ``docs``."""
+        keys = np.asarray(tfs).astype(np.int64) * self.n_lengths + self.length_rank[np.asarray(docs)]
+        return np.searchsorted(self.keys, keys)
 
 
 @dataclass(frozen=True)
 class PreparedWeights:
-    """The weights of all postings for one parameter set: posting ``p`` of term ``t`` weighs
-    ``scale[t] * table[codes[p]] + 0.0`` (the + 0.0 turns a -0.0 product, a negative idf times 0.0,
-    into 0.0: the compiled kernels take -0.0 for "no posting added yet"; sums are unchanged).
+    """The weights of all postings for one parameter set: a posting of term ``t`` weighs
+    ``scale[t] * table[c] + 0.0`` (the + 0.0 turns a -0.0 product, a negative idf times 0.0, into 0.0:
+    the compiled kernels take -0.0 for "no posting added yet"; sums are unchanged).
 
-    Without fields, ``codes`` are :class:`PostingPairs` codes, ``table`` the pairs' tf parts (less the
-    tf part of 0) and ``scale`` the idf: the same float64 product as
-    ``idf * (tf_part(tf, dl) - zero)`` computed per posting. With fields (BM25F, whose tf part reads
-    every field's frequency), ``table`` holds every posting's weight, ``codes`` number the postings and
-    ``scale`` is 1.0 (``1.0 * w + 0.0`` is ``w``)."""
+    Without fields, ``c`` is the posting's pair code (:class:`PostingPairs`, found by
+    :class:`PairLookup`), ``table`` the pairs' tf parts (less the tf part of 0) and ``scale`` the idf:
+    the same float64 product as ``idf * (tf_part(tf, dl) - zero)`` computed per posting. With fields
+    (BM25F, whose tf part reads every field's frequency; ``per_posting``), ``table`` holds every
+    posting's weight, ``c`` is the posting's place and ``scale`` is 1.0 (``1.0 * w + 0.0`` is ``w``)."""
 
     params: Params
-    codes: np.ndarray
     table: np.ndarray
     scale: np.ndarray
-
-    def of_span(self, sl: slice, term: int) -> np.ndarray:
-        """The weights of postings ``sl`` of ``term``."""
-        return self.scale[term] * self.table[self.codes[sl]] + 0.0
-
-    def extremes(self, offsets: np.ndarray, entries: TermEntries | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Every term's largest and smallest weight (0.0 for a term without postings), from the
-        table's entries ``_PREPARE_BLOCK`` postings at a time (or, given ``entries``, by that compiled
-        pass over the codes, which must be codes it reads: the same values): the scale's product is
-        monotonic, so the extreme weights are the scale times the extreme entries."""
-        n_terms = offsets.shape[0] - 1
-        if entries is not None:
-            high, low = np.empty(n_terms), np.empty(n_terms)
-            entries(offsets, self.codes, self.table, high, low)
-        else:
-            high, low = self._extreme_entries(offsets)
-        return self.scaled_extremes(np.arange(n_terms), np.diff(offsets) > 0, high, low)
+    per_posting: bool = False
 
     def scaled_extremes(self, terms: np.ndarray, held: np.ndarray, high: np.ndarray,
                         low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -327,20 +347,25 @@ class PreparedWeights:
         largest[at], smallest[at] = np.maximum(a, b), np.minimum(a, b)
         return largest, smallest
 
-    def _extreme_entries(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every term's largest and smallest entry of ``table`` over its postings (-inf and inf for a
-        term without postings), by numpy."""
-        n_terms = offsets.shape[0] - 1
-        high = np.full(n_terms, -np.inf)
-        low = np.full(n_terms, np.inf)
-        for lo, hi, first, bounds in _term_blocks(offsets, self.codes.shape[0]):
-            nonempty = np.flatnonzero(np.diff(bounds) > 0)
-            entries = self.table[self.codes[lo:hi]]
-            terms = first + nonempty
-            starts = bounds[nonempty] - lo
-            high[terms] = np.maximum(high[terms], np.maximum.reduceat(entries, starts))
-            low[terms] = np.minimum(low[terms], np.minimum.reduceat(entries, starts))
-        return high, low
+
+@dataclass(frozen=True, eq=False)
+class BlockWeights:
+    """What a search over blocks (:mod:`~bm25lab.engine.codec`) reads beside the table, for one parameter
+    set, made when it is first asked for and kept with the prepared weights:
+
+    - ``grid``: the table by length rank and frequency for frequencies up to ``2**grid_shift``
+      (``grid[(rank << grid_shift) + tf - 1]``, 0.0 for a pair no posting has), so that most postings find
+      their entry without a search of the keys; with 16-bit length ranks it has 2**16 rows, so that any
+      rank is a row of it (the rows past the collection's lengths are never written: never resident);
+    - ``bound_table``: for each block bound (:class:`~bm25lab.engine.codec.Blocks`: its largest tf and
+      smallest length, ``bound_codes`` numbering them) the tf part of that pair less the tf part of 0: at
+      least every entry of the block, as every variant's tf part grows with tf and falls with the length;
+      with fields, every block's largest entry (``bound_codes`` numbering the blocks)."""
+
+    grid: np.ndarray
+    grid_shift: int
+    bound_codes: np.ndarray
+    bound_table: np.ndarray
 
 
 class Scorer:
@@ -372,8 +397,10 @@ class Scorer:
             self.term_map = statistics.positions(postings.terms)
         self._idf: dict[str, np.ndarray] = {}
         self._pairs: PostingPairs | None = pairs
+        self._lookup: PairLookup | None = None
         self._weights: PreparedWeights | None = None
         self._bounds: tuple[Params, np.ndarray, bool] | None = None
+        self._block_weights: tuple[Params, BlockWeights] | None = None
         self._single_searches: dict[Params, int] = {}
 
     @property
@@ -416,10 +443,10 @@ class Scorer:
                          zero: float) -> np.ndarray:
         """Weights of the postings ``sl`` (a slice or positions); ``idf``: their term's, or each posting's."""
         p = self.postings
-        docs = p.doc_nums[sl]
+        docs = np.asarray(p.doc_nums[sl])
         if params.fields is not None:
             return idf * self._bm25f_part(sl, docs, params)
-        return idf * self._tf_part(p.tfs[sl], p.doc_lengths[docs], params, zero)
+        return idf * self._tf_part(np.asarray(p.tfs[sl]), p.doc_lengths[docs], params, zero)
 
     def _tf_part(self, tfs: np.ndarray, lengths: np.ndarray, params: Params, zero: float) -> np.ndarray:
         """The variant's tf part of each (tf, document length), less ``zero`` (the tf part of 0)."""
@@ -435,11 +462,24 @@ class Scorer:
                              [self.field_avgdl[i] for i in at], [w for _, w, _ in params.fields],
                              [b for _, _, b in params.fields], params.k1)
 
+    def posting_pairs(self, coder: PairCoder | None = None) -> PostingPairs:
+        """The postings' pairs: saved with them, else computed once (by ``coder``: the compiled core's,
+        else numpy's)."""
+        if self._pairs is None:
+            self._pairs = posting_pairs(self.postings, coder or NumpyPairCoder())
+        return self._pairs
+
+    def pair_lookup(self) -> PairLookup:
+        """How a posting finds its pair (made once)."""
+        if self._lookup is None:
+            self._lookup = PairLookup.of(self.posting_pairs(), self.postings.doc_lengths)
+        return self._lookup
+
     def prepare(self, params: Params, coder: PairCoder | None = None) -> PreparedWeights:
         """The weights of all postings for ``params`` (resolved), kept for the next batch: the postings'
-        pairs (:func:`posting_pairs`, by ``coder``: the compiled core's, else numpy's) are numbered once,
-        then each parameter set costs the pairs' tf parts. With fields, every posting's weight is
-        computed, ``_PREPARE_BLOCK`` postings at a time, so the work arrays beside them stay small."""
+        pairs (:meth:`posting_pairs`, by ``coder``) are found once, then each parameter set costs the
+        pairs' tf parts. With fields, every posting's weight is computed, ``_PREPARE_BLOCK`` postings at a
+        time, so the work arrays beside them stay small."""
         if self._weights is not None and self._weights.params == params:
             return self._weights
         idf = self.idf(params.variant)
@@ -450,27 +490,54 @@ class Scorer:
             for lo, hi, first, bounds in _term_blocks(np.asarray(self.postings.offsets), n):
                 term_idf = np.repeat(idf[first:first + bounds.shape[0] - 1], np.diff(bounds))
                 np.add(self._posting_weights(slice(lo, hi), term_idf, params, zero), 0.0, out=weights[lo:hi])
-            prepared = PreparedWeights(params, np.arange(n, dtype=np.uint32 if n <= 1 << 32 else np.int64), weights,
-                                       np.ones(self.postings.num_terms))
+            prepared = PreparedWeights(params, weights, np.ones(self.postings.num_terms), per_posting=True)
         else:
-            if self._pairs is None:
-                self._pairs = posting_pairs(self.postings, coder or NumpyPairCoder())
-            pairs = self._pairs
-            prepared = PreparedWeights(params, pairs.codes, self._tf_part(pairs.tfs, pairs.lengths, params, zero),
+            pairs = self.posting_pairs(coder)
+            prepared = PreparedWeights(params, self._tf_part(pairs.tfs, pairs.lengths, params, zero),
                                        np.asarray(idf, dtype=np.float64))
         self._weights = prepared
         return prepared
 
+    def prepared_weights(self, prepared: PreparedWeights, sl: slice, term: int) -> np.ndarray:
+        """The prepared weights of postings ``sl`` of ``term``."""
+        if prepared.per_posting:
+            entries = prepared.table[sl]
+        else:
+            p = self.postings
+            entries = prepared.table[self.pair_lookup().codes(p.tfs[sl], p.doc_nums[sl])]
+        return prepared.scale[term] * entries + 0.0
+
+    def extreme_entries(self, prepared: PreparedWeights) -> tuple[np.ndarray, np.ndarray]:
+        """Every term's largest and smallest entry of ``prepared.table`` over its postings (-inf and inf for
+        a term without postings), by numpy, ``_PREPARE_BLOCK`` postings at a time."""
+        offsets = np.asarray(self.postings.offsets)
+        n_terms = offsets.shape[0] - 1
+        high = np.full(n_terms, -np.inf)
+        low = np.full(n_terms, np.inf)
+        p = self.postings
+        for lo, hi, first, bounds in _term_blocks(offsets, p.num_postings):
+            nonempty = np.flatnonzero(np.diff(bounds) > 0)
+            entries = (prepared.table[lo:hi] if prepared.per_posting
+                       else prepared.table[self.pair_lookup().codes(p.tfs[lo:hi], p.doc_nums[lo:hi])])
+            terms = first + nonempty
+            starts = bounds[nonempty] - lo
+            high[terms] = np.maximum(high[terms], np.maximum.reduceat(entries, starts))
+            low[terms] = np.minimum(low[terms], np.minimum.reduceat(entries, starts))
+        return high, low
+
     def bounds(self, params: Params, entries: TermEntries | None = None) -> tuple[np.ndarray, bool]:
         """The largest prepared weight of every term (at least 0: a document without the term gets 0
         from it) and whether no weight is negative (what dynamic pruning needs); kept with the weights.
-        ``entries``: a compiled pass for :meth:`PreparedWeights.extremes`."""
+        ``entries``: a compiled pass for :meth:`extreme_entries` (the same values)."""
         prepared = self.prepare(params)
         if self._bounds is not None and self._bounds[0] == params:
             return self._bounds[1], self._bounds[2]
-        high, low = prepared.extremes(np.asarray(self.postings.offsets), entries)
-        upper = np.maximum(high, 0.0)
-        prunable = bool(low.shape[0] == 0 or low.min() >= 0)
+        offsets = np.asarray(self.postings.offsets)
+        n_terms = offsets.shape[0] - 1
+        high, low = entries(np.arange(n_terms, dtype=np.int64)) if entries is not None else self.extreme_entries(prepared)
+        largest, smallest = prepared.scaled_extremes(np.arange(n_terms), np.diff(offsets) > 0, high, low)
+        upper = np.maximum(largest, 0.0)
+        prunable = bool(smallest.shape[0] == 0 or smallest.min() >= 0)
         self._bounds = (params, upper, prunable)
         return upper, prunable
 
@@ -487,6 +554,34 @@ class Scorer:
         zero = zero_tf_part(params)
         return np.array([_upper(self._posting_weights(self.postings.span(t), float(idf[t]), params, zero), 1.0)
                          for t in term_ids.tolist()], dtype=np.float64)
+
+    def block_weights(self, params: Params) -> BlockWeights:
+        """:class:`BlockWeights` for ``params`` (the weights prepared), made once per parameter set."""
+        prepared = self.prepare(params)
+        if self._block_weights is not None and self._block_weights[0] == params:
+            return self._block_weights[1]
+        blocks = self.postings.blocks()
+        if prepared.per_posting:
+            firsts = _block_firsts(np.asarray(self.postings.offsets), blocks.term_starts)
+            table = (np.maximum.reduceat(prepared.table, firsts) if firsts.shape[0] else np.zeros(1))
+            made = BlockWeights(np.zeros(0), 0, np.arange(firsts.shape[0], dtype=np.uint32), table)
+        else:
+            lookup = self.pair_lookup()
+            pairs = self.posting_pairs()
+            largest = min(int(pairs.tfs.max()) if pairs.tfs.shape[0] else 1, _GRID_TFS)
+            shift = max(largest - 1, 0).bit_length()  # 2**shift >= largest
+            rows = 1 << 16 if lookup.length_rank.dtype == np.uint16 else lookup.n_lengths
+            grid = np.zeros(rows << shift)
+            small = np.asarray(pairs.tfs) <= 1 << shift
+            ranks = lookup.keys[small] % lookup.n_lengths
+            grid[(ranks << shift) + np.asarray(pairs.tfs)[small] - 1] = prepared.table[small]
+            bound_pairs = np.asarray(blocks.bound_pairs)
+            zero = zero_tf_part(params)
+            bound_table = (self._tf_part(bound_pairs[0], bound_pairs[1], params, zero) if bound_pairs.shape[1]
+                           else np.zeros(1))
+            made = BlockWeights(grid, shift, blocks.bound_codes, bound_table)
+        self._block_weights = (params, made)
+        return made
 
     def prepared_for(self, params: Params) -> bool:
         """Whether the weights of all postings are prepared for ``params``."""
@@ -530,10 +625,10 @@ class Scorer:
         doc_parts, weight_parts, upper = [], [], []
         given = query.upper
         for i, (t, n, sl) in enumerate(zip(query.term_ids, query.counts, spans)):
-            w = (prepared.of_span(sl, int(t)) if prepared is not None
+            w = (self.prepared_weights(prepared, sl, int(t)) if prepared is not None
                  else self._posting_weights(sl, float(idf[t]), params, zero))
             upper.append(_upper(w, n) if given is None else float(given[i]) * n)
-            doc_parts.append(p.doc_nums[sl])
+            doc_parts.append(np.asarray(p.doc_nums[sl]))
             weight_parts.append(w * n if n != 1 else w)
         order = term_order(np.array(upper)).tolist()
         doc_parts = [doc_parts[i] for i in order]

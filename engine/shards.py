@@ -95,7 +95,8 @@ __all__ = ["Build", "GlobalTerms", "MANIFEST", "Shard", "ShardHits", "ShardedInd
 
 MANIFEST = storage.SHARDED_MANIFEST  # "shards.json"
 FORMAT_NAME = storage.SHARDED_FORMAT_NAME
-FORMAT_VERSION = 2  # 2: the checksum over itself, shards of index format 2, the writer's journal
+FORMAT_VERSION = 3  # 3: shards of index format 3 (postings in blocks); 2: the checksum over itself, the journal
+READABLE_VERSIONS = (2, 3)  # a sharded index of version 2 (its shards of index format 2) is read as it is
 ROUTING = "blake2b-64 of the UTF-8 id, modulo the shard count"
 TERMS_FILE, DF_FILE = "terms.txt", "df.npy"
 STATS_FILES = frozenset([TERMS_FILE, DF_FILE])
@@ -298,11 +299,11 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise IndexFormatError(f"{path}: not a sharded bm25lab index manifest; rebuild the index")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS or not integer(version):
         newer = integer(version) and version > FORMAT_VERSION
         hint = "upgrade bm25lab to read it" if newer else "rebuild it with this version of bm25lab"
-        raise IndexFormatError(f"{path}: sharded index format version {version!r}, this bm25lab reads version "
-                               f"{FORMAT_VERSION}; {hint}")
+        raise IndexFormatError(f"{path}: sharded index format version {version!r}, this bm25lab reads versions "
+                               f"{READABLE_VERSIONS[0]} to {FORMAT_VERSION}; {hint}")
     try:
         expected = storage.manifest_checksum(manifest)
     except (TypeError, ValueError, RecursionError):

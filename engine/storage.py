@@ -3,11 +3,12 @@
 Layout of an index directory::
 
     index.json            manifest: format, format_version, tokenizer config, counts, segments, checksum
-    seg-<hex>/            one segment: offsets.npy doc_nums.npy tfs.npy doc_lengths.npy id_rank.npy
-                          terms.txt (one term a line) doc_ids.json docs.sqlite; an index built with
-                          fields (BM25F) also field_lengths.npy (fields x documents) and
-                          field_tfs.npy (fields x postings), its entry naming the fields; and, when
-                          written by bm25lab 0.2.1 or later, pair_codes.npy and pairs.npy (below)
+    seg-<hex>/            one segment: offsets.npy doc_lengths.npy id_rank.npy, the postings in blocks
+                          (last_docs.npy positions.npy blocks.npy bound_codes.npy bound_pairs.npy) and
+                          their (tf, length) pairs (pairs.npy), terms.txt (one term a line)
+                          doc_ids.json docs.sqlite; an index built with fields (BM25F) also
+                          field_lengths.npy (fields x documents) and field_tfs.npy (fields x postings),
+                          its entry naming the fields
     del-<hex>.npy         the deleted document numbers of one segment (sorted int32), if any
     .writer.lock          the writers' lock (:mod:`bm25lab.engine.locking`)
     .writer.journal       the names a writer is about to create or make obsolete (see below)
@@ -18,16 +19,17 @@ the SHA-256 of the rest of the manifest (canonical JSON: sorted keys, no spaces)
 the manifest itself, such as the tokenizer's settings, is detected like damage to any other file.
 An index built with fields (BM25F) names them in the manifest (``fields``) and in every segment's
 entry, whose files then include the two field arrays: the checksum and the files' records cover
-them like the rest (format version 2 either way; a manifest without ``fields`` is an index without
-fields, as before).
+them like the rest (a manifest without ``fields`` is an index without fields).
 
-Every posting's (tf, document length) pair, numbered (:class:`~bm25lab.engine.retrieval.PostingPairs`),
-is written with the segment: ``pair_codes.npy`` (uint16, or uint32 past 2**16 pairs: each posting's
-pair) and ``pairs.npy`` (int64, 2 x pairs: their tf, their length), so that a loaded index's first
-batch reads its codes instead of computing them over every posting (on 10^6 documents, 97 M postings,
-the first top-10 batch took 1.06 s instead of 1.9-2.1 s; ``save`` 0.44 s more, of 6.2 s). A segment
-without them (written before) is read as before: its pairs are computed at its first batch (format
-version 2 either way).
+Format version 3 stores the postings compressed in blocks of 128 (:mod:`bm25lab.engine.codec`: each
+block's document gaps and frequencies bit-packed, its last document, the code of its bound pair):
+about 1.7 bytes a posting on disk, where version 2 stored a document number and a frequency, 8 bytes,
+plus a 2-byte pair code. ``pairs.npy`` (int64, 2 x pairs: their tf, their length) holds the postings'
+distinct (tf, document length) pairs (:class:`~bm25lab.engine.retrieval.PostingPairs`), so that a
+loaded index's first batch need not find them over every posting. An index of version 2 (plain
+``doc_nums.npy`` and ``tfs.npy``, and since 0.2.1 ``pair_codes.npy`` and ``pairs.npy``) is read and
+searched as it is (its blocks are encoded in memory when it is first searched); a change to it writes
+its new segments in blocks and the manifest at version 3.
 
 Files that a manifest names are never modified: a change writes new segment folders (under
 temporary names, then renamed) and new deletion files, and is then committed by atomically
@@ -78,7 +80,8 @@ if TYPE_CHECKING:
     from .retrieval import PostingPairs
 
 FORMAT_NAME = "bm25lab-index"
-FORMAT_VERSION = 2  # 2: the manifest's checksum, the writer's journal
+FORMAT_VERSION = 3  # 3: postings in compressed blocks; 2: the manifest's checksum, the writer's journal
+READABLE_VERSIONS = (2, 3)
 MANIFEST = "index.json"
 MANIFEST_TMP = f".{MANIFEST}.tmp"
 JOURNAL = ".writer.journal"
@@ -87,17 +90,22 @@ JOURNAL = ".writer.journal"
 SHARDED_MANIFEST = "shards.json"
 SHARDED_MANIFEST_TMP = f".{SHARDED_MANIFEST}.tmp"
 SHARDED_FORMAT_NAME = "bm25lab-sharded-index"
-ARRAYS = ("offsets", "doc_nums", "tfs", "doc_lengths", "id_rank")
+ARRAYS = ("offsets", "doc_lengths", "id_rank")  # every segment's
+PLAIN_ARRAYS = ("doc_nums", "tfs")  # version 2's postings
+BLOCK_ARRAYS = ("last_docs", "positions", "blocks", "bound_codes", "bound_pairs", "pairs")  # version 3's
 _DTYPES = {"offsets": np.dtype(np.int64), "doc_nums": np.dtype(np.int32), "tfs": np.dtype(np.int32),
-           "doc_lengths": np.dtype(np.int32), "id_rank": np.dtype(np.int32)}
+           "doc_lengths": np.dtype(np.int32), "id_rank": np.dtype(np.int32), "last_docs": np.dtype(np.int32),
+           "positions": np.dtype(np.int64), "blocks": np.dtype(np.uint8)}
 TERMS_FILE = "terms.txt"
 IDS_FILE = "doc_ids.json"
 STORE_FILE = "docs.sqlite"
-SEGMENT_FILES = frozenset([f"{key}.npy" for key in ARRAYS] + [TERMS_FILE, IDS_FILE, STORE_FILE])
+_COMMON_FILES = frozenset([f"{key}.npy" for key in ARRAYS] + [TERMS_FILE, IDS_FILE, STORE_FILE])
+PLAIN_FILES = _COMMON_FILES | {f"{key}.npy" for key in PLAIN_ARRAYS}  # a version 2 segment
+SEGMENT_FILES = _COMMON_FILES | {f"{key}.npy" for key in BLOCK_ARRAYS}  # a segment written now
 FIELD_ARRAYS = ("field_lengths", "field_tfs")  # 2-D int32: fields x documents, fields x postings
 FIELD_FILES = frozenset(f"{key}.npy" for key in FIELD_ARRAYS)
 PAIR_CODES_FILE, PAIRS_FILE = "pair_codes.npy", "pairs.npy"
-PAIR_FILES = frozenset([PAIR_CODES_FILE, PAIRS_FILE])
+PAIR_FILES = frozenset([PAIR_CODES_FILE, PAIRS_FILE])  # a version 2 segment's, since 0.2.1
 _CODE_DTYPES = (np.dtype(np.uint16), np.dtype(np.uint32))
 _SEGMENT_NAME = re.compile(r"seg-[0-9a-f]{1,32}")
 _DELETIONS_NAME = re.compile(r"del-[0-9a-f]{1,32}\.npy")
@@ -405,7 +413,8 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     """Write one segment into a new folder inside ``directory``; returns its manifest entry.
 
     ``move_store`` moves ``store_file`` into the segment instead of copying it (a temporary store).
-    ``pairs``: the postings' pairs when they are known already (else they are computed here).
+    ``pairs``: the postings' pairs when they are known already (else they are computed here). The
+    postings are written in blocks (:meth:`~bm25lab.engine.postings.Postings.blocks`).
     The caller holds the writer's lock; the folder is journaled before it is made.
     """
     name = unique_name("seg")
@@ -414,12 +423,14 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     with writing(tmp):
         tmp.mkdir()
     checkpoint("segment folder made")
-    arrays = {"offsets": postings.offsets, "doc_nums": postings.doc_nums, "tfs": postings.tfs,
-              "doc_lengths": postings.doc_lengths, "id_rank": id_rank}
+    blocks = postings.blocks()
+    pairs = _pairs_of(postings) if pairs is None else pairs
+    arrays = {"offsets": postings.offsets, "doc_lengths": postings.doc_lengths, "id_rank": id_rank,
+              "last_docs": blocks.last_docs, "positions": blocks.positions, "blocks": blocks.data,
+              "bound_codes": blocks.bound_codes, "bound_pairs": blocks.bound_pairs,
+              "pairs": np.stack([pairs.tfs, pairs.lengths]).astype(np.int64).reshape(2, -1)}
     if fields is not None:
         arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
-    pairs = _pairs_of(postings) if pairs is None else pairs
-    arrays.update(pair_codes=pairs.codes, pairs=np.stack([pairs.tfs, pairs.lengths]).astype(np.int64))
     for key, arr in arrays.items():
         with writing(tmp / f"{key}.npy"):
             np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
@@ -559,11 +570,12 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise IndexFormatError(f"{path}: not a bm25lab index manifest; rebuild the index")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
-        hint = "upgrade bm25lab to read it" if newer else "rebuild it with this version of bm25lab"
-        raise IndexFormatError(f"{path}: index format version {version!r}, this bm25lab reads version "
-                               f"{FORMAT_VERSION}; {hint}")
+        hint = ("upgrade bm25lab to read it" if newer
+                else "rebuild it with this version of bm25lab (bm25lab index ... --overwrite)")
+        raise IndexFormatError(f"{path}: index format version {version!r}, this bm25lab reads versions "
+                               f"{READABLE_VERSIONS[0]} to {FORMAT_VERSION}; {hint}")
     try:
         expected = manifest_checksum(manifest)
     except (TypeError, ValueError, RecursionError):
@@ -571,7 +583,7 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
     if manifest.get("checksum") != expected:
         raise IndexFormatError(f"{path}: manifest checksum mismatch (the manifest was edited or damaged); "
                                f"rebuild the index")
-    _check_entries(path, manifest.get("segments"))
+    _check_entries(path, manifest.get("segments"), version)
     _check_fields(path, manifest)
     if not isinstance(manifest.get("tokenizer"), dict):
         raise IndexFormatError(f"{path}: bad manifest (no tokenizer configuration); rebuild the index")
@@ -582,7 +594,15 @@ def parse_manifest(directory: Path, raw: bytes) -> dict[str, Any]:
     return manifest
 
 
-def _check_entries(path: Path, entries: Any) -> None:
+def segment_layouts(version: int, fields: bool) -> list[frozenset[str]]:
+    """The file sets a segment entry of a manifest of ``version`` may list: a version 2 segment's
+    (with or without its pairs), and in a version 3 manifest also a segment in blocks."""
+    extra = FIELD_FILES if fields else frozenset()
+    layouts = [PLAIN_FILES | extra, PLAIN_FILES | PAIR_FILES | extra]
+    return layouts + [SEGMENT_FILES | extra] if version >= 3 else layouts
+
+
+def _check_entries(path: Path, entries: Any, version: int) -> None:
     """The segment list must be well formed before any name in it is used as a path."""
     def bad(what: str) -> IndexFormatError:
         return IndexFormatError(f"{path}: bad manifest ({what}); rebuild the index")
@@ -597,11 +617,9 @@ def _check_entries(path: Path, entries: Any) -> None:
         names = entry.get("fields")
         if names is not None and not is_field_list(names):
             raise bad(f"segment {entry['name']} has a malformed list of fields")
-        expected = SEGMENT_FILES if names is None else SEGMENT_FILES | FIELD_FILES
-        if isinstance(files, dict) and PAIR_FILES <= set(files):  # written with its pairs
-            expected = expected | PAIR_FILES
-        if not isinstance(files, dict) or set(files) != expected or not all(is_file_record(v) for v in files.values()):
-            raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(expected))}")
+        layouts = segment_layouts(version, names is not None)
+        if not isinstance(files, dict) or set(files) not in layouts or not all(is_file_record(v) for v in files.values()):
+            raise bad(f"segment {entry['name']} lists other files than {', '.join(sorted(layouts[-1]))}")
         if not isinstance(entry.get("documents"), int) or isinstance(entry["documents"], bool):
             raise bad(f"segment {entry['name']} without a document count")
         deleted = entry.get("deleted")
@@ -781,7 +799,7 @@ def load_deletions(directory: Path, entry: dict[str, Any], pins: Pins, verify: b
 def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: bool = True,
                  mmap: bool = True) -> Segment:
     """Load one segment named by the manifest from its (pinned) files, checking sizes and
-    (``verify``) checksums."""
+    (``verify``) checksums: in blocks (version 3), or plain arrays (version 2)."""
     folder = directory / entry["name"]
     fds = {name: pins.open(folder / name) for name in entry["files"]}
     check_files([(folder / name, fds[name], info) for name, info in entry["files"].items()], verify)
@@ -794,23 +812,58 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
     if not isinstance(doc_ids, list) or not all(isinstance(i, str) for i in doc_ids):
         raise IndexFormatError(f"{folder / IDS_FILE}: not a list of document ids; rebuild the index")
     terms = TermList(raw_terms)
-    postings = Postings(terms, arrays["offsets"], arrays["doc_nums"], arrays["tfs"], arrays["doc_lengths"])
-    if (len(terms) + 1 != postings.offsets.shape[0] or len(doc_ids) != postings.num_docs
-            or postings.tfs.shape != postings.doc_nums.shape or arrays["id_rank"].shape[0] != len(doc_ids)):
+    offsets = arrays["offsets"]
+    if (len(terms) + 1 != offsets.shape[0] or len(doc_ids) != arrays["doc_lengths"].shape[0]
+            or arrays["id_rank"].shape[0] != len(doc_ids) or offsets[0] != 0):
         raise IndexFormatError(f"{folder}: arrays disagree with each other; rebuild the index")
+    if "blocks.npy" in fds:
+        postings, pairs = _load_blocks(folder, terms, arrays, fds, mmap)
+    else:
+        plain = {key: read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap) for key in PLAIN_ARRAYS}
+        postings = Postings(terms, offsets, plain["doc_nums"], plain["tfs"], arrays["doc_lengths"])
+        if postings.tfs.shape != postings.doc_nums.shape or offsets[-1] != postings.doc_nums.shape[0]:
+            raise IndexFormatError(f"{folder}: arrays disagree with each other; rebuild the index")
+        pairs = _load_pairs(folder, postings, fds, mmap) if PAIR_FILES <= set(fds) else None
     if len(doc_ids) != entry["documents"]:
         raise IndexFormatError(f"{folder}: {len(doc_ids)} documents, the manifest says {entry['documents']}; "
                                f"rebuild the index")
     fields = None if entry.get("fields") is None else _load_fields(folder, entry["fields"], postings, fds, mmap)
-    pairs = _load_pairs(folder, postings, fds, mmap) if PAIR_FILES <= set(fds) else None
     return Segment(postings, doc_ids, arrays["id_rank"], folder / STORE_FILE, fields, pairs)
 
 
+def _load_blocks(folder: Path, terms: TermList, arrays: dict[str, np.ndarray], fds: dict[str, int],
+                 mmap: bool) -> tuple[Postings, PostingPairs]:
+    """A version 3 segment's postings (in blocks) and pairs, from its pinned files, checked against each
+    other as a search relies on them (each block's bytes are checked as they are decoded)."""
+    from .codec import PAD, Blocks, code_dtype, term_starts
+    from .retrieval import PostingPairs
+
+    read = {key: read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap)
+            for key in ("last_docs", "positions", "blocks")}
+    bound_codes = read_array(folder / "bound_codes.npy", fds["bound_codes.npy"], _CODE_DTYPES, mmap)
+    bound_pairs = read_array(folder / "bound_pairs.npy", fds["bound_pairs.npy"], np.dtype(np.int64), mmap=False, ndim=2)
+    pairs = read_array(folder / PAIRS_FILE, fds[PAIRS_FILE], np.dtype(np.int64), mmap=False, ndim=2)
+    offsets = arrays["offsets"]
+    starts = term_starts(offsets) if bool(np.all(np.diff(offsets) >= 0)) else None
+    n_blocks = -1 if starts is None else int(starts[-1])
+    positions = read["positions"]
+    if (starts is None or read["last_docs"].shape[0] != n_blocks or positions.shape[0] != n_blocks + 1
+            or positions[0] != 0 or read["blocks"].shape[0] != int(positions[-1]) + PAD
+            or bound_codes.shape[0] != n_blocks or bound_pairs.shape[0] != 2
+            or bound_codes.dtype != np.dtype(code_dtype(max(bound_pairs.shape[1], 1)))
+            or (n_blocks > 0 and int(np.asarray(bound_codes).max()) >= bound_pairs.shape[1])
+            or pairs.shape[0] != 2 or (pairs.shape[1] == 0) != (n_blocks == 0)
+            or (pairs.shape[1] and (pairs[0].min() < 1 or pairs[1].min() < 0))):
+        raise IndexFormatError(f"{folder}: postings blocks disagree with each other; rebuild the index")
+    blocks = Blocks(read["last_docs"], positions, read["blocks"], bound_codes, bound_pairs, starts)
+    return Postings.of_blocks(terms, offsets, blocks, arrays["doc_lengths"]), PostingPairs(pairs[0], pairs[1])
+
+
 def _load_pairs(folder: Path, postings: Postings, fds: dict[str, int], mmap: bool) -> PostingPairs:
-    """A segment's pairs (from its pinned files), checked against its postings: a code for every
-    posting, in the narrowest type that numbers the pairs (the type :func:`posting_pairs` gives), and
-    pairs of a positive tf and a length >= 0. The codes themselves are not read here (the checksum
-    covers them): a batch reads them."""
+    """A version 2 segment's pairs (from its pinned files), checked against its postings: a code for
+    every posting, in the narrowest type that numbers the pairs, and pairs of a positive tf and a
+    length >= 0. The codes themselves are not read (the checksum covers them; version 3 finds a
+    posting's pair from its document's length)."""
     from .retrieval import PostingPairs, code_dtype
 
     codes = read_array(folder / PAIR_CODES_FILE, fds[PAIR_CODES_FILE], _CODE_DTYPES, mmap)
@@ -819,7 +872,7 @@ def _load_pairs(folder: Path, postings: Postings, fds: dict[str, int], mmap: boo
             or codes.dtype != np.dtype(code_dtype(pairs.shape[1])) or (pairs.shape[1] == 0) != (codes.shape[0] == 0)
             or (pairs.shape[1] and (pairs[0].min() < 1 or pairs[1].min() < 0))):
         raise IndexFormatError(f"{folder}: pair arrays disagree with the postings; rebuild the index")
-    return PostingPairs(codes, pairs[0], pairs[1])
+    return PostingPairs(pairs[0], pairs[1])
 
 
 def _load_fields(folder: Path, names: list[str], postings: Postings, fds: dict[str, int], mmap: bool) -> Fields:

@@ -19,20 +19,50 @@ def pandas_stand_in(folder: Path) -> tuple[dict[str, str], Path]:
     return {**os.environ, "PYTHONPATH": path}, marker
 
 
-def without_saved_pairs(index_path: Path) -> None:
-    """Make the single-segment index at ``index_path`` one saved before its pairs were (bm25lab 0.2.0):
-    its pair files removed, and from its manifest (checksum made again)."""
+def as_version_2(index_path: Path, pairs: bool = True) -> None:
+    """Rewrite the index at ``index_path`` as bm25lab 0.2.1 wrote it (format version 2): each segment's
+    postings as plain ``doc_nums.npy`` and ``tfs.npy``, with (``pairs``) or without (0.2.0) its
+    ``pair_codes.npy`` and ``pairs.npy``; the manifest's records and checksum made again."""
     import json
 
     from bm25lab.engine import storage
+    from bm25lab.engine.codec import Blocks, decode_numpy, term_starts
 
     manifest = json.loads((index_path / storage.MANIFEST).read_text())
-    (entry,) = manifest["segments"]
-    for name in storage.PAIR_FILES:
-        (index_path / entry["name"] / name).unlink()
-        del entry["files"][name]
+    for entry in manifest["segments"]:
+        folder = index_path / entry["name"]
+        if "blocks.npy" not in entry["files"]:
+            continue
+        offsets = np.load(folder / "offsets.npy")
+        blocks = Blocks(np.load(folder / "last_docs.npy"), np.load(folder / "positions.npy"),
+                        np.load(folder / "blocks.npy"), np.load(folder / "bound_codes.npy"),
+                        np.load(folder / "bound_pairs.npy"), term_starts(offsets))
+        docs, tfs = decode_numpy(blocks, offsets, 0, int(offsets[-1]))
+        saved = np.load(folder / "pairs.npy")
+        written = {"doc_nums.npy": docs, "tfs.npy": tfs}
+        if pairs:  # each posting's code: the position of its (tf, length) among the sorted pairs
+            lengths = np.load(folder / "doc_lengths.npy")[docs]
+            keys = (saved[0] << 32) | saved[1]
+            codes = np.searchsorted(keys, (tfs.astype(np.int64) << 32) | lengths)
+            written["pair_codes.npy"] = codes.astype(np.uint16 if saved.shape[1] <= 1 << 16 else np.uint32)
+        for name in ("last_docs.npy", "positions.npy", "blocks.npy", "bound_codes.npy", "bound_pairs.npy",
+                     "pairs.npy"):
+            (folder / name).unlink()
+            del entry["files"][name]
+        if pairs:
+            written["pairs.npy"] = saved
+        for name, array in written.items():
+            np.save(folder / name, array)
+            entry["files"][name] = {"bytes": (folder / name).stat().st_size,
+                                    "sha256": storage.sha256_file(folder / name)}
+    manifest["format_version"] = 2
     manifest["checksum"] = storage.manifest_checksum(manifest)
     (index_path / storage.MANIFEST).write_text(json.dumps(manifest))
+
+
+def without_saved_pairs(index_path: Path) -> None:
+    """Make the index at ``index_path`` one saved before its pairs were (bm25lab 0.2.0, format version 2)."""
+    as_version_2(index_path, pairs=False)
 
 
 def zipf_documents(n_docs: int, vocab: int, seed: int, longest: int = 80

@@ -183,9 +183,9 @@ def test_an_index_changed_before_the_workers_load_it_is_read_again(client, refer
     assert index.num_docs == 598
     # a file gone from an index nobody changes is damage, and said so
     broken = bd.DistributedIndex(path, client, backend="core")  # another backend: loaded anew on the workers
-    (victim, *_) = path.glob("shard-*/seg-*/tfs.npy")
+    (victim, *_) = path.glob("shard-*/seg-*/blocks.npy")
     victim.unlink()
-    with pytest.raises(IndexFormatError, match="tfs.npy: missing index file; rebuild the index"):
+    with pytest.raises(IndexFormatError, match="blocks.npy: missing index file; rebuild the index"):
         broken.search_many(queries, k=20)
 
 

@@ -1,14 +1,17 @@
 """The core backend: every operation of :class:`~bm25lab.engine.backends.Backend` in the compiled core
 (:mod:`bm25lab.engine.core`), over the same arrays as the numpy backend, with its results bit for bit.
 
-Searching: the exact top-k kernels (``query_top_k``, ``batch_top_k``: term-at-a-time MaxScore that
-re-scores in full what it keeps, float64 sums in the canonical term order of
-:func:`~bm25lab.engine.retrieval.term_order`, the tie rule of :mod:`~bm25lab.engine.selection`, a
-filter's document mask skipping the postings of the documents it leaves out)
-over the prepared weights (:meth:`~bm25lab.engine.retrieval.Scorer.prepare`: the postings' pair codes
-and a table of the pairs' weights). A batch runs on threads without the GIL. A single search whose
-index has no bounds yet takes its own terms' largest weights from their postings only, so a one-shot
-search never reads every posting.
+Searching: the exact top-k kernels (``query_top_k``, ``batch_top_k``, float64 sums in the canonical
+term order of :func:`~bm25lab.engine.retrieval.term_order`, the tie rule of
+:mod:`~bm25lab.engine.selection`, a filter's document mask leaving out the documents it does not pass)
+over the postings' blocks (:mod:`~bm25lab.engine.codec`) and the
+prepared weights (:meth:`~bm25lab.engine.retrieval.Scorer.prepare`: a table of the pairs' weights,
+and :meth:`~bm25lab.engine.retrieval.Scorer.block_weights`: its grid and the blocks' bounds). Two
+searches give the same results: term-at-a-time MaxScore over a per-document accumulator, and block-max
+MaxScore over windows of documents, which skips the blocks that cannot reach the k-th score;
+:func:`search_method` chooses from k and the number of documents alone. A batch runs on threads without the GIL. A single search whose index has
+no bounds yet takes its own terms' largest weights from their postings only, so a one-shot search
+never reads every posting.
 
 Building: a vocabulary in a C hash table (:class:`CoreVocabulary`), term ids grouped into triples,
 raw ASCII texts split into triples on threads (:meth:`CoreBackend.split_texts`), the triples laid out
@@ -22,7 +25,7 @@ import weakref
 from dataclasses import dataclass, field
 from itertools import chain
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 
@@ -40,9 +43,20 @@ if TYPE_CHECKING:
     from ..retrieval import PreparedWeights, QueryTerms, Scorer
     from ..scoring import Params
 
-# the pair codes and document id ranks the search kernels read (other dtypes: numpy's search)
-_CODES = (np.dtype(np.uint16), np.dtype(np.uint32))
+# the document id ranks the search kernels read (other dtypes: numpy's search)
 _RANKS = (np.dtype(np.int32), np.dtype(np.int64))
+# the searches of the core (its `method` argument)
+TERM_AT_A_TIME, BLOCK_MAX = 1, 2
+# Block-max MaxScore over windows from this many documents, for k up to n_docs >> _WINDOWED_K_SHIFT;
+# term at a time otherwise (its accumulator is in the caches, or many documents make the top k).
+# Measured (CPU seconds of 1,000 queries of the benchmarks' Zipf collection, one thread, windows
+# against term at a time): 150,000 documents, top-10 0.12 against 0.10, top-1000 0.92 against 0.32;
+# 10^6: top-10 0.37 against 0.59, top-300 0.60 against 0.70, top-1000 2.3 against 1.8; 2 x 10^6:
+# top-10 0.63 against 1.55, top-1000 3.6 against 5.0.
+_WINDOWED_DOCS = 1 << 19
+_WINDOWED_K_SHIFT = 10
+_EMPTY_I64 = np.zeros(0, np.int64)
+_EMPTY_U16 = np.zeros(0, np.uint16)
 _THREADED_LAY_OUT = 1 << 20  # postings from which a build lays out documents and tfs on two threads
 
 
@@ -64,9 +78,40 @@ class CorePairCoder:
                    used: np.ndarray) -> None:
         self._core.mark_pairs(doc_nums, tfs, length_rank, n_lengths, used)
 
-    def write_codes(self, doc_nums: np.ndarray, tfs: np.ndarray, length_rank: np.ndarray, n_lengths: int,
-                    code_of: np.ndarray, out: np.ndarray) -> None:
-        self._core.write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, out)
+
+class BatchReading(NamedTuple):
+    """What a batch read: the blocks of its queries' terms (each term counted for each query), the blocks
+    it read (the others it passed over) and their postings."""
+
+    blocks: int
+    blocks_read: int
+    postings_read: int
+
+
+def search_method(n_docs: int, k: int) -> int:
+    """The core's search for a query of ``k`` results among ``n_docs`` documents: block-max MaxScore over
+    windows of documents (``BLOCK_MAX``) for a k small next to a large collection, term at a time
+    otherwise. Both give the same documents, scores and order; the choice only changes the speed, and
+    depends on nothing else."""
+    return BLOCK_MAX if n_docs >= _WINDOWED_DOCS and k <= n_docs >> _WINDOWED_K_SHIFT else TERM_AT_A_TIME
+
+
+def index_args(scorer: Scorer) -> tuple:
+    """The ``index`` tuple of the core's searches: the postings' blocks and the documents' id ranks."""
+    blocks = scorer.postings.blocks()
+    return (np.asarray(scorer.postings.offsets, dtype=np.int64), blocks.term_starts, blocks.last_docs,
+            blocks.positions, blocks.data, scorer.id_rank)
+
+
+def weight_args(scorer: Scorer, weights: PreparedWeights) -> tuple:
+    """The ``weights`` tuple of the core's searches for prepared ``weights`` (see search.h)."""
+    blocks = scorer.block_weights(weights.params)
+    if weights.per_posting:
+        return (weights.table, blocks.grid, 0, 1, _EMPTY_I64, _EMPTY_U16, blocks.bound_codes, blocks.bound_table,
+                weights.scale, True)
+    lookup = scorer.pair_lookup()
+    return (weights.table, blocks.grid, blocks.grid_shift, lookup.n_lengths, lookup.keys, lookup.length_rank,
+            blocks.bound_codes, blocks.bound_table, weights.scale, False)
 
 
 # ---------------------------------------------------------------------- what a backend keeps per scorer
@@ -128,8 +173,12 @@ class SearchState:
 class CoreBackend(Backend):
     name = "core"
 
-    def __init__(self) -> None:
+    def __init__(self, method: int | None = None) -> None:
+        """``method``: one of the core's searches for every query (TERM_AT_A_TIME, BLOCK_MAX), for
+        the tests that compare both with numpy; None: :func:`search_method` (the default)."""
         self._core = _core()
+        self._forced = method
+        self.last_read: BatchReading | None = None  # what the last batch read (benchmarks' figures)
         self._numpy = NumpyBackend()  # BM25F weights past 2**32 postings (int64 codes) are searched by numpy
         self._state: PerScorer[SearchState] = PerScorer(SearchState)
 
@@ -150,11 +199,22 @@ class CoreBackend(Backend):
     def top_k(self, scorer: Scorer, query: QueryTerms, k: int, params: Params,
               mask: np.ndarray | None = None) -> Ranked:
         weights = scorer.prepare(params, self.pair_coder())
-        if not _fits(scorer, weights):
+        if not _fits(scorer):
             return self._numpy.top_k(scorer, query, k, params, mask)
-        upper, prunable = self._query_bounds(scorer, weights, query, params)
-        offsets = scorer.postings.offsets
-        terms = query.term_ids
+        bound, prunable = self._query_bounds(scorer, weights, query, params)
+        k_eff = max(1, min(k, scorer.n_docs))
+        method = self._method(scorer.n_docs, k_eff)
+        docs = np.empty(k_eff, dtype=np.int64)
+        scores = np.empty(k_eff, dtype=np.float64)
+        upper = bound if query.upper is None else query.upper
+        args = (index_args(scorer), weight_args(scorer, weights), query.term_ids, query.counts, upper * query.counts,
+                bound, scorer.constant(query, params), scorer.n_docs, k_eff, prunable, method)
+        heap = np.empty(k_eff, np.float64), np.empty(k_eff, np.int64), np.empty(k_eff, np.int64)
+        if method != TERM_AT_A_TIME:
+            none = np.zeros(0)
+            n = self._core.query_top_k(*args, none, np.zeros(0, np.uint8), _EMPTY_I64, _EMPTY_I64, none, *heap, docs,
+                                       scores, mask=mask)
+            return docs[:n], scores[:n]
         state = self._state.of(scorer)
         scratch = state.scratch
         if scratch is None:
@@ -163,19 +223,25 @@ class CoreBackend(Backend):
             scratch = Scratch(scorer.n_docs)
             scratch.lock.acquire()
         try:
-            k_eff = max(1, min(k, scorer.n_docs))
-            docs = np.empty(k_eff, dtype=np.int64)
-            scores = np.empty(k_eff, dtype=np.float64)
-            term_upper = upper if query.upper is None else query.upper
-            n = self._core.query_top_k(
-                offsets[terms], offsets[terms + 1], query.counts, term_upper * query.counts, weights.scale[terms],
-                scorer.constant(query, params), scorer.postings.doc_nums, weights.codes, weights.table,
-                scorer.id_rank, k_eff, prunable,
-                scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf, np.empty(k_eff, np.float64),
-                np.empty(k_eff, np.int64), np.empty(k_eff, np.int64), docs, scores, mask=mask)
+            n = self._core.query_top_k(*args, scratch.acc, scratch.marks, scratch.cand, scratch.keep, scratch.buf,
+                                       *heap, docs, scores, mask=mask)
         finally:
             scratch.lock.release()
         return docs[:n], scores[:n]
+
+    def _method(self, n_docs: int, k: int) -> int:
+        return search_method(n_docs, k) if self._forced is None else self._forced
+
+    def _entries(self, scorer: Scorer, weights: PreparedWeights, threads: int) -> Callable[[np.ndarray], tuple]:
+        """The core's pass over the postings of some terms: their extreme table entries."""
+        def entries(term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            term_ids = np.ascontiguousarray(term_ids, dtype=np.int64)
+            high, low = np.empty(term_ids.shape[0]), np.empty(term_ids.shape[0])
+            self._core.term_extremes(index_args(scorer), weight_args(scorer, weights), term_ids, scorer.n_docs,
+                                     max(1, threads), high, low)
+            return high, low
+
+        return entries
 
     def _query_bounds(self, scorer: Scorer, weights: PreparedWeights, query: QueryTerms,
                       params: Params) -> tuple[np.ndarray, bool]:
@@ -187,28 +253,27 @@ class CoreBackend(Backend):
             return upper[query.term_ids], prunable
         offsets = np.asarray(scorer.postings.offsets)
         m = query.term_ids.shape[0]
-        high, low = np.empty(m), np.empty(m)
-        for i, t in enumerate(query.term_ids.tolist()):
-            span = np.array([offsets[t], offsets[t + 1]], dtype=np.int64)
-            self._core.term_extremes(span, weights.codes, weights.table, high[i:i + 1], low[i:i + 1])
+        high, low = self._entries(scorer, weights, 1)(query.term_ids)
         largest, smallest = weights.scaled_extremes(query.term_ids, np.diff(offsets)[query.term_ids] > 0, high, low)
         return np.maximum(largest, 0.0), bool(m == 0 or smallest.min() >= 0)
 
     def top_k_batch(self, scorer: Scorer, batch: TermBatch, k: int, params: Params, workers: int,
                     mask: np.ndarray | None = None) -> Sequence[Ranked]:
         weights = scorer.prepare(params, self.pair_coder())
-        if not _fits(scorer, weights):
+        if not _fits(scorer):
             return self._numpy.top_k_batch(scorer, batch, k, params, workers, mask)
-        upper, prunable = scorer.bounds(params, self._core.term_extremes)
-        offsets = np.asarray(scorer.postings.offsets)
+        threads = max(1, min(workers, len(batch)))
+        upper, prunable = scorer.bounds(params, self._entries(scorer, weights, max(1, workers)))
         k_eff = max(1, min(k, scorer.n_docs))
         out_docs = np.empty((len(batch), k_eff), dtype=np.int64)  # each row is read up to its length only
         out_scores = np.empty((len(batch), k_eff), dtype=np.float64)
         out_len = np.zeros(len(batch), dtype=np.int64)
-        self._core.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, batch.term_upper(upper),
-                               weights.scale, _constants(scorer, batch, params), scorer.postings.doc_nums,
-                               weights.codes, weights.table, scorer.id_rank, scorer.n_docs, k_eff, prunable,
-                               max(1, min(workers, len(batch))), out_docs, out_scores, out_len, mask=mask)
+        read = np.zeros(3, np.int64)
+        self._core.batch_top_k(index_args(scorer), weight_args(scorer, weights), batch.q_ptr, batch.term_ids,
+                               batch.counts, batch.term_upper(upper), upper, _constants(scorer, batch, params),
+                               scorer.n_docs, k_eff, prunable, threads, self._method(scorer.n_docs, k_eff), out_docs,
+                               out_scores, out_len, mask=mask, stats=read)
+        self.last_read = BatchReading(*read.tolist())
         return RankedRows.of_padded(out_docs, out_scores, out_len)
 
     def pair_coder(self) -> CorePairCoder:
@@ -272,10 +337,9 @@ class CoreBackend(Backend):
             return offsets, scatter(1), tfs.result()
 
 
-def _fits(scorer: Scorer, weights: PreparedWeights) -> bool:
-    """Whether the core reads these weights' codes and the scorer's id ranks (it always does but for
-    BM25F fields over more than 2**32 postings, whose codes are int64)."""
-    return weights.codes.dtype in _CODES and scorer.id_rank.dtype in _RANKS
+def _fits(scorer: Scorer) -> bool:
+    """Whether the core reads the scorer's id ranks (int32 or int64: always, from an index)."""
+    return scorer.id_rank.dtype in _RANKS
 
 
 def _constants(scorer: Scorer, batch: TermBatch, params: Params) -> np.ndarray:
@@ -295,8 +359,12 @@ class CoreVocabulary:
     become Python strings only at the end, sorted (:meth:`sorted_terms`); a search's holds an index's
     terms (:meth:`of_terms`) and only looks tokens up (:meth:`look_up`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: int | None = None) -> None:
+        """``method``: one of the core's searches for every query (TERM_AT_A_TIME, BLOCK_MAX), for
+        the tests that compare both with numpy; None: :func:`search_method` (the default)."""
         self._core = _core()
+        self._forced = method
+        self.last_read: BatchReading | None = None  # what the last batch read (benchmarks' figures)
         self._table = self._core.Vocabulary()
 
     def __len__(self) -> int:

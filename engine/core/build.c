@@ -25,7 +25,6 @@
  *               lengths) -> (pairs, distinct)                   (the pair and term arrays: n // 2 + 2)
  *   count_terms(terms, new_id, counts) / scatter_by_term(terms, values, new_id, free, out)
  *   mark_pairs(doc_nums, tfs, length_rank, n_lengths, used)
- *   write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, out)
  *   sort_terms(starts, lengths, data, order)                       the strings' code point order
  *
  * Every index read from an argument is checked against the array it indexes: a wrong argument is a
@@ -1082,105 +1081,68 @@ static PyObject *py_scatter_by_term(PyObject *self, PyObject *pyargs, PyObject *
 /* ------------------------------------------------------------------------------------------ */
 /* the postings' (tf, length) pairs: key = tf * n_lengths + length_rank[doc]                   */
 
-enum { PC_DOC_NUMS, PC_TFS, PC_LENGTH_RANK, PC_CODE_OF, PC_OUT, PC_ARGS };
+enum { PC_DOC_NUMS, PC_TFS, PC_LENGTH_RANK, PC_USED, PC_ARGS };
 
 static inline int64_t rank_at(const void *ranks, int wide, int64_t d)
 {
     return wide ? ((const uint32_t *)ranks)[d] : ((const uint16_t *)ranks)[d];
 }
 
-/* Every posting's key, checked: 0, or -1 when a document number, tf or key is out of range. */
-#define FOR_EACH_KEY(body)                                                                                        \
-    for (int64_t p = 0; p < n; p++) {                                                                            \
-        const int32_t d = doc_nums[p], tf = tfs[p];                                                              \
-        if (d < 0 || d >= n_ranks || tf < 0) {                                                                   \
-            status = -1;                                                                                         \
-            break;                                                                                               \
-        }                                                                                                        \
-        const uint64_t key = (uint64_t)tf * (uint64_t)n_lengths + (uint64_t)rank_at(ranks, wide, d);             \
-        if (key >= (uint64_t)n_keys) {                                                                           \
-            status = -1;                                                                                         \
-            break;                                                                                               \
-        }                                                                                                        \
-        body;                                                                                                    \
-    }
-
-static PyObject *pair_pass(PyObject *pyargs, PyObject *kwargs, int write)
+/* used[key] = 1 for every posting's key, each checked: a document number, tf or key out of range is a
+ * ValueError. */
+static PyObject *py_mark_pairs(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
-    static char *mark_kwlist[] = {"doc_nums", "tfs", "length_rank", "n_lengths", "used", NULL};
-    static char *write_kwlist[] = {"doc_nums", "tfs", "length_rank", "n_lengths", "code_of", "out", NULL};
+    (void)self;
+    static char *kwlist[] = {"doc_nums", "tfs", "length_rank", "n_lengths", "used", NULL};
     Arg a[PC_ARGS] = {
         [PC_DOC_NUMS] = IN("doc_nums", SIGNED, SIZE_4),
         [PC_TFS] = IN("tfs", SIGNED, SIZE_4),
         [PC_LENGTH_RANK] = IN("length_rank", UNSIGNED, SIZE_2 | SIZE_4),
-        [PC_CODE_OF] = IN("code_of", UNSIGNED, SIZE_2 | SIZE_4),
-        [PC_OUT] = OUT("out", UNSIGNED, SIZE_2 | SIZE_4),
+        [PC_USED] = OUT("used", UNSIGNED, SIZE_1),
     };
     Py_ssize_t n_lengths;
-    int n_args = PC_ARGS;
-    if (write) {
-        if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOnOO:write_codes", write_kwlist, &a[PC_DOC_NUMS].obj,
-                                         &a[PC_TFS].obj, &a[PC_LENGTH_RANK].obj, &n_lengths, &a[PC_CODE_OF].obj,
-                                         &a[PC_OUT].obj))
-            return NULL;
-    } else {
-        a[PC_CODE_OF] = (Arg)OUT("used", UNSIGNED, SIZE_1);
-        if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOnO:mark_pairs", mark_kwlist, &a[PC_DOC_NUMS].obj,
-                                         &a[PC_TFS].obj, &a[PC_LENGTH_RANK].obj, &n_lengths, &a[PC_CODE_OF].obj))
-            return NULL;
-        n_args = PC_OUT;
-    }
-    if (acquire_args(a, n_args) < 0)
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOnO:mark_pairs", kwlist, &a[PC_DOC_NUMS].obj, &a[PC_TFS].obj,
+                                     &a[PC_LENGTH_RANK].obj, &n_lengths, &a[PC_USED].obj))
         return NULL;
-    const int64_t n = a[PC_DOC_NUMS].n, n_ranks = a[PC_LENGTH_RANK].n, n_keys = a[PC_CODE_OF].n;
+    if (acquire_args(a, PC_ARGS) < 0)
+        return NULL;
+    const int64_t n = a[PC_DOC_NUMS].n, n_ranks = a[PC_LENGTH_RANK].n, n_keys = a[PC_USED].n;
     const int32_t *doc_nums = BUF(a, PC_DOC_NUMS, int32_t), *tfs = BUF(a, PC_TFS, int32_t);
     const void *ranks = a[PC_LENGTH_RANK].view.buf;
     const int wide = a[PC_LENGTH_RANK].view.itemsize == 4;
+    uint8_t *used = BUF(a, PC_USED, uint8_t);
     const char *problem = NULL;
     if (a[PC_TFS].n != n)
         problem = "doc_nums and tfs differ in length";
     else if (n_lengths < 1)
         problem = "n_lengths must be at least 1";
-    else if (write && (a[PC_OUT].n != n || a[PC_OUT].view.itemsize != a[PC_CODE_OF].view.itemsize))
-        problem = "out must hold one code per posting, of code_of's type";
     if (problem != NULL) {
-        release_args(a, n_args);
+        release_args(a, PC_ARGS);
         PyErr_SetString(PyExc_ValueError, problem);
         return NULL;
     }
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (!write) {
-        uint8_t *used = BUF(a, PC_CODE_OF, uint8_t);
-        FOR_EACH_KEY(used[key] = 1)
-    } else if (a[PC_OUT].view.itemsize == 2) {
-        const uint16_t *code_of = BUF(a, PC_CODE_OF, uint16_t);
-        uint16_t *out = BUF(a, PC_OUT, uint16_t);
-        FOR_EACH_KEY(out[p] = code_of[key])
-    } else {
-        const uint32_t *code_of = BUF(a, PC_CODE_OF, uint32_t);
-        uint32_t *out = BUF(a, PC_OUT, uint32_t);
-        FOR_EACH_KEY(out[p] = code_of[key])
+    for (int64_t p = 0; p < n; p++) {
+        const int32_t d = doc_nums[p], tf = tfs[p];
+        if (d < 0 || d >= n_ranks || tf < 0) {
+            status = -1;
+            break;
+        }
+        const uint64_t key = (uint64_t)tf * (uint64_t)n_lengths + (uint64_t)rank_at(ranks, wide, d);
+        if (key >= (uint64_t)n_keys) {
+            status = -1;
+            break;
+        }
+        used[key] = 1;
     }
     Py_END_ALLOW_THREADS
-    release_args(a, n_args);
+    release_args(a, PC_ARGS);
     if (status < 0) {
         PyErr_SetString(PyExc_ValueError, "a posting's document, tf or pair key is out of range");
         return NULL;
     }
     Py_RETURN_NONE;
-}
-
-static PyObject *py_mark_pairs(PyObject *self, PyObject *pyargs, PyObject *kwargs)
-{
-    (void)self;
-    return pair_pass(pyargs, kwargs, 0);
-}
-
-static PyObject *py_write_codes(PyObject *self, PyObject *pyargs, PyObject *kwargs)
-{
-    (void)self;
-    return pair_pass(pyargs, kwargs, 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1216,8 +1178,6 @@ PyMethodDef core_build_methods[] = {
                             "next free place of its term."),
     METHOD(mark_pairs, "mark_pairs(doc_nums, tfs, length_rank, n_lengths, used) -> None\n\nused[key] = 1 for every "
                        "posting's key tf * n_lengths + length_rank[doc]."),
-    METHOD(write_codes, "write_codes(doc_nums, tfs, length_rank, n_lengths, code_of, out) -> None\n\nout[p] = "
-                        "code_of[key of posting p]."),
     METHOD(sort_terms, "sort_terms(starts, lengths, data, order) -> None\n\nThe strings data[starts[i]:starts[i] + "
                        "lengths[i]] in byte (code point) order, equal ones in index order."),
     {NULL, NULL, 0, NULL},

@@ -6,9 +6,11 @@
  * code beside each one is its specification, and the tests prove the two equal bit for bit.
  *
  * One file per job, each with its table of entry points:
- *   search.c   exact top-k of a query or a batch; each term's extreme weights   core_search_methods
+ *   search.c   exact top-k of a query or a batch (term at a time); each term's extreme table entries;
+ *              the batch and single-query entry points                     core_search_methods
+ *   blockmax.c exact top-k by block-max MaxScore over windows of documents (search.c calls it)
  *   build.c    token strings to term ids (Vocabulary), triples, laying postings out by term,
- *              the postings' pair codes, code point order                  core_build_methods
+ *              marking the postings' (tf, length) pairs, code point order  core_build_methods
  *   cut.c      jieba's precise cut (a trie of its dictionary, route, HMM) and
  *              auto's split of mixed text                                  core_cut_methods
  *   runreader.c  the TREC run reader: rows, scores, ids, the tie rule's order core_runreader_methods

@@ -1,45 +1,46 @@
 /*
- * search.c: exact top-k search of one query or a batch (query_top_k, batch_top_k) and each term's
- * extreme weights (term_extremes).
+ * search.c: exact top-k search of one query or a batch (query_top_k, batch_top_k), each term's extreme
+ * table entries (term_extremes), and the choice between the two searches.
  *
- * A port, function for function, of the numba kernels: the same algorithm, constants and float64
- * operations in the same order, so documents, score bits, order and counts are identical. See
- * _kernels.py for the full discussion; in short:
- *
- *   Scores are float64 sums of the postings' weights (scale * table[code] + 0.0) in the query's
+ *   Scores are float64 sums of the postings' weights (scale * entry + 0.0, search.h) in the query's
  *   canonical term order (retrieval.term_order: largest weight first, stable), plus the per-query
- *   constant. Selection is exact top-k, score descending, then id rank descending. Searching prunes
- *   exactly (term-at-a-time MaxScore), re-scoring in full what it keeps. acc[d] is -0.0 while no
- *   posting was added to document d: no sum of prepared weights is -0.0, so the scores also mark the
- *   documents scored.
+ *   constant. Selection is exact top-k, score descending, then id rank descending.
+ *
+ * Two searches give the same documents, scores and order (the tests compare both with numpy's):
+ *   - here, term-at-a-time MaxScore over a per-document accumulator: terms are added in the canonical
+ *     order; once the remaining terms cannot lift an unscored document into the top k, they only update
+ *     the documents that still can (skipping the blocks between them), and documents are dropped as their
+ *     bound falls below the k-th score. acc[d] is -0.0 while no posting was added to document d: no sum
+ *     of prepared weights is -0.0, so the scores also mark the documents scored. Fast while the
+ *     accumulator is small (it lives in the caches) or k is large;
+ *   - blockmax.c: block-max MaxScore over windows of documents, which passes over the blocks whose
+ *     bounds cannot reach the k-th score and keeps its accumulator small: fast for a small k in a large
+ *     collection.
+ * The caller chooses one by k and the number of documents only (core_backend.search_method).
  *
  * Build with -ffp-contract=off (and never -ffast-math): a fused multiply-add (acc + w * mult,
- * edge - margin * x, ...) rounds once where numba rounds twice and would change score bits.
+ * edge - margin * x, ...) rounds once where the specification rounds twice and would change score bits.
  *
- *   A document mask (optional, uint8, one per document: a metadata filter) leaves out the documents
- *   whose entry is 0: their postings add -0.0 as they are read (their acc stays "no posting added"),
- *   so they are never scored, listed, counted in a threshold or selected; every bound stays an upper
- *   bound and every threshold a lower bound of the k-th best of the documents that pass, so pruning
- *   stays exact. The others get the very sums they get without a mask (retrieval.Scorer.top with
- *   mask= is the specification).
+ * A document mask (optional, uint8, one per document: a metadata filter) leaves out the documents
+ * whose entry is 0: their postings add -0.0 as they are read (masked_weight, search.h), so they are
+ * never scored, listed, counted in a threshold or selected; every bound stays an upper bound and every
+ * threshold a lower bound of the k-th best of the documents that pass, so pruning stays exact. The
+ * others get the very sums they get without a mask (retrieval.Scorer.top with mask= is the
+ * specification).
  *
- * Python API (buffer protocol only, no numpy headers):
- *   batch_top_k(q_ptr, term_ids, counts, offsets, term_upper, term_scale, q_const, doc_nums, codes,
- *               table, id_rank, n_docs, k, prune, n_threads, out_docs, out_scores, out_len,
- *               mask=None) -> None
- *   query_top_k(starts, ends, mult, upper, scale, const, doc_nums, codes, table, id_rank, k, prune,
- *               acc, marks, cand, keep, buf, hs, hr, hd, out_docs, out_scores, mask=None) -> int
- * codes: uint16 or uint32; id_rank: int32 or int64; mask: uint8, at least one entry per document.
- * Both release the GIL while they search.
+ * Python API (buffer protocol only, no numpy headers; `index` and `weights` are the tuples of
+ * index_args() below, made by core_backend.py):
+ *   batch_top_k(index, weights, q_ptr, term_ids, counts, term_upper, term_bound, q_const, n_docs, k, prune,
+ *               n_threads, method, out_docs, out_scores, out_len, mask=None, stats=None) -> None
+ *   query_top_k(index, weights, term_ids, counts, upper, bound, const, n_docs, k, prune, method, acc, marks, cand,
+ *               keep, buf, hs, hr, hd, out_docs, out_scores, mask=None) -> int
+ *   term_extremes(index, weights, term_ids, n_threads, high, low) -> None
+ * All release the GIL while they work.
  */
-#include "core.h"
+#include "search.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-
-
 
 /* ------------------------------------------------------------------------------------------ */
 /* constants (same names and values as _kernels.py)                                          */
@@ -50,38 +51,23 @@
 #define SORT_MAX 8          /* ... while they are at most SORT_MAX times k */
 #define ORDER_BUCKETS 2048  /* order_ascending's buckets of equal width */
 #define ORDER_FEW 32        /* a bucket of more keys is radix sorted, fewer by insertion */
-#define MARGIN 1e-9         /* relative margin of every pruning bound: far above float64 rounding */
 #define LOG_SHIFT 45        /* dense histogram bucket: exponent and top 7 mantissa bits (1/128 binade) */
 #define LIST_BLOCK 16       /* documents per block of list_and_clear's test */
 #define KEPT 1              /* marks[d] while d is one of the documents the remaining terms update */
 #define DENSE 8             /* candidates stop being listed past n_docs / DENSE ... */
 #define DENSE_LARGE_K 32    /* ... n_docs / DENSE_LARGE_K for k >= SORT_K */
-#define GALLOP 64           /* a term gallops to the kept documents when its postings are > GALLOP times them */
+#define GALLOP 64           /* a term skips to the kept documents when its postings are > GALLOP times them */
+#define TAAT 1              /* method: term at a time (here) */
+#define WINDOWED 2          /* method: block-max MaxScore over windows (blockmax.c) */
 
 #define NO_POSTING INT64_MIN /* -0.0 viewed as int64: acc[d] of a document no posting was added to */
 #define SIGN_BIT (UINT64_C(1) << 63)
 
 /* counts returned besides >= 0 */
 #define RETRY (-1)          /* dense_top_k: the sampled floor was too high, add the terms again */
-#define NOMEM (-2)          /* an allocation failed (everything allocated is freed, acc/marks restored) */
 
 /* ------------------------------------------------------------------------------------------ */
 /* the data a search reads, and its per-thread work space                                    */
-
-/* the rank of each document's id (the tie rule: a higher rank wins a tie): int32 or int64 */
-typedef struct {
-    const void *p;
-    int wide;
-} Ranks;
-
-typedef struct {
-    const int32_t *doc_nums; /* postings' document numbers, ascending per term */
-    const void *codes;       /* postings' (tf, length) codes into table: uint16 or uint32 */
-    int code_size;           /* 2 or 4 */
-    const double *table;
-    Ranks id_rank;
-    const uint8_t *mask;     /* NULL, or 0 for each document left out (a filter's) */
-} Index;
 
 /* Fixed-size histograms and bucket tables; numba allocates them per call, here once per thread. */
 typedef struct {
@@ -104,18 +90,12 @@ typedef struct {
     int64_t *hd;
     int64_t n_docs;
     Work *work;
+    int damaged;      /* a block could not be read */
+    BlockBuf block;   /* the block being read */
 } Scratch;
 
 /* ------------------------------------------------------------------------------------------ */
 /* small helpers                                                                              */
-
-static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* Python's (and numba's) min/max of two floats: the first argument unless the second is strictly
- * lower/higher. */
-static inline double py_min(double a, double b) { return b < a ? b : a; }
-static inline double py_max(double a, double b) { return b > a ? b : a; }
 
 static inline int64_t as_bits(double x)
 {
@@ -131,11 +111,6 @@ static inline double as_float(int64_t b)
     return x;
 }
 
-static inline int64_t rank_of(Ranks r, uint64_t d)
-{
-    return r.wide ? ((const int64_t *)r.p)[d] : (int64_t)((const int32_t *)r.p)[d];
-}
-
 /* malloc of n elements that never returns NULL for n == 0 (numba's empty arrays are valid) */
 static void *alloc_array(int64_t n, size_t size)
 {
@@ -147,34 +122,6 @@ static void *alloc_array(int64_t n, size_t size)
 static inline int64_t bucket_of(double x, int64_t n)
 {
     return x < (double)(n - 1) ? (int64_t)x : n - 1;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* heap                                                                                       */
-
-/* Whether (score a, id rank a) ranks below (score b, id rank b): lower score, or tied and lower id. */
-ALWAYS_INLINE int worse(double sa, int64_t ra, double sb, int64_t rb)
-{
-    return sa < sb || (sa == sb && ra < rb);
-}
-
-/* Restore the min-heap (worst at the root) below position i. */
-static void sift_down(double *hs, int64_t *hr, int64_t *hd, int64_t n, int64_t i)
-{
-    for (;;) {
-        const int64_t left = 2 * i + 1;
-        if (left >= n)
-            return;
-        int64_t child = left;
-        if (left + 1 < n && worse(hs[left + 1], hr[left + 1], hs[left], hr[left]))
-            child = left + 1;
-        if (!worse(hs[child], hr[child], hs[i], hr[i]))
-            return;
-        const double ts = hs[i]; hs[i] = hs[child]; hs[child] = ts;
-        const int64_t tr = hr[i]; hr[i] = hr[child]; hr[child] = tr;
-        const int64_t td = hd[i]; hd[i] = hd[child]; hd[child] = td;
-        i = child;
-    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -780,150 +727,182 @@ static int64_t dense_top_k(double *acc, int64_t n_docs, double cnst, int64_t k, 
     return best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores, work);
 }
 
+_Thread_local int64_t blocks_read, postings_read;
+
 /* ------------------------------------------------------------------------------------------ */
 /* adding postings                                                                            */
 
 /* How many of the first candidates a threshold is taken from. */
 static inline int64_t subset(int64_t k) { return max_i64(4 * k, 4096); }
 
-/* The first position in pos:hi whose document is >= d (hi if none): an exponential then a binary
- * search from pos, cheap when successive targets are close. */
-ALWAYS_INLINE int64_t gallop(const int32_t *doc_nums, int64_t pos, int64_t hi, int64_t d)
+/* The first block in j:b1 whose last document is >= d (b1 if none): an exponential then a binary
+ * search over the blocks' last documents, cheap when successive targets are close. */
+static inline int64_t skip_blocks(const int32_t *last_docs, int64_t j, int64_t b1, int64_t d)
 {
+    if (j >= b1 || last_docs[j] >= d)
+        return j;
     int64_t step = 1;
-    while (pos + step < hi && doc_nums[pos + step] < d)
+    while (j + step < b1 && last_docs[j + step] < d)
         step *= 2;
-    int64_t lo = step > 1 ? pos + step / 2 : pos;
-    int64_t top = min_i64(pos + step + 1, hi);
-    while (lo < top) {
-        const int64_t mid = (lo + top) / 2;
-        if (doc_nums[mid] < d)
-            lo = mid + 1;
+    int64_t lo = j + step / 2, hi = min_i64(j + step, b1); /* last_docs[lo] < d; hi: b1 or >= d */
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (last_docs[mid] < d)
+            lo = mid;
         else
-            top = mid;
+            hi = mid;
     }
-    return lo;
+    return hi;
 }
 
-/* The weight of posting p: its term's scale (idf) times its entry of table, + 0.0 (a -0.0 product
- * is 0.0: -0.0 means "no posting added yet"). code_size is a constant where this is inlined. */
-ALWAYS_INLINE double weight(const void *codes, int code_size, const double *table, double scale, uint64_t p)
+/* The weights (times mult) of the postings of the block load_postings read into buf. */
+static void block_weights(const Index *ix, const Term *term, const BlockBuf *buf, double *restrict w)
 {
-    const uint32_t code = code_size == 2 ? ((const uint16_t *)codes)[p] : ((const uint32_t *)codes)[p];
-    return scale * table[code] + 0.0;
+    const int n = buf->n;
+    const int64_t p = term->p0 + (buf->j - term->b0) * BLOCK;
+    const double s = term->scale, mult = term->mult;
+    if (ix->per_posting) {
+        for (int i = 0; i < n; i++)
+            w[i] = s * ix->table[p + i] + 0.0;
+    } else if (buf->tf_width <= ix->grid_shift && !ix->rank_wide) {
+        for (int i = 0; i < n; i++)
+            w[i] = grid_weight(ix, buf, i, s, 1.0);
+    } else {
+        for (int i = 0; i < n; i++)
+            w[i] = s * entry_of(ix, buf->tfs[i], buf->docs[i], p + i) + 0.0;
+    }
+    if (mult != 1.0)
+        for (int i = 0; i < n; i++)
+            w[i] *= mult;
 }
 
-/* Add a term's weights (postings lo:hi) to the kept documents docs[:n] (ascending, marked KEPT)
- * that have it: galloping from one kept document to the next when they are few next to the
- * postings, else one pass over the postings checking the marks. */
-ALWAYS_INLINE void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *marks, double *acc,
-                                    const int32_t *doc_nums, const void *codes, int code_size,
-                                    const double *table, double scale, int64_t lo, int64_t hi, double mult)
+/* Read block j of `term` into sc->block (documents and frequencies); whether every posting's entry is
+ * in the grid with no check (grid_weight), 0, or -1 (sc->damaged set, the block empty) when it cannot
+ * be read. */
+static inline int load_postings(const Index *ix, const Term *term, int64_t j, Scratch *sc)
 {
-    if (n * GALLOP < hi - lo) {
-        int64_t pos = lo;
+    BlockBuf *buf = &sc->block;
+    if (load_block(ix, term, j, buf) < 0) {
+        sc->damaged = 1;
+        return -1;
+    }
+    const int fast = read_freqs(ix, buf);
+    if (fast < 0) {
+        buf->n = 0;
+        sc->damaged = 1;
+    }
+    return fast;
+}
+
+/* Add a term's weights to the kept documents docs[:n] (ascending, marked KEPT) that have it:
+ * skipping from one kept document's block to the next's when they are few next to the postings,
+ * else one pass over the postings checking the marks. */
+static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *marks, double *acc, const Index *ix,
+                             const Term *term, Scratch *sc)
+{
+    BlockBuf *buf = &sc->block;
+    int damaged = 0;
+    if (n * GALLOP < term->p1 - term->p0) {
+        const int32_t *last_docs = ix->blocks.last_docs;
+        int64_t j = term->b0;
+        int pos = 0;
+        buf->j = -1;
         for (int64_t i = 0; i < n; i++) {
             const int64_t d = docs[i];
-            pos = gallop(doc_nums, pos, hi, d);
-            if (pos >= hi)
-                return;
-            if (doc_nums[pos] == d) {
-                const double w = weight(codes, code_size, table, scale, (uint64_t)pos);
-                acc[d] += mult == 1.0 ? w : w * mult;
+            j = skip_blocks(last_docs, j, term->b1, d);
+            if (j >= term->b1)
+                break;
+            if (buf->j != j) {
+                damaged |= load_block(ix, term, j, buf) < 0;
+                pos = 0;
             }
+            while (pos < buf->n && buf->docs[pos] < d)
+                pos++;
+            if (pos < buf->n && buf->docs[pos] == d)
+                acc[d] += weight_at(ix, term, buf, pos, &damaged);
         }
     } else {
-        for (uint64_t p = (uint64_t)lo; p < (uint64_t)hi; p++) {
-            const uint32_t d = (uint32_t)doc_nums[p];
-            if (marks[d] == KEPT) {
-                const double w = weight(codes, code_size, table, scale, p);
-                acc[d] += mult == 1.0 ? w : w * mult;
+        for (int64_t j = term->b0; j < term->b1; j++) {
+            damaged |= load_block(ix, term, j, buf) < 0;
+            for (int i = 0; i < buf->n; i++) {
+                const uint32_t d = buf->docs[i];
+                if (marks[d] == KEPT)
+                    acc[d] += weight_at(ix, term, buf, i, &damaged);
             }
         }
     }
+    sc->damaged |= damaged;
 }
 
-/* What a posting of document d adds to acc[d]: its weight w, or -0.0 when the mask leaves d out
- * (-0.0 + -0.0 is -0.0: acc[d] stays "no posting added"). Chosen by bits, not by a branch: a random
- * mask would mispredict half the postings (measured: a batch 3 to 4 times slower than unmasked).
- * mask is a NULL constant where this is inlined into the unmasked searches: their loops are as before. */
-ALWAYS_INLINE double masked_weight(const uint8_t *mask, uint32_t d, double w)
-{
-    if (mask == NULL)
-        return w;
-    const int64_t keep = -(int64_t)(mask[d] != 0); /* all ones, or 0 */
-    return as_float((as_bits(w) & keep) | (NO_POSTING & ~keep));
-}
-
-/* Add a term's weights (postings lo:hi, times mult) to every one of its documents the mask keeps.
- * (The posting loops are unrolled 4 times, as LLVM unrolls numba's: a few % faster.) */
-ALWAYS_INLINE void add_in_full(double *acc, const int32_t *doc_nums, const void *codes, int code_size,
-                               const double *table, double scale, int64_t lo, int64_t hi, double mult,
+/* Add a term's weights to every one of its documents the mask keeps. */
+ALWAYS_INLINE void add_in_full(double *restrict acc, const Index *ix, const Term *term, Scratch *sc,
                                const uint8_t *mask)
 {
-    if (mult == 1.0) {
+    double w[BLOCK];
+    const double scale = term->scale, mult = term->mult;
+    const BlockBuf *buf = &sc->block;
+    for (int64_t j = term->b0; j < term->b1; j++) {
+        const int fast = load_postings(ix, term, j, sc);
+        if (fast < 0)
+            continue;
+        const uint32_t *restrict docs = buf->docs;
+        const int n = buf->n;
+        if (fast && mult == 1.0) {
 #pragma GCC unroll 4
-        for (uint64_t p = (uint64_t)lo; p < (uint64_t)hi; p++) {
-            const uint32_t d = (uint32_t)doc_nums[p];
-            acc[d] += masked_weight(mask, d, weight(codes, code_size, table, scale, p));
-        }
-    } else {
-#pragma GCC unroll 4
-        for (uint64_t p = (uint64_t)lo; p < (uint64_t)hi; p++) {
-            const uint32_t d = (uint32_t)doc_nums[p];
-            acc[d] += masked_weight(mask, d, weight(codes, code_size, table, scale, p) * mult);
+            for (int i = 0; i < n; i++)
+                acc[docs[i]] += masked_weight(mask, docs[i], grid_weight(ix, buf, i, scale, 1.0));
+        } else {
+            block_weights(ix, term, buf, w);
+            for (int i = 0; i < n; i++)
+                acc[docs[i]] += masked_weight(mask, docs[i], w[i]);
         }
     }
 }
 
-/* The canonical term order (retrieval.term_order: np.argsort(-upper, kind="mergesort")): positions
+/* The canonical term order (retrieval.term_order: np.argsort(-upper, kind="stable")): positions
  * by -upper ascending, stably, NaN last as numpy orders it. A merge sort of order[:m] with tmp. */
 static inline int before(double a, double b) { return a < b || (isnan(b) && !isnan(a)); }
 
-static void merge_order(int64_t *order, int64_t *tmp, int64_t m, const double *upper)
+static void merge_order(int64_t *order, int64_t *tmp, int64_t m, const Term *terms)
 {
     if (m < 2)
         return;
     const int64_t mid = m / 2;
-    merge_order(order, tmp, mid, upper);
-    merge_order(order + mid, tmp, m - mid, upper);
+    merge_order(order, tmp, mid, terms);
+    merge_order(order + mid, tmp, m - mid, terms);
     memcpy(tmp, order, (size_t)mid * sizeof *tmp);
     int64_t i = 0, j = mid, o = 0;
     while (i < mid && j < m) /* the left one unless the right one is strictly before: stable */
-        order[o++] = before(-upper[order[j]], -upper[tmp[i]]) ? order[j++] : tmp[i++];
+        order[o++] = before(-terms[order[j]].upper, -terms[tmp[i]].upper) ? order[j++] : tmp[i++];
     while (i < mid)
         order[o++] = tmp[i++];
 }
 
-static void term_order(const double *upper, int64_t m, int64_t *order, int64_t *tmp)
+void term_order(const Term *terms, int64_t m, int64_t *order, int64_t *tmp)
 {
     for (int64_t i = 0; i < m; i++)
         order[i] = i;
-    merge_order(order, tmp, m, upper);
+    merge_order(order, tmp, m, terms);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* one query                                                                                  */
+/* one query, term at a time                                                                  */
 
-/* Exact top-k of one query (terms j = postings starts[j]:ends[j], multiplicity mult[j], largest
- * weight upper[j] (times mult[j]), idf scale[j]); returns how many, or NOMEM.
+/* Exact top-k of one query (terms[:m]); returns how many, NOMEM or DAMAGED.
  *
  * Terms are added in the canonical order. Without pruning every posting is added. With pruning, a
  * term-at-a-time MaxScore: once k documents are scored, a lower bound theta of the k-th best partial
- * score is one of the final k-th score too (weights >= 0); when the remaining terms' largest weights
- * add up to less than theta, no unscored document can enter the top k, so the remaining terms only
- * update the documents that still can (galloping through their postings) and documents are dropped
- * as their bound falls below theta. Kept documents get every term in the same order: the same
- * documents, scores and order as the plain path.
+ * score is one of the final k-th score too (weights >= 0); when the remaining terms' bounds add up to
+ * less than theta, no unscored document can enter the top k, so the remaining terms only update the
+ * documents that still can (skipping to their blocks) and documents are dropped as their bound falls
+ * below theta. Kept documents get every term in the same order: the same documents, scores and order
+ * as the plain path.
  *
- * acc is all -0.0 and marks all 0 on entry and both are left so (on NOMEM too). code_size is a
- * constant in each instantiation (query_top_k_u16/_u32), so the posting loops have no branch on it;
- * mask is ix->mask in the masked ones (the documents it leaves out never get a weight added: the
- * kept documents the pruned terms update are scored ones, so they need no test), NULL in the others. */
-ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *ends, const double *mult,
-                                       const double *upper, const double *scale, int64_t m, double cnst,
-                                       const Index *ix, int code_size, const uint8_t *mask, int64_t k,
-                                       int prune, Scratch *sc, int64_t *out_docs, double *out_scores)
+ * acc is all -0.0 and marks all 0 on entry and both are left so (on NOMEM and DAMAGED too). mask is
+ * ix->mask in the masked instantiation (the documents it leaves out never get a weight added: the kept
+ * documents the pruned terms update are scored ones, so they need no test), NULL in the other. */
+ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, double cnst, int64_t k, int prune,
+                                Scratch *sc, int64_t *out_docs, double *out_scores, const uint8_t *mask)
 {
     double *restrict const acc = sc->acc;
     uint8_t *restrict const marks = sc->marks;
@@ -931,11 +910,9 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
     int64_t *restrict const keep = sc->keep;
     double *restrict const buf = sc->buf;
     const int64_t n_docs = sc->n_docs;
-    const int32_t *restrict const doc_nums = ix->doc_nums;
-    const void *const codes = ix->codes;
-    const double *restrict const table = ix->table;
     const Ranks id_rank = ix->id_rank;
     Work *const work = sc->work;
+    sc->damaged = 0;
 
     int64_t *order = alloc_array(2 * m, sizeof *order); /* the term order, then a merge buffer */
     double *rest = alloc_array(m + 1, sizeof *rest);
@@ -944,10 +921,10 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
         free(rest);
         return NOMEM;
     }
-    term_order(upper, m, order, order + m);
+    term_order(terms, m, order, order + m);
     rest[m] = 0.0;
     for (int64_t i = m - 1; i >= 0; i--)
-        rest[i] = rest[i + 1] + upper[order[i]];
+        rest[i] = rest[i + 1] + terms[order[i]].bound;
 
     int64_t count;
     int64_t nc = 0;
@@ -957,35 +934,53 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
     const int64_t dense = k >= SORT_K ? DENSE_LARGE_K : DENSE;
     int64_t lookup_from = m;
     double theta = 0.0;
+    double w[BLOCK];
     for (int64_t i = 0; i < m; i++) {
-        const int64_t j = order[i];
-        const int64_t lo = starts[j], hi = ends[j];
+        const Term *term = &terms[order[i]];
+        const int64_t postings = term->p1 - term->p0;
         /* theta <= the best partial score <= the processed terms' bound: only then can it prune; a
          * threshold costs O(subset(k)): not worth it for a term with fewer postings; once dense,
          * listing the kept documents costs more than adding the remaining terms in full saves */
-        if (prune && tracked && i > 0 && nc >= k && rest[i] < rest[0] - rest[i] && hi - lo > subset(k)) {
+        if (prune && tracked && i > 0 && nc >= k && rest[i] < rest[0] - rest[i] && postings > subset(k)) {
             theta = kth_largest(acc, cand, min_i64(nc, subset(k)), k, buf);
             if (rest[i] < theta - MARGIN * (fabs(theta) + rest[0])) {
                 lookup_from = i;
                 break;
             }
         }
-        if (tracked && (nc + hi - lo) * dense > n_docs)
+        if (tracked && (nc + postings) * dense > n_docs)
             tracked = 0;
-        const double w_mult = mult[j];
-        const double s = scale[j];
         if (tracked) {
+            const BlockBuf *block = &sc->block;
+            for (int64_t j = term->b0; j < term->b1; j++) {
+                const int fast = load_postings(ix, term, j, sc);
+                if (fast < 0)
+                    continue;
+                const uint32_t *docs = block->docs;
+                const int n = block->n;
+                if (fast && term->mult == 1.0) {
+                    const double scale = term->scale;
 #pragma GCC unroll 4
-            for (uint64_t p = (uint64_t)lo; p < (uint64_t)hi; p++) {
-                const uint32_t d = (uint32_t)doc_nums[p];
-                const double a = acc[d];
-                cand[nc] = d; /* branch-free: kept only if new (and not left out) */
-                nc += (as_bits(a) == NO_POSTING) & (mask == NULL || mask[d] != 0);
-                const double w = weight(codes, code_size, table, s, p);
-                acc[d] = a + masked_weight(mask, d, w_mult == 1.0 ? w : w * w_mult);
+                    for (int x = 0; x < n; x++) {
+                        const uint32_t d = docs[x];
+                        const double a = acc[d];
+                        cand[nc] = d; /* branch-free: kept only if new (and not left out) */
+                        nc += (as_bits(a) == NO_POSTING) & (mask == NULL || mask[d] != 0);
+                        acc[d] = a + masked_weight(mask, d, grid_weight(ix, block, x, scale, 1.0));
+                    }
+                } else {
+                    block_weights(ix, term, block, w);
+                    for (int x = 0; x < n; x++) {
+                        const uint32_t d = docs[x];
+                        const double a = acc[d];
+                        cand[nc] = d;
+                        nc += (as_bits(a) == NO_POSTING) & (mask == NULL || mask[d] != 0);
+                        acc[d] = a + masked_weight(mask, d, w[x]);
+                    }
+                }
             }
         } else {
-            add_in_full(acc, doc_nums, codes, code_size, table, s, lo, hi, w_mult, mask);
+            add_in_full(acc, ix, term, sc, mask);
         }
     }
 
@@ -999,7 +994,7 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
                 keep[ns++] = d;
             }
         }
-        /* ascending, to gallop (numba: _radix_sort of keep's values as keys) */
+        /* ascending, to skip through the blocks */
         uint64_t *keys = alloc_array(ns, sizeof *keys);
         if (keys != NULL) {
             for (int64_t c = 0; c < ns; c++)
@@ -1009,9 +1004,7 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
         free(keys);
         if (sorted) {
             for (int64_t i = lookup_from; i < m; i++) {
-                const int64_t j = order[i];
-                add_term_to_kept(keep, ns, marks, acc, doc_nums, codes, code_size, table, scale[j], starts[j],
-                                 ends[j], mult[j]);
+                add_term_to_kept(keep, ns, marks, acc, ix, &terms[order[i]], sc);
                 if (i + 1 < m && ns > k) {
                     theta = kth_largest(acc, keep, min_i64(ns, subset(k)), k, buf);
                     bound = theta - MARGIN * (fabs(theta) + rest[0]) - rest[i + 1];
@@ -1039,21 +1032,19 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
         const double top = (rest[0] + cnst) * (1.0 + MARGIN) + MARGIN; /* above every score (weights >= 0) */
         /* the listed documents are no longer needed (acc is cleared whole): cand is the scratch; with
          * a mask every document is looked at (a mask that leaves out every SAMPLE-th one would leave
-         * the samples empty and the floor at -inf: every scored document listed, 3 times slower) */
+         * the samples empty and the floor at -inf: every scored document listed) */
         double *const scratch = (double *)(void *)cand;
         count = dense_top_k(acc, n_docs, cnst, k, top, id_rank, keep, buf, scratch, out_docs, out_scores,
                             mask == NULL, work);
         if (count == RETRY) {
-            for (int64_t i = 0; i < m; i++) {
-                const int64_t j = order[i];
-                add_in_full(acc, doc_nums, codes, code_size, table, scale[j], starts[j], ends[j], mult[j], mask);
-            }
+            for (int64_t i = 0; i < m; i++)
+                add_in_full(acc, ix, &terms[order[i]], sc, mask);
             count = dense_top_k(acc, n_docs, cnst, k, top, id_rank, keep, buf, scratch, out_docs, out_scores, 0,
                                 work);
         }
         free(order);
         free(rest);
-        return count; /* dense_top_k has cleared acc */
+        return sc->damaged && count >= 0 ? DAMAGED : count; /* dense_top_k has cleared acc */
     } else {
         /* the k-th best final score of the documents listed before the switch (those of the
          * heaviest terms, often the best) is a floor of the k-th best of all: the heap then rarely
@@ -1073,159 +1064,149 @@ ALWAYS_INLINE int64_t query_top_k_impl(const int64_t *starts, const int64_t *end
     }
     free(order);
     free(rest);
-    return count;
+    return sc->damaged && count >= 0 ? DAMAGED : count;
 }
 
-/* query_top_k_impl for one code size, with or without the index's mask */
-#define QUERY_TOP_K(NAME, CODE_SIZE, MASK)                                                                  \
-    static int64_t __attribute__((noinline))                                                              \
-    NAME(const int64_t *starts, const int64_t *ends, const double *mult, const double *upper,             \
-         const double *scale, int64_t m, double cnst, const Index *ix, int64_t k, int prune, Scratch *sc,   \
-         int64_t *out_docs, double *out_scores)                                                           \
-    {                                                                                                     \
-        return query_top_k_impl(starts, ends, mult, upper, scale, m, cnst, ix, CODE_SIZE, MASK, k, prune, sc, \
-                                out_docs, out_scores);                                                    \
-    }
-QUERY_TOP_K(query_top_k_u16, 2, NULL)
-QUERY_TOP_K(query_top_k_u32, 4, NULL)
-QUERY_TOP_K(query_top_k_u16_masked, 2, ix->mask)
-QUERY_TOP_K(query_top_k_u32_masked, 4, ix->mask)
+static int64_t __attribute__((noinline)) taat_top_k(const Index *ix, const Term *terms, int64_t m, double cnst,
+                                                     int64_t k, int prune, Scratch *sc, int64_t *out_docs,
+                                                     double *out_scores)
+{
+    return taat_impl(ix, terms, m, cnst, k, prune, sc, out_docs, out_scores, NULL);
+}
 
-static int64_t query_top_k(const int64_t *starts, const int64_t *ends, const double *mult, const double *upper,
-                           const double *scale, int64_t m, double cnst, const Index *ix, int64_t k, int prune,
+static int64_t __attribute__((noinline)) taat_top_k_masked(const Index *ix, const Term *terms, int64_t m,
+                                                            double cnst, int64_t k, int prune, Scratch *sc,
+                                                            int64_t *out_docs, double *out_scores)
+{
+    return taat_impl(ix, terms, m, cnst, k, prune, sc, out_docs, out_scores, ix->mask);
+}
+
+/* Exact top-k of one query by `method` (TAAT needs sc's per-document arrays). */
+static int64_t query_top_k(const Index *ix, const Term *terms, int64_t m, double cnst, int64_t k, int prune, int method,
                            Scratch *sc, int64_t *out_docs, double *out_scores)
 {
-    const int wide = ix->code_size != 2;
-    return (ix->mask == NULL ? (wide ? query_top_k_u32 : query_top_k_u16)
-                             : (wide ? query_top_k_u32_masked : query_top_k_u16_masked))(
-        starts, ends, mult, upper, scale, m, cnst, ix, k, prune, sc, out_docs, out_scores);
+    if (method == WINDOWED)
+        return windowed_top_k(ix, terms, m, cnst, k, prune, sc->hs, sc->hr, sc->hd, out_docs, out_scores);
+    return (ix->mask == NULL ? taat_top_k : taat_top_k_masked)(ix, terms, m, cnst, k, prune, sc, out_docs,
+                                                               out_scores);
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* a batch, in chunks on threads                                                              */
+/* the index of a Python call                                                                 */
 
+enum { X_OFFSETS, X_STARTS, X_LAST_DOCS, X_POSITIONS, X_DATA, X_ID_RANK, X_TABLE, X_GRID, X_KEYS, X_LENGTH_RANK,
+       X_BOUND_CODES, X_BOUND_TABLE, X_SCALE, X_ARGS };
+
+/* The arrays of the `index` and `weights` tuples (core_backend.py makes them):
+ *   index = (offsets int64, term_starts int64, last_docs int32, positions int64, data uint8, id_rank int32|int64)
+ *   weights = (table f64, grid f64, grid_shift, n_lengths, keys int64, length_rank uint16|uint32,
+ *              bound_codes uint16|uint32, bound_table f64, scale f64, per_posting)
+ * With per_posting (BM25F) grid, keys and length_rank are not read. */
 typedef struct {
-    const int64_t *q_ptr;
-    int64_t nq;
-    const double *counts;   /* per span: the term's multiplicity (weight) in the query */
-    const double *q_const;
-    const int64_t *span_start, *span_end;
-    const double *span_upper, *span_scale;
-    Index ix;
-    int64_t n_docs, k, n_chunks;
-    int prune;
-    int64_t *out_docs;      /* row qi at qi * k */
-    double *out_scores;
-    int64_t *out_len;
-    int failed;             /* set (atomically) by a chunk out of memory: the others stop */
-} Batch;
+    Arg a[X_ARGS];
+    Py_ssize_t grid_shift, n_lengths;
+    int per_posting;
+} IndexArgs;
 
-typedef struct {
-    Batch *batch;
-    int64_t chunk;
-    pthread_t thread;
-    int started;
-} Chunk;
+#define RANK_SIZES (SIZE_4 | SIZE_8) /* id ranks: int32 or int64 */
+#define CODE_SIZES (SIZE_2 | SIZE_4) /* length ranks, bound codes: uint16 or uint32 */
 
-static void free_scratch(Scratch *sc)
+static int take_index(PyObject *index, PyObject *weights, IndexArgs *x)
 {
-    free(sc->acc);
-    free(sc->marks);
-    free(sc->cand);
-    free(sc->keep);
-    free(sc->buf);
-    free(sc->hs);
-    free(sc->hr);
-    free(sc->hd);
-    free(sc->work);
-}
-
-/* A chunk's own work arrays, as numba's batch_top_k makes them (acc all -0.0, marks all 0); 0, or
- * -1 when out of memory (all freed). */
-static int alloc_scratch(Scratch *sc, int64_t n_docs, int64_t k)
-{
-    sc->n_docs = n_docs;
-    sc->acc = alloc_array(n_docs, sizeof *sc->acc);
-    sc->marks = calloc((size_t)(n_docs > 0 ? n_docs : 1), 1);
-    sc->cand = alloc_array(n_docs, sizeof *sc->cand);
-    sc->keep = alloc_array(n_docs, sizeof *sc->keep);
-    sc->buf = alloc_array(n_docs, sizeof *sc->buf);
-    sc->hs = alloc_array(k, sizeof *sc->hs);
-    sc->hr = alloc_array(k, sizeof *sc->hr);
-    sc->hd = alloc_array(k, sizeof *sc->hd);
-    sc->work = malloc(sizeof *sc->work);
-    if (!sc->acc || !sc->marks || !sc->cand || !sc->keep || !sc->buf || !sc->hs || !sc->hr || !sc->hd || !sc->work) {
-        free_scratch(sc);
+    const Arg spec[X_ARGS] = {
+        [X_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
+        [X_STARTS] = IN("term_starts", SIGNED, SIZE_8),
+        [X_LAST_DOCS] = IN("last_docs", SIGNED, SIZE_4),
+        [X_POSITIONS] = IN("positions", SIGNED, SIZE_8),
+        [X_DATA] = IN("data", UNSIGNED, SIZE_1),
+        [X_ID_RANK] = IN("id_rank", SIGNED, RANK_SIZES),
+        [X_TABLE] = IN("table", FLOAT, SIZE_8),
+        [X_GRID] = IN("grid", FLOAT, SIZE_8),
+        [X_KEYS] = IN("keys", SIGNED, SIZE_8),
+        [X_LENGTH_RANK] = IN("length_rank", UNSIGNED, CODE_SIZES),
+        [X_BOUND_CODES] = IN("bound_codes", UNSIGNED, CODE_SIZES),
+        [X_BOUND_TABLE] = IN("bound_table", FLOAT, SIZE_8),
+        [X_SCALE] = IN("scale", FLOAT, SIZE_8),
+    };
+    memcpy(x->a, spec, sizeof spec);
+    Arg *a = x->a;
+    if (!PyTuple_Check(index) || !PyTuple_Check(weights)) {
+        PyErr_SetString(PyExc_TypeError, "index and weights must be tuples");
         return -1;
     }
-    for (int64_t d = 0; d < n_docs; d++)
-        sc->acc[d] = -0.0;
+    if (!PyArg_ParseTuple(index, "OOOOOO:index", &a[X_OFFSETS].obj, &a[X_STARTS].obj, &a[X_LAST_DOCS].obj,
+                          &a[X_POSITIONS].obj, &a[X_DATA].obj, &a[X_ID_RANK].obj)
+        || !PyArg_ParseTuple(weights, "OOnnOOOOOp:weights", &a[X_TABLE].obj, &a[X_GRID].obj, &x->grid_shift,
+                             &x->n_lengths, &a[X_KEYS].obj, &a[X_LENGTH_RANK].obj, &a[X_BOUND_CODES].obj,
+                             &a[X_BOUND_TABLE].obj, &a[X_SCALE].obj, &x->per_posting))
+        return -1;
+    return acquire_args(a, X_ARGS);
+}
+
+/* The Index of taken arrays for n_docs documents, checked (every structural fact a search relies
+ * on; the blocks are checked as they are read); 0, or -1 with ValueError set. */
+static int index_of(const IndexArgs *x, Py_ssize_t n_docs, Index *ix)
+{
+    const Arg *a = x->a;
+    const int64_t n_terms = a[X_OFFSETS].n - 1;
+    const char *problem = NULL;
+    if (n_terms < 0 || a[X_STARTS].n != n_terms + 1)
+        problem = "offsets and term_starts must hold one entry more than the terms";
+    else if (n_docs < 0 || a[X_ID_RANK].n < n_docs || (!x->per_posting && a[X_LENGTH_RANK].n < n_docs))
+        problem = "length_rank or id_rank is shorter than the documents";
+    else if (a[X_SCALE].n < n_terms)
+        problem = "scale is shorter than the terms";
+    else if (!x->per_posting
+             && (x->n_lengths < 1 || x->grid_shift < 0 || x->grid_shift > 16 || a[X_KEYS].n > a[X_TABLE].n
+                 || a[X_GRID].n >> x->grid_shift < (a[X_LENGTH_RANK].view.itemsize == 4 ? x->n_lengths : 1 << 16)))
+        problem = "grid, keys and table disagree (the grid needs 2**16 rows for 16-bit length ranks)";
+    else if (a[X_BOUND_CODES].n < a[X_LAST_DOCS].n || a[X_BOUND_TABLE].n < 1)
+        problem = "bound_codes or bound_table is too short";
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return -1;
+    }
+    if (block_set(&ix->blocks, &a[X_LAST_DOCS], &a[X_POSITIONS], &a[X_DATA], n_docs) < 0)
+        return -1;
+    ix->offsets = a[X_OFFSETS].view.buf;
+    ix->term_starts = a[X_STARTS].view.buf;
+    ix->n_terms = n_terms;
+    ix->length_rank = a[X_LENGTH_RANK].view.buf;
+    ix->rank_wide = a[X_LENGTH_RANK].view.itemsize == 4;
+    ix->id_rank = (Ranks){a[X_ID_RANK].view.buf, a[X_ID_RANK].view.itemsize == 8};
+    ix->table = a[X_TABLE].view.buf;
+    ix->table_len = a[X_TABLE].n;
+    ix->per_posting = x->per_posting;
+    ix->grid = a[X_GRID].view.buf;
+    ix->grid_shift = (int)x->grid_shift;
+    ix->n_lengths = x->n_lengths > 0 ? x->n_lengths : 1;
+    ix->keys = a[X_KEYS].view.buf;
+    ix->n_keys = a[X_KEYS].n;
+    ix->bound_codes = a[X_BOUND_CODES].view.buf;
+    ix->bound_wide = a[X_BOUND_CODES].view.itemsize == 4;
+    ix->bound_table = a[X_BOUND_TABLE].view.buf;
+    ix->n_bounds = a[X_BOUND_TABLE].n;
+    ix->mask = NULL;
     return 0;
 }
 
-/* The queries c, c + n_chunks, ... of the batch. */
-static void run_chunk(Batch *b, int64_t c)
+/* Whether term t's arrays agree (its postings and blocks in range, as many blocks as its postings
+ * make, its table entries there). */
+static int term_ok(const Index *ix, int64_t t)
 {
-    Scratch sc;
-    if (alloc_scratch(&sc, b->n_docs, b->k) < 0) {
-        __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
-    for (int64_t qi = c; qi < b->nq; qi += b->n_chunks) {
-        if (__atomic_load_n(&b->failed, __ATOMIC_RELAXED))
-            break;
-        const int64_t a = b->q_ptr[qi], z = b->q_ptr[qi + 1];
-        const int64_t n = query_top_k(b->span_start + a, b->span_end + a, b->counts + a, b->span_upper + a,
-                                      b->span_scale + a, z - a, b->q_const[qi], &b->ix, b->k, b->prune, &sc,
-                                      b->out_docs + qi * b->k, b->out_scores + qi * b->k);
-        if (n == NOMEM) {
-            __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
-            break;
-        }
-        b->out_len[qi] = n;
-    }
-    free_scratch(&sc);
+    if (t < 0 || t >= ix->n_terms)
+        return 0;
+    const int64_t p0 = ix->offsets[t], p1 = ix->offsets[t + 1], b0 = ix->term_starts[t], b1 = ix->term_starts[t + 1];
+    return p0 >= 0 && p1 >= p0 && b0 >= 0 && b1 >= b0 && b1 <= ix->blocks.n_blocks
+           && b1 - b0 == (p1 - p0 + BLOCK - 1) / BLOCK && (!ix->per_posting || p1 <= ix->table_len);
 }
 
-static void *chunk_thread(void *arg)
+/* Term t of a query (term_ok) with its weight in the query, its order key (times mult), the largest of
+ * its weights (>= 0; before mult) and its scale. */
+static inline Term term_of(const Index *ix, int64_t t, double mult, double upper, double bound, double scale)
 {
-    const Chunk *ch = arg;
-    run_chunk(ch->batch, ch->chunk);
-    return NULL;
-}
-
-/* Run every chunk: 1.. on threads, 0 in the calling thread (and any chunk whose thread could not
- * be started after it: the results are the same). Returns 0, or -1 when out of memory. */
-static int run_batch(Batch *b)
-{
-    Chunk *chunks = calloc((size_t)b->n_chunks, sizeof *chunks);
-    if (chunks == NULL)
-        return -1;
-    for (int64_t c = 0; c < b->n_chunks; c++) {
-        chunks[c].batch = b;
-        chunks[c].chunk = c;
-    }
-    for (int64_t c = 1; c < b->n_chunks; c++)
-        chunks[c].started = pthread_create(&chunks[c].thread, NULL, chunk_thread, &chunks[c]) == 0;
-    run_chunk(b, 0);
-    for (int64_t c = 1; c < b->n_chunks; c++) {
-        if (chunks[c].started)
-            pthread_join(chunks[c].thread, NULL);
-        else
-            run_chunk(b, c);
-    }
-    free(chunks);
-    return __atomic_load_n(&b->failed, __ATOMIC_RELAXED) ? -1 : 0;
-}
-
-#define CODE_SIZES (SIZE_2 | SIZE_4) /* pair codes: uint16 or uint32 */
-#define RANK_SIZES (SIZE_4 | SIZE_8) /* id ranks: int32 or int64 */
-
-/* The index arrays of a search from their arguments (acquired): postings, codes, table, id ranks. */
-static Index index_of(const Arg *doc_nums, const Arg *codes, const Arg *table, const Arg *id_rank)
-{
-    return (Index){doc_nums->view.buf, codes->view.buf, (int)codes->view.itemsize, table->view.buf,
-                   {id_rank->view.buf, id_rank->view.itemsize == 8}, NULL};
+    return (Term){ix->offsets[t], ix->offsets[t + 1], ix->term_starts[t], ix->term_starts[t + 1], mult, upper,
+                  bound * mult, scale};
 }
 
 /* The optional mask argument (None: no mask, *mask NULL) taken into arg: uint8, at least n_docs
@@ -1255,34 +1236,178 @@ static void release_mask(Arg *arg, const uint8_t *mask)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* a batch, in chunks on threads                                                              */
+
+typedef struct {
+    const Index *ix;
+    const int64_t *q_ptr;
+    int64_t nq;
+    const int64_t *term_ids;
+    const double *counts;      /* per span: the term's weight in the query */
+    const double *term_upper;  /* per term: the order key (before the multiplicity) */
+    const double *term_bound;  /* per term: its largest weight (>= 0) here */
+    const double *q_const;
+    const double *scale;
+    int64_t n_docs, k, n_chunks, max_terms;
+    int prune, method;
+    int64_t *out_docs;         /* row qi at qi * k */
+    double *out_scores;
+    int64_t *out_len;
+    int64_t read[3];           /* the queries' terms' blocks, the blocks read, their postings (atomically) */
+    int failed;                /* set (atomically) by a chunk out of memory (1) or finding a damaged block (2) */
+} Batch;
+
+typedef struct {
+    Batch *batch;
+    int64_t chunk;
+    pthread_t thread;
+    int started;
+} Chunk;
+
+static void free_scratch(Scratch *sc)
+{
+    free(sc->acc);
+    free(sc->marks);
+    free(sc->cand);
+    free(sc->keep);
+    free(sc->buf);
+    free(sc->hs);
+    free(sc->hr);
+    free(sc->hd);
+    free(sc->work);
+}
+
+/* A chunk's own work arrays (acc all -0.0, marks all 0): the per-document ones for TAAT only; 0, or
+ * -1 when out of memory (all freed). */
+static int alloc_scratch(Scratch *sc, int64_t n_docs, int64_t k, int method)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->n_docs = n_docs;
+    sc->hs = alloc_array(k, sizeof *sc->hs);
+    sc->hr = alloc_array(k, sizeof *sc->hr);
+    sc->hd = alloc_array(k, sizeof *sc->hd);
+    int ok = sc->hs && sc->hr && sc->hd;
+    if (method == TAAT) {
+        sc->acc = alloc_array(n_docs, sizeof *sc->acc);
+        sc->marks = calloc((size_t)(n_docs > 0 ? n_docs : 1), 1);
+        sc->cand = alloc_array(n_docs, sizeof *sc->cand);
+        sc->keep = alloc_array(n_docs, sizeof *sc->keep);
+        sc->buf = alloc_array(n_docs, sizeof *sc->buf);
+        sc->work = malloc(sizeof *sc->work);
+        ok = ok && sc->acc && sc->marks && sc->cand && sc->keep && sc->buf && sc->work;
+    }
+    if (!ok) {
+        free_scratch(sc);
+        return -1;
+    }
+    for (int64_t d = 0; method == TAAT && d < n_docs; d++)
+        sc->acc[d] = -0.0;
+    return 0;
+}
+
+/* The queries c, c + n_chunks, ... of the batch. */
+static void run_chunk(Batch *b, int64_t c)
+{
+    Scratch sc;
+    Term *terms = alloc_array(b->max_terms, sizeof *terms);
+    if (terms == NULL || alloc_scratch(&sc, b->n_docs, b->k, b->method) < 0) {
+        free(terms);
+        __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    blocks_read = postings_read = 0;
+    int64_t blocks = 0;
+    for (int64_t qi = c; qi < b->nq; qi += b->n_chunks) {
+        if (__atomic_load_n(&b->failed, __ATOMIC_RELAXED))
+            break;
+        const int64_t a = b->q_ptr[qi], z = b->q_ptr[qi + 1];
+        for (int64_t s = a; s < z; s++) {
+            const int64_t t = b->term_ids[s];
+            terms[s - a] = term_of(b->ix, t, b->counts[s], b->term_upper[t] * b->counts[s], b->term_bound[t],
+                                   b->scale[t]);
+            blocks += terms[s - a].b1 - terms[s - a].b0;
+        }
+        const int64_t n = query_top_k(b->ix, terms, z - a, b->q_const[qi], b->k, b->prune, b->method, &sc,
+                                      b->out_docs + qi * b->k, b->out_scores + qi * b->k);
+        if (n < 0) {
+            __atomic_store_n(&b->failed, n == DAMAGED ? 2 : 1, __ATOMIC_RELAXED);
+            break;
+        }
+        b->out_len[qi] = n;
+    }
+    __atomic_add_fetch(&b->read[0], blocks, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&b->read[1], blocks_read, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&b->read[2], postings_read, __ATOMIC_RELAXED);
+    free_scratch(&sc);
+    free(terms);
+}
+
+static void *chunk_thread(void *arg)
+{
+    const Chunk *ch = arg;
+    run_chunk(ch->batch, ch->chunk);
+    return NULL;
+}
+
+/* Run every chunk: 1.. on threads, 0 in the calling thread (and any chunk whose thread could not
+ * be started after it: the results are the same). Returns 0, or what failed (Batch.failed). */
+static int run_batch(Batch *b)
+{
+    Chunk *chunks = calloc((size_t)b->n_chunks, sizeof *chunks);
+    if (chunks == NULL)
+        return 1;
+    for (int64_t c = 0; c < b->n_chunks; c++) {
+        chunks[c].batch = b;
+        chunks[c].chunk = c;
+    }
+    for (int64_t c = 1; c < b->n_chunks; c++)
+        chunks[c].started = pthread_create(&chunks[c].thread, NULL, chunk_thread, &chunks[c]) == 0;
+    run_chunk(b, 0);
+    for (int64_t c = 1; c < b->n_chunks; c++) {
+        if (chunks[c].started)
+            pthread_join(chunks[c].thread, NULL);
+        else
+            run_chunk(b, c);
+    }
+    free(chunks);
+    return __atomic_load_n(&b->failed, __ATOMIC_RELAXED);
+}
+
+/* A failure of a search as a Python error (NULL). */
+static PyObject *search_error(int failed)
+{
+    if (failed == 2) {
+        PyErr_SetString(PyExc_ValueError, "damaged postings blocks (rebuild the index)");
+        return NULL;
+    }
+    return PyErr_NoMemory();
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* batch_top_k                                                                                */
 
-enum { B_Q_PTR, B_TERM_IDS, B_COUNTS, B_OFFSETS, B_TERM_UPPER, B_TERM_SCALE, B_Q_CONST, B_DOC_NUMS, B_CODES,
-       B_TABLE, B_ID_RANK, B_OUT_DOCS, B_OUT_SCORES, B_OUT_LEN, B_ARGS };
+enum { B_Q_PTR, B_TERM_IDS, B_COUNTS, B_TERM_UPPER, B_TERM_BOUND, B_Q_CONST, B_OUT_DOCS, B_OUT_SCORES, B_OUT_LEN,
+       B_ARGS };
 
-/* Checks of the batch's structure (term ids, spans, sizes); the values in doc_nums and codes are
- * trusted (the index files are checksummed). 0, or -1 with ValueError set. */
-static int check_batch(const Arg *a, Py_ssize_t n_docs, Py_ssize_t k)
+/* Checks of the batch's structure (term ids, spans, sizes, every term used); 0, or -1 with ValueError. */
+static int check_batch(const Arg *a, const Index *ix, Py_ssize_t k, int method)
 {
-    const Py_ssize_t nq = a[B_Q_PTR].n - 1, n_spans = a[B_TERM_IDS].n, n_terms = a[B_OFFSETS].n - 1;
+    const Py_ssize_t nq = a[B_Q_PTR].n - 1, n_spans = a[B_TERM_IDS].n;
     const int64_t *q_ptr = BUF(a, B_Q_PTR, const int64_t);
     const int64_t *term_ids = BUF(a, B_TERM_IDS, const int64_t);
-    const int64_t *offsets = BUF(a, B_OFFSETS, const int64_t);
     const char *problem = NULL;
     if (nq < 0)
         problem = "q_ptr is empty";
-    else if (n_terms < 0)
-        problem = "offsets is empty";
     else if (a[B_COUNTS].n != n_spans)
         problem = "counts and term_ids differ in length";
-    else if (a[B_TERM_UPPER].n < n_terms || a[B_TERM_SCALE].n < n_terms)
-        problem = "term_upper or term_scale is shorter than the terms";
+    else if (a[B_TERM_UPPER].n < ix->n_terms || a[B_TERM_BOUND].n < ix->n_terms)
+        problem = "term_upper or term_bound is shorter than the terms";
     else if (a[B_Q_CONST].n < nq)
         problem = "q_const is shorter than the queries";
-    else if (n_docs < 0 || a[B_ID_RANK].n < n_docs)
-        problem = "id_rank is shorter than n_docs";
     else if (k < 1)
         problem = "k must be at least 1";
+    else if (method != TAAT && method != WINDOWED)
+        problem = "method must be 1 (term at a time) or 2 (block-max MaxScore over windows)";
     else if (nq > 0 && k > PY_SSIZE_T_MAX / nq)
         problem = "nq * k is too large";
     else if (a[B_OUT_DOCS].n < nq * k || a[B_OUT_SCORES].n < nq * k || a[B_OUT_LEN].n < nq)
@@ -1294,16 +1419,9 @@ static int check_batch(const Arg *a, Py_ssize_t n_docs, Py_ssize_t k)
             problem = "q_ptr must be non-decreasing";
     if (problem == NULL && q_ptr[nq] != n_spans)
         problem = "q_ptr must end at the number of spans";
-    if (problem == NULL && offsets[0] < 0)
-        problem = "offsets must start at 0 or more";
-    for (Py_ssize_t t = 0; problem == NULL && t < n_terms; t++)
-        if (offsets[t + 1] < offsets[t])
-            problem = "offsets must be non-decreasing";
-    if (problem == NULL && (offsets[n_terms] > a[B_DOC_NUMS].n || offsets[n_terms] > a[B_CODES].n))
-        problem = "offsets go past doc_nums or codes";
     for (Py_ssize_t j = 0; problem == NULL && j < n_spans; j++)
-        if (term_ids[j] < 0 || term_ids[j] >= n_terms)
-            problem = "a term id is out of range";
+        if (!term_ok(ix, term_ids[j]))
+            problem = "a term id is out of range, or its postings disagree with its blocks";
     if (problem != NULL) {
         PyErr_SetString(PyExc_ValueError, problem);
         return -1;
@@ -1314,129 +1432,133 @@ static int check_batch(const Arg *a, Py_ssize_t n_docs, Py_ssize_t k)
 static PyObject *py_batch_top_k(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
     (void)self;
-    static char *kwlist[] = {"q_ptr", "term_ids", "counts", "offsets", "term_upper", "term_scale", "q_const",
-                             "doc_nums", "codes", "table", "id_rank", "n_docs", "k", "prune", "n_threads",
-                             "out_docs", "out_scores", "out_len", "mask", NULL};
+    static char *kwlist[] = {"index", "weights", "q_ptr", "term_ids", "counts", "term_upper", "term_bound", "q_const",
+                             "n_docs", "k", "prune", "n_threads", "method", "out_docs", "out_scores", "out_len",
+                             "mask", "stats", NULL};
     Arg a[B_ARGS] = {
         [B_Q_PTR] = IN("q_ptr", SIGNED, SIZE_8),
         [B_TERM_IDS] = IN("term_ids", SIGNED, SIZE_8),
         [B_COUNTS] = IN("counts", FLOAT, SIZE_8),
-        [B_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
         [B_TERM_UPPER] = IN("term_upper", FLOAT, SIZE_8),
-        [B_TERM_SCALE] = IN("term_scale", FLOAT, SIZE_8),
+        [B_TERM_BOUND] = IN("term_bound", FLOAT, SIZE_8),
         [B_Q_CONST] = IN("q_const", FLOAT, SIZE_8),
-        [B_DOC_NUMS] = IN("doc_nums", SIGNED, SIZE_4),
-        [B_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
-        [B_TABLE] = IN("table", FLOAT, SIZE_8),
-        [B_ID_RANK] = IN("id_rank", SIGNED, RANK_SIZES),
         [B_OUT_DOCS] = OUT("out_docs", SIGNED, SIZE_8),
         [B_OUT_SCORES] = OUT("out_scores", FLOAT, SIZE_8),
         [B_OUT_LEN] = OUT("out_len", SIGNED, SIZE_8),
     };
+    Arg stats = OUT("stats", SIGNED, SIZE_8);
+    PyObject *index, *weights, *mask_obj = NULL;
     Py_ssize_t n_docs, k, n_threads;
-    int prune;
-    PyObject *mask_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOOOOOOOnnpnOOO|O:batch_top_k", kwlist, &a[B_Q_PTR].obj,
-                                     &a[B_TERM_IDS].obj, &a[B_COUNTS].obj, &a[B_OFFSETS].obj, &a[B_TERM_UPPER].obj,
-                                     &a[B_TERM_SCALE].obj, &a[B_Q_CONST].obj, &a[B_DOC_NUMS].obj, &a[B_CODES].obj,
-                                     &a[B_TABLE].obj, &a[B_ID_RANK].obj, &n_docs, &k, &prune, &n_threads,
-                                     &a[B_OUT_DOCS].obj, &a[B_OUT_SCORES].obj, &a[B_OUT_LEN].obj, &mask_obj))
+    int prune, method;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOOOOnnpniOOO|OO:batch_top_k", kwlist, &index, &weights,
+                                     &a[B_Q_PTR].obj, &a[B_TERM_IDS].obj, &a[B_COUNTS].obj, &a[B_TERM_UPPER].obj,
+                                     &a[B_TERM_BOUND].obj, &a[B_Q_CONST].obj, &n_docs, &k, &prune, &n_threads, &method,
+                                     &a[B_OUT_DOCS].obj, &a[B_OUT_SCORES].obj, &a[B_OUT_LEN].obj, &mask_obj,
+                                     &stats.obj))
         return NULL;
+    if (stats.obj == Py_None)
+        stats.obj = NULL;
     if (n_threads < 1) {
         PyErr_SetString(PyExc_ValueError, "n_threads must be at least 1");
         return NULL;
     }
-    if (acquire_args(a, B_ARGS) < 0)
+    IndexArgs x;
+    if (take_index(index, weights, &x) < 0)
         return NULL;
+    Index ix;
+    if (acquire_args(a, B_ARGS) < 0) {
+        release_args(x.a, X_ARGS);
+        return NULL;
+    }
     Arg mask_arg;
-    const uint8_t *mask;
-    if (check_batch(a, n_docs, k) < 0 || acquire_mask(mask_obj, &mask_arg, n_docs, &mask) < 0) {
+    const uint8_t *mask = NULL;
+    if (index_of(&x, n_docs, &ix) < 0 || check_batch(a, &ix, k, method) < 0
+        || acquire_mask(mask_obj, &mask_arg, n_docs, &mask) < 0) {
         release_args(a, B_ARGS);
+        release_args(x.a, X_ARGS);
         return NULL;
     }
-    const int64_t nq = a[B_Q_PTR].n - 1, n_spans = a[B_TERM_IDS].n;
-    if (nq == 0) {
-        release_mask(&mask_arg, mask);
-        release_args(a, B_ARGS);
-        Py_RETURN_NONE;
-    }
-    /* per span: its postings, largest weight (times the multiplicity) and idf */
-    int64_t *span_pos = alloc_array(2 * n_spans, sizeof *span_pos);
-    double *span_val = alloc_array(2 * n_spans, sizeof *span_val);
-    if (span_pos == NULL || span_val == NULL) {
-        free(span_pos);
-        free(span_val);
-        release_mask(&mask_arg, mask);
-        release_args(a, B_ARGS);
-        return PyErr_NoMemory();
-    }
-    const int64_t *term_ids = BUF(a, B_TERM_IDS, const int64_t), *offsets = BUF(a, B_OFFSETS, const int64_t);
-    const double *counts = BUF(a, B_COUNTS, const double);
-    const double *term_upper = BUF(a, B_TERM_UPPER, const double), *term_scale = BUF(a, B_TERM_SCALE, const double);
+    ix.mask = mask;
+    const int64_t nq = a[B_Q_PTR].n - 1;
+    const int64_t *q_ptr = BUF(a, B_Q_PTR, const int64_t);
+    int64_t max_terms = 0;
+    for (int64_t qi = 0; qi < nq; qi++)
+        max_terms = max_i64(max_terms, q_ptr[qi + 1] - q_ptr[qi]);
     Batch b = {
-        .q_ptr = BUF(a, B_Q_PTR, const int64_t),
+        .ix = &ix,
+        .q_ptr = q_ptr,
         .nq = nq,
-        .counts = counts,
+        .term_ids = BUF(a, B_TERM_IDS, const int64_t),
+        .counts = BUF(a, B_COUNTS, const double),
+        .term_upper = BUF(a, B_TERM_UPPER, const double),
+        .term_bound = BUF(a, B_TERM_BOUND, const double),
         .q_const = BUF(a, B_Q_CONST, const double),
-        .span_start = span_pos,
-        .span_end = span_pos + n_spans,
-        .span_upper = span_val,
-        .span_scale = span_val + n_spans,
-        .ix = index_of(&a[B_DOC_NUMS], &a[B_CODES], &a[B_TABLE], &a[B_ID_RANK]),
+        .scale = BUF(x.a, X_SCALE, const double),
         .n_docs = n_docs,
         .k = k,
         .n_chunks = n_threads < nq ? n_threads : nq,
+        .max_terms = max_terms,
         .prune = prune,
+        .method = method,
         .out_docs = BUF(a, B_OUT_DOCS, int64_t),
         .out_scores = BUF(a, B_OUT_SCORES, double),
         .out_len = BUF(a, B_OUT_LEN, int64_t),
+        .read = {0, 0, 0},
         .failed = 0,
     };
-    b.ix.mask = mask;
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    for (int64_t j = 0; j < n_spans; j++) {
-        const int64_t t = term_ids[j];
-        span_pos[j] = offsets[t];
-        span_pos[n_spans + j] = offsets[t + 1];
-        span_val[j] = term_upper[t] * counts[j];
-        span_val[n_spans + j] = term_scale[t];
+    if (stats.obj != NULL && (acquire_args(&stats, 1) < 0 || stats.n < 3)) { /* the counts asked for */
+        if (stats.view.obj != NULL) {
+            release_args(&stats, 1);
+            PyErr_SetString(PyExc_ValueError, "stats must hold 3 elements");
+        }
+        release_mask(&mask_arg, mask);
+        release_args(a, B_ARGS);
+        release_args(x.a, X_ARGS);
+        return NULL;
     }
-    status = run_batch(&b);
-    Py_END_ALLOW_THREADS
-    free(span_pos);
-    free(span_val);
+    int failed = 0;
+    if (nq > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        failed = run_batch(&b);
+        Py_END_ALLOW_THREADS
+    }
+    if (stats.obj != NULL) {
+        memcpy(stats.view.buf, b.read, sizeof b.read);
+        release_args(&stats, 1);
+    }
     release_mask(&mask_arg, mask);
     release_args(a, B_ARGS);
-    if (status < 0)
-        return PyErr_NoMemory();
+    release_args(x.a, X_ARGS);
+    if (failed)
+        return search_error(failed);
     Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* query_top_k                                                                                */
 
-enum { Q_STARTS, Q_ENDS, Q_MULT, Q_UPPER, Q_SCALE, Q_DOC_NUMS, Q_CODES, Q_TABLE, Q_ID_RANK, Q_ACC, Q_MARKS, Q_CAND,
-       Q_KEEP, Q_BUF, Q_HS, Q_HR, Q_HD, Q_OUT_DOCS, Q_OUT_SCORES, Q_ARGS };
+enum { Q_TERM_IDS, Q_COUNTS, Q_UPPER, Q_BOUND, Q_ACC, Q_MARKS, Q_CAND, Q_KEEP, Q_BUF, Q_HS, Q_HR, Q_HD, Q_OUT_DOCS,
+       Q_OUT_SCORES, Q_ARGS };
 
-static int check_query(const Arg *a, Py_ssize_t k)
+static int check_query(const Arg *a, const Index *ix, Py_ssize_t n_docs, Py_ssize_t k, int method)
 {
-    const Py_ssize_t m = a[Q_STARTS].n, n_docs = a[Q_ACC].n;
-    const int64_t *starts = BUF(a, Q_STARTS, const int64_t), *ends = BUF(a, Q_ENDS, const int64_t);
+    const Py_ssize_t m = a[Q_TERM_IDS].n;
+    const int64_t *term_ids = BUF(a, Q_TERM_IDS, const int64_t);
     const char *problem = NULL;
-    if (a[Q_ENDS].n != m || a[Q_MULT].n != m || a[Q_UPPER].n != m || a[Q_SCALE].n != m)
-        problem = "starts, ends, mult, upper and scale differ in length";
-    else if (a[Q_MARKS].n < n_docs || a[Q_CAND].n < n_docs || a[Q_KEEP].n < n_docs || a[Q_BUF].n < n_docs)
+    if (a[Q_COUNTS].n != m || a[Q_UPPER].n != m || a[Q_BOUND].n != m)
+        problem = "term_ids, counts, upper and bound differ in length";
+    else if (method != TAAT && method != WINDOWED)
+        problem = "method must be 1 (term at a time) or 2 (block-max MaxScore over windows)";
+    else if (method == TAAT && (a[Q_MARKS].n < n_docs || a[Q_CAND].n < n_docs || a[Q_KEEP].n < n_docs
+                                || a[Q_BUF].n < n_docs))
         problem = "marks, cand, keep and buf must be as long as acc";
-    else if (a[Q_ID_RANK].n < n_docs)
-        problem = "id_rank is shorter than acc";
     else if (k < 1)
         problem = "k must be at least 1";
     else if (a[Q_HS].n < k || a[Q_HR].n < k || a[Q_HD].n < k || a[Q_OUT_DOCS].n < k || a[Q_OUT_SCORES].n < k)
         problem = "hs, hr, hd, out_docs and out_scores must hold k elements";
     for (Py_ssize_t j = 0; problem == NULL && j < m; j++)
-        if (starts[j] < 0 || ends[j] < starts[j] || ends[j] > a[Q_DOC_NUMS].n || ends[j] > a[Q_CODES].n)
-            problem = "a term's postings are out of range";
+        if (!term_ok(ix, term_ids[j]))
+            problem = "a term id is out of range, or its postings disagree with its blocks";
     if (problem != NULL) {
         PyErr_SetString(PyExc_ValueError, problem);
         return -1;
@@ -1447,19 +1569,14 @@ static int check_query(const Arg *a, Py_ssize_t k)
 static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
     (void)self;
-    static char *kwlist[] = {"starts", "ends", "mult", "upper", "scale", "const", "doc_nums", "codes", "table",
-                             "id_rank", "k", "prune", "acc", "marks", "cand", "keep", "buf", "hs", "hr", "hd",
-                             "out_docs", "out_scores", "mask", NULL};
+    static char *kwlist[] = {"index", "weights", "term_ids", "counts", "upper", "bound", "const", "n_docs", "k", "prune",
+                             "method", "acc", "marks", "cand", "keep", "buf", "hs", "hr", "hd", "out_docs",
+                             "out_scores", "mask", NULL};
     Arg a[Q_ARGS] = {
-        [Q_STARTS] = IN("starts", SIGNED, SIZE_8),
-        [Q_ENDS] = IN("ends", SIGNED, SIZE_8),
-        [Q_MULT] = IN("mult", FLOAT, SIZE_8),
+        [Q_TERM_IDS] = IN("term_ids", SIGNED, SIZE_8),
+        [Q_COUNTS] = IN("counts", FLOAT, SIZE_8),
         [Q_UPPER] = IN("upper", FLOAT, SIZE_8),
-        [Q_SCALE] = IN("scale", FLOAT, SIZE_8),
-        [Q_DOC_NUMS] = IN("doc_nums", SIGNED, SIZE_4),
-        [Q_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
-        [Q_TABLE] = IN("table", FLOAT, SIZE_8),
-        [Q_ID_RANK] = IN("id_rank", SIGNED, RANK_SIZES),
+        [Q_BOUND] = IN("bound", FLOAT, SIZE_8),
         [Q_ACC] = OUT("acc", FLOAT, SIZE_8),
         [Q_MARKS] = OUT("marks", UNSIGNED, SIZE_1),
         [Q_CAND] = OUT("cand", SIGNED, SIZE_8),
@@ -1471,119 +1588,200 @@ static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwar
         [Q_OUT_DOCS] = OUT("out_docs", SIGNED, SIZE_8),
         [Q_OUT_SCORES] = OUT("out_scores", FLOAT, SIZE_8),
     };
+    PyObject *index, *weights, *mask_obj = NULL;
     double cnst;
-    Py_ssize_t k;
-    int prune;
-    PyObject *mask_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOdOOOOnpOOOOOOOOOO|O:query_top_k", kwlist, &a[Q_STARTS].obj,
-                                     &a[Q_ENDS].obj, &a[Q_MULT].obj, &a[Q_UPPER].obj, &a[Q_SCALE].obj, &cnst,
-                                     &a[Q_DOC_NUMS].obj, &a[Q_CODES].obj, &a[Q_TABLE].obj, &a[Q_ID_RANK].obj, &k,
-                                     &prune, &a[Q_ACC].obj, &a[Q_MARKS].obj, &a[Q_CAND].obj, &a[Q_KEEP].obj,
+    Py_ssize_t n_docs, k;
+    int prune, method;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOOdnnpiOOOOOOOOOO|O:query_top_k", kwlist, &index, &weights,
+                                     &a[Q_TERM_IDS].obj, &a[Q_COUNTS].obj, &a[Q_UPPER].obj, &a[Q_BOUND].obj, &cnst, &n_docs, &k, &prune,
+                                     &method, &a[Q_ACC].obj, &a[Q_MARKS].obj, &a[Q_CAND].obj, &a[Q_KEEP].obj,
                                      &a[Q_BUF].obj, &a[Q_HS].obj, &a[Q_HR].obj, &a[Q_HD].obj, &a[Q_OUT_DOCS].obj,
                                      &a[Q_OUT_SCORES].obj, &mask_obj))
         return NULL;
-    if (acquire_args(a, Q_ARGS) < 0)
+    IndexArgs x;
+    if (take_index(index, weights, &x) < 0)
         return NULL;
-    Arg mask_arg;
-    const uint8_t *mask;
-    if (check_query(a, k) < 0 || acquire_mask(mask_obj, &mask_arg, a[Q_ACC].n, &mask) < 0) {
-        release_args(a, Q_ARGS);
+    Index ix;
+    if (acquire_args(a, Q_ARGS) < 0) {
+        release_args(x.a, X_ARGS);
         return NULL;
     }
-    Index ix = index_of(&a[Q_DOC_NUMS], &a[Q_CODES], &a[Q_TABLE], &a[Q_ID_RANK]);
+    if (method == TAAT && a[Q_ACC].n != n_docs) {
+        release_args(a, Q_ARGS);
+        release_args(x.a, X_ARGS);
+        PyErr_SetString(PyExc_ValueError, "acc must hold n_docs elements");
+        return NULL;
+    }
+    Arg mask_arg;
+    const uint8_t *mask = NULL;
+    if (index_of(&x, n_docs, &ix) < 0 || check_query(a, &ix, n_docs, k, method) < 0
+        || acquire_mask(mask_obj, &mask_arg, n_docs, &mask) < 0) {
+        release_args(a, Q_ARGS);
+        release_args(x.a, X_ARGS);
+        return NULL;
+    }
     ix.mask = mask;
+    const int64_t m = a[Q_TERM_IDS].n;
+    const int64_t *term_ids = BUF(a, Q_TERM_IDS, const int64_t);
+    const double *counts = BUF(a, Q_COUNTS, const double), *upper = BUF(a, Q_UPPER, const double);
+    const double *bound = BUF(a, Q_BOUND, const double), *scale = BUF(x.a, X_SCALE, const double);
     Scratch sc = {BUF(a, Q_ACC, double), BUF(a, Q_MARKS, uint8_t), BUF(a, Q_CAND, int64_t), BUF(a, Q_KEEP, int64_t),
                   BUF(a, Q_BUF, double), BUF(a, Q_HS, double), BUF(a, Q_HR, int64_t), BUF(a, Q_HD, int64_t),
-                  a[Q_ACC].n, NULL};
+                  n_docs, NULL, 0, {0}};
     int64_t count = NOMEM;
     Py_BEGIN_ALLOW_THREADS
-    sc.work = malloc(sizeof *sc.work);
-    if (sc.work != NULL)
-        count = query_top_k(BUF(a, Q_STARTS, const int64_t), BUF(a, Q_ENDS, const int64_t), BUF(a, Q_MULT, const double),
-                            BUF(a, Q_UPPER, const double), BUF(a, Q_SCALE, const double), a[Q_STARTS].n, cnst, &ix, k,
-                            prune, &sc, BUF(a, Q_OUT_DOCS, int64_t), BUF(a, Q_OUT_SCORES, double));
+    Term *terms = alloc_array(m, sizeof *terms);
+    sc.work = method == TAAT ? malloc(sizeof *sc.work) : NULL;
+    if (terms != NULL && (method != TAAT || sc.work != NULL)) {
+        for (int64_t j = 0; j < m; j++)
+            terms[j] = term_of(&ix, term_ids[j], counts[j], upper[j], bound[j], scale[term_ids[j]]);
+        count = query_top_k(&ix, terms, m, cnst, k, prune, method, &sc, BUF(a, Q_OUT_DOCS, int64_t),
+                            BUF(a, Q_OUT_SCORES, double));
+    }
     free(sc.work);
+    free(terms);
     Py_END_ALLOW_THREADS
     release_mask(&mask_arg, mask);
     release_args(a, Q_ARGS);
-    if (count == NOMEM)
-        return PyErr_NoMemory();
+    release_args(x.a, X_ARGS);
+    if (count < 0)
+        return search_error(count == DAMAGED ? 2 : 1);
     return PyLong_FromLongLong(count);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* term_extremes                                                                              */
 
-/* high[t] and low[t]: the largest and smallest entry of table over term t's postings' codes (-inf and
- * +inf for a term without postings). Comparisons only, no arithmetic: exactly the values numpy's
- * maximum/minimum.reduceat give for finite entries (PreparedWeights.extremes). */
-#define TERM_EXTREMES(CODE_T)                                                                             \
-    static void term_extremes_##CODE_T(const int64_t *offsets, int64_t n_terms, const CODE_T *codes,       \
-                                       const double *table, double *high, double *low)                     \
-    {                                                                                                     \
-        for (int64_t t = 0; t < n_terms; t++) {                                                           \
-            double hi = -INFINITY, lo = INFINITY;                                                         \
-            for (int64_t p = offsets[t]; p < offsets[t + 1]; p++) {                                       \
-                const double w = table[codes[p]];                                                         \
-                hi = w > hi ? w : hi;                                                                     \
-                lo = w < lo ? w : lo;                                                                     \
-            }                                                                                             \
-            high[t] = hi;                                                                                 \
-            low[t] = lo;                                                                                  \
-        }                                                                                                 \
-    }
-TERM_EXTREMES(uint16_t)
-TERM_EXTREMES(uint32_t)
+/* high and low of the listed terms: the largest and smallest table entry over each one's postings
+ * (-inf and +inf for a term without postings). Comparisons only, no arithmetic: exactly the values
+ * numpy's maximum/minimum.reduceat give for finite entries (PreparedWeights.extremes). */
+typedef struct {
+    const Index *ix;
+    const int64_t *term_ids;
+    int64_t lo, hi;             /* this part's terms */
+    double *high, *low;
+    int damaged;
+    pthread_t thread;
+    int started;
+} ExtremesPart;
 
-enum { E_OFFSETS, E_CODES, E_TABLE, E_HIGH, E_LOW, E_ARGS };
+static void extremes_of_part(ExtremesPart *part)
+{
+    const Index *ix = part->ix;
+    BlockBuf buf;
+    for (int64_t i = part->lo; i < part->hi; i++) {
+        const int64_t t = part->term_ids[i];
+        const Term term = {ix->offsets[t], ix->offsets[t + 1], ix->term_starts[t], ix->term_starts[t + 1], 1.0, 0.0,
+                           0.0, 1.0};
+        double high = -INFINITY, low = INFINITY;
+        for (int64_t j = term.b0; j < term.b1; j++) {
+            if (load_block(ix, &term, j, &buf) < 0
+                || (!ix->per_posting && decode_freqs(&ix->blocks, j, buf.n, buf.tfs, &buf.tf_width) < 0)) {
+                part->damaged = 1;
+                continue;
+            }
+            const int64_t p = term.p0 + (j - term.b0) * BLOCK;
+            for (int x = 0; x < buf.n; x++) {
+                const double e = ix->per_posting ? ix->table[p + x] : entry_of(ix, buf.tfs[x], buf.docs[x], p + x);
+                high = e > high ? e : high;
+                low = e < low ? e : low;
+            }
+        }
+        part->high[i] = high;
+        part->low[i] = low;
+    }
+}
+
+static void *extremes_thread(void *arg)
+{
+    extremes_of_part(arg);
+    return NULL;
+}
+
+enum { E_TERM_IDS, E_HIGH, E_LOW, E_ARGS };
 
 static PyObject *py_term_extremes(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
     (void)self;
-    static char *kwlist[] = {"offsets", "codes", "table", "high", "low", NULL};
+    static char *kwlist[] = {"index", "weights", "term_ids", "n_docs", "n_threads", "high", "low", NULL};
     Arg a[E_ARGS] = {
-        [E_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
-        [E_CODES] = IN("codes", UNSIGNED, CODE_SIZES),
-        [E_TABLE] = IN("table", FLOAT, SIZE_8),
+        [E_TERM_IDS] = IN("term_ids", SIGNED, SIZE_8),
         [E_HIGH] = OUT("high", FLOAT, SIZE_8),
         [E_LOW] = OUT("low", FLOAT, SIZE_8),
     };
-    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOO:term_extremes", kwlist, &a[E_OFFSETS].obj,
-                                     &a[E_CODES].obj, &a[E_TABLE].obj, &a[E_HIGH].obj, &a[E_LOW].obj))
+    PyObject *index, *weights;
+    Py_ssize_t n_docs, n_threads;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOnnOO:term_extremes", kwlist, &index, &weights,
+                                     &a[E_TERM_IDS].obj, &n_docs, &n_threads, &a[E_HIGH].obj, &a[E_LOW].obj))
         return NULL;
-    if (acquire_args(a, E_ARGS) < 0)
+    IndexArgs x;
+    if (take_index(index, weights, &x) < 0)
         return NULL;
-    const int64_t *offsets = BUF(a, E_OFFSETS, const int64_t);
-    const Py_ssize_t n_terms = a[E_OFFSETS].n - 1;
+    Index ix;
+    if (acquire_args(a, E_ARGS) < 0) {
+        release_args(x.a, X_ARGS);
+        return NULL;
+    }
+    const int64_t m = a[E_TERM_IDS].n;
+    const int64_t *term_ids = BUF(a, E_TERM_IDS, const int64_t);
     const char *problem = NULL;
-    if (n_terms < 0)
-        problem = "offsets is empty";
-    else if (a[E_HIGH].n < n_terms || a[E_LOW].n < n_terms)
-        problem = "high or low is shorter than the terms";
-    else if (offsets[0] < 0)
-        problem = "offsets must start at 0 or more";
-    for (Py_ssize_t t = 0; problem == NULL && t < n_terms; t++)
-        if (offsets[t + 1] < offsets[t])
-            problem = "offsets must be non-decreasing";
-    if (problem == NULL && offsets[n_terms] > a[E_CODES].n)
-        problem = "offsets go past codes";
-    /* the codes' values are trusted, as by batch_top_k: the index files are checksummed and the table
-     * is made from the same pairs */
-    const int wide = a[E_CODES].view.itemsize == 4;
+    if (index_of(&x, n_docs, &ix) < 0) {
+        release_args(a, E_ARGS);
+        release_args(x.a, X_ARGS);
+        return NULL;
+    }
+    if (a[E_HIGH].n < m || a[E_LOW].n < m)
+        problem = "high or low is shorter than term_ids";
+    else if (n_threads < 1)
+        problem = "n_threads must be at least 1";
+    for (int64_t i = 0; problem == NULL && i < m; i++)
+        if (!term_ok(&ix, term_ids[i]))
+            problem = "a term id is out of range, or its postings disagree with its blocks";
     if (problem != NULL) {
         release_args(a, E_ARGS);
+        release_args(x.a, X_ARGS);
         PyErr_SetString(PyExc_ValueError, problem);
         return NULL;
     }
+    int damaged = 0, nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (wide)
-        term_extremes_uint32_t(offsets, n_terms, BUF(a, E_CODES, const uint32_t), BUF(a, E_TABLE, const double),
-                               BUF(a, E_HIGH, double), BUF(a, E_LOW, double));
-    else
-        term_extremes_uint16_t(offsets, n_terms, BUF(a, E_CODES, const uint16_t), BUF(a, E_TABLE, const double),
-                               BUF(a, E_HIGH, double), BUF(a, E_LOW, double));
+    /* parts of about equal postings */
+    int64_t total = 0;
+    for (int64_t i = 0; i < m; i++)
+        total += ix.offsets[term_ids[i] + 1] - ix.offsets[term_ids[i]];
+    const int64_t n_parts = max_i64(1, min_i64(n_threads, m));
+    ExtremesPart *parts = calloc((size_t)n_parts, sizeof *parts);
+    if (parts == NULL) {
+        nomem = 1;
+    } else {
+        int64_t i = 0, seen = 0;
+        for (int64_t c = 0; c < n_parts; c++) {
+            parts[c] = (ExtremesPart){&ix, term_ids, i, i, BUF(a, E_HIGH, double), BUF(a, E_LOW, double), 0, 0, 0};
+            const int64_t until = c + 1 == n_parts ? INT64_MAX : total / n_parts * (c + 1);
+            while (i < m && (seen < until || c + 1 == n_parts)) {
+                seen += ix.offsets[term_ids[i] + 1] - ix.offsets[term_ids[i]];
+                i++;
+            }
+            parts[c].hi = i;
+        }
+        for (int64_t c = 1; c < n_parts; c++)
+            parts[c].started = pthread_create(&parts[c].thread, NULL, extremes_thread, &parts[c]) == 0;
+        extremes_of_part(&parts[0]);
+        for (int64_t c = 1; c < n_parts; c++) {
+            if (parts[c].started)
+                pthread_join(parts[c].thread, NULL);
+            else
+                extremes_of_part(&parts[c]);
+        }
+        for (int64_t c = 0; c < n_parts; c++)
+            damaged |= parts[c].damaged;
+        free(parts);
+    }
     Py_END_ALLOW_THREADS
     release_args(a, E_ARGS);
+    release_args(x.a, X_ARGS);
+    if (nomem || damaged)
+        return search_error(damaged ? 2 : 1);
     Py_RETURN_NONE;
 }
 
@@ -1591,18 +1789,20 @@ static PyObject *py_term_extremes(PyObject *self, PyObject *pyargs, PyObject *kw
 
 PyMethodDef core_search_methods[] = {
     {"term_extremes", (PyCFunction)(void (*)(void))py_term_extremes, METH_VARARGS | METH_KEYWORDS,
-     "term_extremes(offsets, codes, table, high, low) -> None\n\n"
-     "Every term's largest and smallest entry of table over its postings' codes (-inf/+inf for a term "
-     "without postings): the values of numpy's maximum/minimum.reduceat."},
+     "term_extremes(index, weights, term_ids, n_docs, n_threads, high, low) -> None\n\n"
+     "The largest and smallest table entry over each listed term's postings (-inf/+inf for a term without "
+     "postings): the values of numpy's maximum/minimum.reduceat; on up to n_threads threads."},
     {"batch_top_k", (PyCFunction)(void (*)(void))py_batch_top_k, METH_VARARGS | METH_KEYWORDS,
-     "batch_top_k(q_ptr, term_ids, counts, offsets, term_upper, term_scale, q_const, doc_nums, codes, table, "
-     "id_rank, n_docs, k, prune, n_threads, out_docs, out_scores, out_len) -> None\n\n"
-     "Exact top-k of every query of a term batch, in min(n_threads, queries) chunks on threads; row qi "
-     "of out_docs/out_scores (k wide) holds query qi's out_len[qi] results, best first."},
+     "batch_top_k(index, weights, q_ptr, term_ids, counts, term_upper, term_bound, q_const, n_docs, k, prune, "
+     "n_threads, method, out_docs, out_scores, out_len, mask=None, stats=None) -> None\n\n"
+     "Exact top-k of every query of a term batch (method 1: term at a time, 2: block-max MaxScore over windows), in "
+     "min(n_threads, queries) chunks on threads; row qi of out_docs/out_scores (k wide) holds query qi's "
+     "out_len[qi] results, best first. stats (int64, 3), when given: the blocks of the queries' terms, the "
+     "blocks read and their postings."},
     {"query_top_k", (PyCFunction)(void (*)(void))py_query_top_k, METH_VARARGS | METH_KEYWORDS,
-     "query_top_k(starts, ends, mult, upper, scale, const, doc_nums, codes, table, id_rank, k, prune, acc, "
-     "marks, cand, keep, buf, hs, hr, hd, out_docs, out_scores) -> int\n\n"
-     "Exact top-k of one query with caller-provided work arrays (acc all -0.0 and marks all 0 on entry, "
-     "left so); returns how many results were written."},
+     "query_top_k(index, weights, term_ids, counts, upper, bound, const, n_docs, k, prune, method, acc, marks, cand, keep, "
+     "buf, hs, hr, hd, out_docs, out_scores, mask=None) -> int\n\n"
+     "Exact top-k of one query; with method 1 (term at a time) the caller's work arrays (acc all -0.0 and marks "
+     "all 0 on entry, left so); returns how many results were written."},
     {NULL, NULL, 0, NULL},
 };

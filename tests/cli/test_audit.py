@@ -134,7 +134,7 @@ def test_an_index_never_removes_the_users_files(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- 5. damaged data is never given fresh checksums
 def _flip_tfs(directory: Path) -> Path:
-    (target,) = directory.glob("seg-*/tfs.npy")
+    (target,) = directory.glob("seg-*/blocks.npy")
     data = bytearray(target.read_bytes())
     data[-1] ^= 0x01
     target.write_bytes(bytes(data))

@@ -208,7 +208,7 @@ def test_missing_and_unreadable_sources(tmp_path: Path, index_dir: Path) -> None
 
 # ---------------------------------------------------------------------- index directories
 def _damage_array(index_dir: Path) -> Path:
-    target = sorted(index_dir.glob("seg-*/tfs.npy"))[0]
+    target = sorted(index_dir.glob("seg-*/blocks.npy"))[0]
     data = bytearray(target.read_bytes())
     data[-1] ^= 0x01
     target.write_bytes(bytes(data))
@@ -229,8 +229,8 @@ def _broken_manifest(index_dir: Path) -> Path:
 
 DAMAGE = {
     "checksum": (_damage_array, "checksum mismatch"),
-    "newer version": (_newer_version, f"format version {storage.FORMAT_VERSION + 1}, this bm25lab reads version "
-                                      f"{storage.FORMAT_VERSION}; upgrade bm25lab"),
+    "newer version": (_newer_version, f"format version {storage.FORMAT_VERSION + 1}, this bm25lab reads versions "
+                                      f"{storage.READABLE_VERSIONS[0]} to {storage.FORMAT_VERSION}; upgrade bm25lab"),
     "broken manifest": (_broken_manifest, "unreadable manifest"),
 }
 

@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recording import without_saved_pairs, zipf_documents
+from recording import as_version_2, without_saved_pairs, zipf_documents
 
 from bm25lab.engine import backends
-from bm25lab.engine.backends.core_backend import CoreBackend, CoreVocabulary
+from bm25lab.engine.backends.core_backend import BLOCK_MAX, TERM_AT_A_TIME, CoreBackend, CoreVocabulary
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
 from bm25lab.engine.core import kernels
 from bm25lab.engine.errors import ParameterError
-from bm25lab.engine.retrieval import PreparedWeights, TermBatch
+from bm25lab.engine.codec import encode
+from bm25lab.engine.retrieval import TermBatch
 from bm25lab.engine.scoring import Params
 
 NUMPY = NumpyBackend()
@@ -27,8 +28,9 @@ NUMPY = NumpyBackend()
 
 def _compiled() -> list:
     """The backends that search with compiled kernels: the core (which the installation must have
-    built: a missing one fails here, by name)."""
-    return [CoreBackend()]
+    built: a missing one fails here, by name), with each of its two searches for every query (term at
+    a time, block-max MaxScore over windows), and as it chooses between them."""
+    return [CoreBackend(TERM_AT_A_TIME), CoreBackend(BLOCK_MAX), CoreBackend()]
 
 
 @pytest.mark.parametrize("variant", ["lucene", "robertson", "atire", "bm25l", "bm25+", "okapi"])
@@ -133,7 +135,7 @@ def test_kernel_without_pruning_when_a_weight_is_negative() -> None:
     prepared = scorer.prepare(params)
     flipped = np.where(np.arange(prepared.scale.shape[0]) % 7 == 0, -1.0, 1.0)
     scorer._weights = replace(prepared, scale=prepared.scale * flipped)  # every 7th term's weights negative
-    scorer._bounds = None
+    scorer._bounds = scorer._block_weights = None
     assert not scorer.bounds(params)[1]
     terms = [scorer.query_terms(q) for q in queries]
     for k in (1, 10, 500):
@@ -150,11 +152,13 @@ def test_documents_whose_every_weight_is_zero_still_match() -> None:
     params = Params("lucene", 0.9, 0.4).resolved()
     prepared = scorer.prepare(params)
     table = prepared.table.copy()
-    table[np.argsort(-np.bincount(prepared.codes))[::2]] = 0.0  # every other pair, by frequency
-    scorer._weights = replace(prepared, table=table, scale=-prepared.scale)
-    scorer._bounds = None
     postings = scorer.postings
-    weights = np.concatenate([scorer._weights.of_span(postings.span(t), t) for t in range(postings.num_terms)])
+    codes = scorer.pair_lookup().codes(postings.tfs, postings.doc_nums)
+    table[np.argsort(-np.bincount(codes))[::2]] = 0.0  # every other pair, by frequency
+    scorer._weights = replace(prepared, table=table, scale=-prepared.scale)
+    scorer._bounds = scorer._block_weights = None
+    weights = np.concatenate([scorer.prepared_weights(scorer._weights, postings.span(t), t)
+                              for t in range(postings.num_terms)])
     assert (weights == 0).sum() > weights.shape[0] // 4 and not np.signbit(weights[weights == 0]).any()
     assert np.signbit(-prepared.scale[0] * table[table == 0][:1]).all()  # the product alone is -0.0
     single_terms = [[t] for t in sorted({t for q in queries for t in q})[:60]]
@@ -163,20 +167,42 @@ def test_documents_whose_every_weight_is_zero_still_match() -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
 
 
-def test_kernels_with_32_bit_pair_codes(monkeypatch) -> None:
-    # more than 2**16 (tf, length) pairs take 32-bit codes: the kernels compiled for them give the
-    # numpy backend's results too
-    from bm25lab.engine import retrieval
+def test_kernels_with_32_bit_length_ranks_and_bound_codes(monkeypatch) -> None:
+    # past 2**16 distinct lengths a document's length rank takes 32 bits (the grid has a row per length
+    # and the ranks are checked), past 2**16 bound pairs a block's bound code too: the kernels read both
+    # and give the numpy backend's results
+    from bm25lab.engine import codec, retrieval
 
     monkeypatch.setattr(retrieval, "code_dtype", lambda n: np.uint32)
+    monkeypatch.setattr(codec, "code_dtype", lambda n: np.uint32)
     index, queries = _zipf_index(n_docs=3_000, vocab=5_000)
     scorer = index._scorer
     terms = [scorer.query_terms(q) for q in queries]
     for variant in ("lucene", "bm25l"):
         params = Params(variant, 0.9, 0.4).resolved()
-        assert scorer.prepare(params).codes.dtype == np.uint32
         for k in (1, 10, 500):
             _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True, use_prepared=True)
+    assert scorer.pair_lookup().length_rank.dtype == np.uint32
+    assert scorer.postings.blocks().bound_codes.dtype == np.uint32
+
+
+def test_frequencies_past_the_grid_find_their_entry_by_their_key(monkeypatch) -> None:
+    # a frequency above 2**grid_shift (64 at most) is found by a search of the pairs' keys, in blocks of
+    # such frequencies and in blocks mixing them with small ones
+    from bm25lab.engine import Index, Tokenizer, retrieval
+
+    monkeypatch.setattr(retrieval, "_GRID_TFS", 2)
+    rng = np.random.default_rng(8)
+    docs = [(f"d{i}", " ".join(["x"] * int(rng.integers(1, 90)) + [f"y{i % 5}"] * int(rng.integers(1, 4))
+                               + ["z"] * (i % 3)))
+            for i in range(3_000)]
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    scorer = index._scorer
+    terms = [scorer.query_terms(q) for q in (["x"], ["x", "y1"], ["z", "x", "y3"], ["y2"])]
+    params = Params("bm25+", 1.2, 0.75).resolved()
+    for k in (1, 10, 300):
+        _assert_compiled_equals_numpy(scorer, terms, k, params, threads=1, single=True)
+    assert scorer.block_weights(params).grid_shift == 1
 
 
 def test_query_batch_equals_query_terms(cranfield_index, cranfield) -> None:
@@ -312,47 +338,73 @@ def test_single_searches_of_the_core_read_only_their_terms_bounds(pairs: bool, t
                                                                                                  variant=variant)
 
 
-@pytest.mark.parametrize("codes_dtype", [np.uint16, np.uint32])
-def test_the_core_finds_each_terms_extreme_weights_as_numpy_does(codes_dtype) -> None:
-    # the bounds' pass over every posting's code: the same largest and smallest weights, bit for bit,
-    # with terms without postings, negative entries and ties
-    entries = kernels().term_extremes
+@pytest.mark.parametrize("fields", [False, True])
+def test_the_core_finds_each_terms_extreme_weights_as_numpy_does(fields: bool) -> None:
+    # the bounds' pass over every posting: the same largest and smallest table entries, bit for bit,
+    # with terms without postings, negative entries and ties, on 1 to 3 threads
+    from bm25lab.engine.postings import Postings
+    from bm25lab.engine.retrieval import Scorer
+
     rng = np.random.default_rng(4)
     for trial in range(30):
-        n_terms = int(rng.integers(1, 300))
-        offsets = np.concatenate([[0], np.cumsum(rng.choice([0, 0, 1, 2, 7, 40], n_terms))]).astype(np.int64)
-        table = rng.choice(rng.normal(size=9), 50) if trial % 2 else rng.random(50)
-        codes = rng.integers(0, 50, int(offsets[-1])).astype(codes_dtype)
-        prepared = PreparedWeights(Params("lucene", 0.9, 0.4), codes, table, rng.normal(size=n_terms) + 2.0)
-        expected = prepared.extremes(offsets)
-        high, low = np.empty(n_terms), np.empty(n_terms)
-        entries(offsets, codes, table, high, low)
-        numpy_high, numpy_low = prepared._extreme_entries(offsets)
-        assert high.tobytes() == numpy_high.tobytes() and low.tobytes() == numpy_low.tobytes()
-        got = prepared.extremes(offsets, entries)
+        n_terms, n_docs = int(rng.integers(1, 300)), int(rng.integers(1, 400))
+        df = rng.choice([0, 0, 1, 2, 7, 40, 200], n_terms).clip(0, n_docs)
+        offsets = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        docs = np.concatenate([np.sort(rng.choice(n_docs, n, replace=False)) for n in df] + [[]]).astype(np.int32)
+        postings = Postings([f"t{t:03d}" for t in range(n_terms)], offsets, docs,
+                            rng.integers(1, 9, docs.shape[0]).astype(np.int32),
+                            rng.integers(1, 30, n_docs).astype(np.int32))
+        scorer = Scorer(postings, np.arange(n_docs, dtype=np.int32))
+        prepared = scorer.prepare(Params("lucene", 0.9, 0.4).resolved())
+        size = postings.num_postings if fields else prepared.table.shape[0]
+        values = rng.choice(rng.normal(size=9), size) if trial % 2 else rng.random(size)
+        prepared = replace(prepared, table=values, per_posting=fields)
+        scorer._weights = prepared
+        expected = scorer.extreme_entries(prepared)
+        got = CoreBackend()._entries(scorer, prepared, int(rng.integers(1, 4)))(np.arange(n_terms))
         assert got[0].tobytes() == expected[0].tobytes() and got[1].tobytes() == expected[1].tobytes()
-    with pytest.raises(ValueError, match="offsets go past codes"):
-        entries(np.array([0, 5], np.int64), np.zeros(4, codes_dtype), np.ones(1), np.empty(1), np.empty(1))
+
+
+def _kernel_args(doc_nums: np.ndarray, weights: np.ndarray, n_docs: int, id_rank: np.ndarray) -> tuple:
+    """The ``index`` and ``weights`` tuples of one term whose postings (documents ``doc_nums``) weigh
+    ``weights`` exactly (a per-posting table, scale 1.0; each block bounded by its largest weight)."""
+    offsets = np.array([0, doc_nums.shape[0]], np.int64)
+    blocks = encode(offsets, doc_nums, np.ones(doc_nums.shape[0], np.int32), np.ones(n_docs, np.int32))
+    firsts = np.arange(0, doc_nums.shape[0], 128)
+    bound_table = np.maximum.reduceat(weights, firsts) if firsts.shape[0] else np.zeros(1)
+    index = (offsets, blocks.term_starts, blocks.last_docs, blocks.positions, blocks.data, id_rank)
+    table = (weights, np.zeros(0), 0, 1, np.zeros(0, np.int64), np.zeros(0, np.uint16),
+             np.arange(firsts.shape[0], dtype=np.uint32), bound_table, np.ones(1), True)
+    return index, table
+
 
 def test_the_core_refuses_arrays_it_cannot_read() -> None:
     # a wrong dtype or an inconsistent size is a clear Python error, never a read out of bounds
     core = kernels()
     n_docs, k = 4, 2
-    args = dict(q_ptr=np.array([0, 1], np.int64), term_ids=np.array([0], np.int64), counts=np.ones(1),
-                offsets=np.array([0, 2], np.int64), term_upper=np.ones(1), term_scale=np.ones(1), q_const=np.zeros(1),
-                doc_nums=np.array([1, 3], np.int32), codes=np.zeros(2, np.uint16), table=np.ones(1),
-                id_rank=np.arange(n_docs, dtype=np.int32), n_docs=n_docs, k=k, prune=True, parallel=1,
-                out_docs=np.empty((1, k), np.int64), out_scores=np.empty((1, k)), out_len=np.zeros(1, np.int64))
-    core.batch_top_k(*args.values())
-    assert args["out_len"].tolist() == [2] and args["out_docs"][0].tolist() == [3, 1]
-    bad = [("doc_nums", np.array([1, 3], np.int64), TypeError), ("codes", np.zeros(2, np.int8), TypeError),
-           ("table", np.ones(1, np.float32), TypeError), ("term_ids", np.array([1], np.int64), ValueError),
-           ("offsets", np.array([0, 3], np.int64), ValueError), ("q_ptr", np.array([0, 2], np.int64), ValueError),
-           ("out_docs", np.empty((1, 1), np.int64), ValueError), ("id_rank", np.arange(2, dtype=np.int32), ValueError),
+    index, weights = _kernel_args(np.array([1, 3], np.int32), np.array([0.5, 0.25]), n_docs,
+                                  np.arange(n_docs, dtype=np.int32))
+    args = dict(index=index, weights=weights, q_ptr=np.array([0, 1], np.int64), term_ids=np.array([0], np.int64),
+                counts=np.ones(1), term_upper=np.ones(1), term_bound=np.ones(1), q_const=np.zeros(1), n_docs=n_docs,
+                k=k, prune=True, n_threads=1, method=TERM_AT_A_TIME, out_docs=np.empty((1, k), np.int64),
+                out_scores=np.empty((1, k)), out_len=np.zeros(1, np.int64))
+    for method in (TERM_AT_A_TIME, BLOCK_MAX):
+        core.batch_top_k(**{**args, "method": method})
+        assert args["out_len"].tolist() == [2] and args["out_docs"][0].tolist() == [1, 3]
+    short = tuple(index[:5]) + (np.arange(2, dtype=np.int32),)
+    bad = [("index", index[:5], TypeError), ("index", short, ValueError), ("weights", list(weights), TypeError),
+           ("term_ids", np.array([1], np.int64), ValueError), ("q_ptr", np.array([0, 2], np.int64), ValueError),
+           ("out_docs", np.empty((1, 1), np.int64), ValueError), ("method", 3, ValueError),
+           ("term_bound", np.ones(0), ValueError),
            ("out_len", np.zeros(1, np.int64)[::-1].copy().view(np.float64), TypeError)]
     for name, value, error in bad:
         with pytest.raises(error):
-            core.batch_top_k(*{**args, name: value}.values())
+            core.batch_top_k(**{**args, name: value})
+    mangled = [(0, np.array([0, 3], np.int64)), (2, np.array([1], np.int32)), (3, np.array([0], np.int64)),
+               (4, np.zeros(3, np.uint8))]
+    for position, value in mangled:  # postings and blocks that disagree: refused, or read as damaged
+        with pytest.raises(ValueError):
+            core.batch_top_k(**{**args, "index": index[:position] + (value,) + index[position + 1:]})
 
 
 @pytest.mark.parametrize("backend", ["numpy", "core"])
@@ -418,7 +470,8 @@ def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
-def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id() -> None:
+@pytest.mark.parametrize("method", [TERM_AT_A_TIME, BLOCK_MAX])
+def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id(method: int) -> None:
     # two partial sums an ulp apart become one final score when bm25l/bm25+'s constant is added: the
     # documents then tie, and the tie rule (id rank descending) orders them on every path of the
     # selection (the heap for a small k, the sort of the candidates for k >= 64)
@@ -428,35 +481,38 @@ def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id() -> None:
     doc_nums = np.sort(rng.choice(n_docs, n_postings, replace=False)).astype(np.int32)
     table = np.array([1.0, 1.0 + 2.0 ** -52])
     assert table[0] != table[1] and table[0] + const == table[1] + const
-    codes = rng.integers(0, 2, n_postings).astype(np.uint16)
+    weights = table[rng.integers(0, 2, n_postings)]
     id_rank = rng.permutation(n_docs).astype(np.int32)  # an index's id ranks are int32 (selection.id_ranks)
     for k in (10, 64, 150, n_postings):
-        docs, scores = np.empty(k, np.int64), np.empty(k)
-        count = module.query_top_k(
-            np.array([0]), np.array([n_postings]), np.ones(1), np.array([table.max()]), np.ones(1), const, doc_nums,
-            codes, table, id_rank, k, True, np.full(n_docs, -0.0), np.zeros(n_docs, np.uint8),
-            np.empty(n_docs, np.int64), np.empty(n_docs, np.int64), np.empty(n_docs), np.empty(k),
-            np.empty(k, np.int64), np.empty(k, np.int64), docs, scores)
-        assert count == k and set(scores.tolist()) == {2.0}
-        assert docs.tolist() == doc_nums[np.argsort(-id_rank[doc_nums])][:k].tolist(), k
+        docs, scores = _query(module, doc_nums, weights, n_docs, id_rank, k, const, method)
+        assert len(docs) == k and set(scores) == {2.0}
+        assert docs == doc_nums[np.argsort(-id_rank[doc_nums])][:k].tolist(), k
 
-def _top_of_scores(module, scores: np.ndarray, k: int, const: float, id_rank: np.ndarray) -> tuple[list, list]:
-    """The core's top k of one term whose postings score ``scores`` (NaN: no posting): document d's one
-    posting weighs ``scores[d]`` exactly (its code indexes a table of the scores, the scale is 1)."""
-    present = np.flatnonzero(~np.isnan(scores)).astype(np.int32)
-    n_docs = scores.shape[0]
-    table = scores[present].copy()
-    upper = max(float(table.max()), 0.0) if table.size else 0.0
+
+def _query(module, doc_nums: np.ndarray, weights: np.ndarray, n_docs: int, id_rank: np.ndarray, k: int,
+           const: float, method: int) -> tuple[list, list]:
+    """The core's top k of one term whose postings (documents ``doc_nums``) weigh ``weights``."""
+    index, table = _kernel_args(doc_nums, weights, n_docs, id_rank)
+    upper = max(float(weights.max()), 0.0) if weights.size else 0.0
     docs, out = np.empty(k, np.int64), np.empty(k)
     count = module.query_top_k(
-        np.array([0]), np.array([present.shape[0]]), np.ones(1), np.array([upper]), np.ones(1), const, present,
-        np.arange(present.shape[0], dtype=np.uint32), table, id_rank, k, bool(table.size == 0 or table.min() >= 0),
-        np.full(n_docs, -0.0), np.zeros(n_docs, np.uint8), np.empty(n_docs, np.int64), np.empty(n_docs, np.int64),
-        np.empty(n_docs), np.empty(k), np.empty(k, np.int64), np.empty(k, np.int64), docs, out)
+        index, table, np.array([0], np.int64), np.ones(1), np.array([upper]), np.array([upper]), const, n_docs, k,
+        bool(weights.size == 0 or weights.min() >= 0), method, np.full(n_docs, -0.0), np.zeros(n_docs, np.uint8),
+        np.empty(n_docs, np.int64), np.empty(n_docs, np.int64), np.empty(n_docs), np.empty(k), np.empty(k, np.int64),
+        np.empty(k, np.int64), docs, out)
     return docs[:count].tolist(), out[:count].tolist()
 
 
-def test_the_core_selects_the_top_k_of_any_spread_of_scores() -> None:
+def _top_of_scores(module, scores: np.ndarray, k: int, const: float, id_rank: np.ndarray,
+                   method: int) -> tuple[list, list]:
+    """The core's top k of one term whose postings score ``scores`` (NaN: no posting): document d's one
+    posting weighs ``scores[d]`` exactly."""
+    present = np.flatnonzero(~np.isnan(scores)).astype(np.int32)
+    return _query(module, present, scores[present].copy(), scores.shape[0], id_rank, k, const, method)
+
+
+@pytest.mark.parametrize("method", [TERM_AT_A_TIME, BLOCK_MAX])
+def test_the_core_selects_the_top_k_of_any_spread_of_scores(method: int) -> None:
     # the selection's paths (the heap, the sorted candidates with their bucketed radix order, the dense
     # histogram floor of the scores' bits sampled and in full, the blocks listed and cleared) over
     # scores spread across 60 binades, in crowds and exact ties, negatives, -0.0 and 0.0 and documents
@@ -486,7 +542,7 @@ def test_the_core_selects_the_top_k_of_any_spread_of_scores() -> None:
         for k in (1, 10, 64, 500, n):
             best = top_k(present, scores[present] + const, id_rank, k)
             expected = (present[best].tolist(), (scores[present] + const)[best].tolist())
-            assert _top_of_scores(module, scores, k, const, id_rank) == expected, (trial, k)
+            assert _top_of_scores(module, scores, k, const, id_rank, method) == expected, (trial, k)
 
 
 def test_ranked_rows_from_padded_rows_read_each_row_to_its_length() -> None:
@@ -531,22 +587,20 @@ def _resident_kib(name: str) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
 @pytest.mark.parametrize("saved_pairs", [True, False])
-@pytest.mark.parametrize("backend", ["numpy", "core"])
-def test_a_loaded_index_leaves_the_frequencies_pages_alone(backend, saved_pairs, tmp_path) -> None:
-    # a batch reads the postings' pair codes, not their frequencies: saved with the index, the batch
-    # never maps tfs.npy's pages; computed (an index saved before the pairs were), preparing the
-    # weights lets go of its resident pages; the index gives the in-memory index's results either way
+def test_a_version_2_index_lets_its_plain_postings_pages_go(saved_pairs, tmp_path) -> None:
+    # an index of format version 2 keeps its postings plain: the core's batch encodes them in blocks
+    # in memory and lets the mapped pages of the plain frequencies go; the index gives the in-memory
+    # index's results (numpy, the specification, reads the plain postings as they are)
     from bm25lab.engine import Index
 
+    backend = "core"
     built, queries = _zipf_index(n_docs=20_000, vocab=5_000)
     built.save(tmp_path / "index")
-    if not saved_pairs:
-        without_saved_pairs(tmp_path / "index")
+    as_version_2(tmp_path / "index", pairs=saved_pairs)
     loaded = Index.load(tmp_path / "index", backend=backend)
     assert (loaded._scorer._pairs is not None) == saved_pairs
-    if not saved_pairs:
-        assert int(np.asarray(loaded._scorer.postings.tfs).sum()) > 0  # every page read once
-        assert _resident_kib("tfs.npy") > 100
+    assert int(np.asarray(loaded._scorer.postings.tfs).sum()) > 0  # every page read once
+    assert _resident_kib("tfs.npy") > 100
     found = loaded.retrieve_tokens(queries, 10, workers=1)
     assert _resident_kib("tfs.npy") == 0
     expected = built.retrieve_tokens(queries, 10, workers=1)

@@ -147,15 +147,15 @@ def put_manifest(path, manifest, reseal: bool = True) -> None:
                                                     else manifest), encoding="utf-8")
 
 
-def test_a_fielded_index_is_format_2_with_its_fields_under_the_checksum(tmp_path):
+def test_a_fielded_index_is_format_3_with_its_fields_under_the_checksum(tmp_path):
     built = Index.build(corpus(), tokenizer=TOKENIZER, fields=FIELDS)
     built.save(tmp_path / "idx")
     manifest = manifest_of(tmp_path / "idx")
-    assert manifest["format_version"] == storage.FORMAT_VERSION == 2 and manifest["fields"] == list(FIELDS)
+    assert manifest["format_version"] == storage.FORMAT_VERSION == 3 and manifest["fields"] == list(FIELDS)
     assert manifest["checksum"] == storage.manifest_checksum(manifest)
     (entry,) = manifest["segments"]
     assert entry["fields"] == list(FIELDS)
-    assert set(entry["files"]) == storage.SEGMENT_FILES | storage.FIELD_FILES | storage.PAIR_FILES
+    assert set(entry["files"]) == storage.SEGMENT_FILES | storage.FIELD_FILES
     weights = dict(field_weights="title=2,text=1", field_b="title=0.3")
     expected = [(h.doc_id, h.score) for q in QUERIES.values() for h in built.search(q, k=100, **weights)]
     for options in (dict(verify=True), dict(verify=False), dict(mmap=False)):  # the pinned files, read or mapped
@@ -165,7 +165,7 @@ def test_a_fielded_index_is_format_2_with_its_fields_under_the_checksum(tmp_path
     Index.build(corpus(), tokenizer=TOKENIZER).save(tmp_path / "plain")  # without fields: as before
     plain = manifest_of(tmp_path / "plain")
     assert "fields" not in plain and "fields" not in plain["segments"][0]
-    assert set(plain["segments"][0]["files"]) == storage.SEGMENT_FILES | storage.PAIR_FILES
+    assert set(plain["segments"][0]["files"]) == storage.SEGMENT_FILES
 
 
 @pytest.mark.parametrize("edit, reseal, message", [

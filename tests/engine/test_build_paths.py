@@ -280,8 +280,6 @@ def test_the_cores_building_entry_points_refuse_hostile_arrays() -> None:
         (core.scatter_by_term, (i32(0, 0, 0), i32(1, 2, 3), i64(0), i64(1), np.empty(2, np.int32)), ValueError),
         (core.mark_pairs, (i32(0, 9), i32(1, 1), np.zeros(3, np.uint16), 2, np.zeros(8, np.uint8)), ValueError),
         (core.mark_pairs, (i32(0, 1), i32(1, 9), np.zeros(3, np.uint16), 2, np.zeros(8, np.uint8)), ValueError),
-        (core.write_codes, (i32(0), i32(1), np.zeros(1, np.uint16), 2, np.zeros(8, np.uint16),
-                            np.zeros(1, np.uint32)), ValueError),
         (core.split_texts, (np.zeros(4, np.uint8), i64(0, 9, 2), 0, *out, np.empty(2, np.int32),
                             np.empty(4, np.uint64), np.empty(4, np.int64), np.empty(4, np.int64)), ValueError),
         (core.split_texts, (np.zeros(40, np.uint8), i64(0, 4), 0, *out, np.empty(1, np.int32),

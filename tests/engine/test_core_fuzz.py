@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bm25lab.engine.backends.core_backend import CoreBackend
+from bm25lab.engine.backends.core_backend import BLOCK_MAX, TERM_AT_A_TIME, CoreBackend
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
 from bm25lab.engine.core import kernels
 from bm25lab.engine.postings import Postings
@@ -21,6 +21,7 @@ from bm25lab.engine.selection import id_ranks
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CORE, NUMPY = CoreBackend(), NumpyBackend()
+SEARCHES = (CoreBackend(TERM_AT_A_TIME), CoreBackend(BLOCK_MAX))  # the core's two searches, each for every query
 
 
 @st.composite
@@ -58,11 +59,12 @@ def test_the_cores_search_equals_numpys(postings: Postings, data) -> None:
     for name in ("q_ptr", "term_ids", "counts"):
         assert np.array_equal(getattr(batch, name), getattr(core_batch, name))
     expected = NUMPY.top_k_batch(scorer, batch, k, params, 1)
-    got = CORE.top_k_batch(scorer, batch, k, params, data.draw(st.sampled_from([1, 2, 3])))
-    for i, ((docs, scores), (ref_docs, ref_scores)) in enumerate(zip(got, expected)):
-        assert docs.tolist() == ref_docs.tolist() and scores.tobytes() == ref_scores.tobytes()
-        one = CORE.top_k(scorer, batch.query(i), k, params)
-        assert one[0].tolist() == ref_docs.tolist() and one[1].tobytes() == ref_scores.tobytes()
+    for search in SEARCHES:
+        got = search.top_k_batch(scorer, batch, k, params, data.draw(st.sampled_from([1, 2, 3])))
+        for i, ((docs, scores), (ref_docs, ref_scores)) in enumerate(zip(got, expected)):
+            assert docs.tolist() == ref_docs.tolist() and scores.tobytes() == ref_scores.tobytes()
+            one = search.top_k(scorer, batch.query(i), k, params)
+            assert one[0].tolist() == ref_docs.tolist() and one[1].tobytes() == ref_scores.tobytes()
 
 
 @given(st.lists(st.lists(st.integers(-1, 40), max_size=30), max_size=20))
@@ -111,8 +113,8 @@ def test_the_cores_vocabulary_and_order_equal_pythons(tokens: list[bytes], space
 @given(st.data())
 @FUZZ
 def test_hostile_arrays_into_the_search_entry_points_are_refused(data) -> None:
-    # random shapes, dtypes and values in every array argument: a Python error or a correct answer,
-    # never a crash (the sanitizer run reads every access)
+    # random shapes, dtypes and values in every array argument (and in the index's tuples): a Python
+    # error or an answer, never a crash (the sanitizer run reads every access)
     core = kernels()
     n_docs = data.draw(st.integers(0, 6))
     dtype = st.sampled_from([np.int32, np.int64, np.uint16, np.uint32, np.float64, np.uint8])
@@ -122,15 +124,23 @@ def test_hostile_arrays_into_the_search_entry_points_are_refused(data) -> None:
         values = data.draw(st.lists(st.integers(-3, 9), max_size=length_max))
         return np.array(values).astype(kind)
 
-    args = [array(), array(), array(), array(), array(), array(), array(), array(), array(), array(), array(),
-            n_docs, data.draw(st.integers(-1, 4)), data.draw(st.booleans()), data.draw(st.integers(0, 3)),
+    def index():
+        return tuple(array() for _ in range(6))
+
+    def weights():
+        return (array(), array(), data.draw(st.integers(-1, 3)), data.draw(st.integers(-1, 3)), array(), array(),
+                array(), array(), array(), data.draw(st.booleans()))
+
+    method = data.draw(st.integers(0, 3))
+    args = [index(), weights(), array(), array(), array(), array(), array(), array(), n_docs,
+            data.draw(st.integers(-1, 4)), data.draw(st.booleans()), data.draw(st.integers(0, 3)), method,
             np.empty((2, 4), np.int64), np.empty((2, 4)), np.zeros(2, np.int64)]
     try:
         core.batch_top_k(*args)
     except (TypeError, ValueError, OverflowError):
         pass
-    q_args = [array(), array(), array(), array(), array(), data.draw(st.floats(-2, 2)), array(), array(), array(),
-              array(), data.draw(st.integers(-1, 4)), data.draw(st.booleans()), np.full(n_docs, -0.0),
+    q_args = [index(), weights(), array(), array(), array(), array(), data.draw(st.floats(-2, 2)), n_docs,
+              data.draw(st.integers(-1, 4)), data.draw(st.booleans()), method, np.full(n_docs, -0.0),
               np.zeros(n_docs, np.uint8), np.empty(n_docs, np.int64), np.empty(n_docs, np.int64), np.empty(n_docs),
               np.empty(4), np.empty(4, np.int64), np.empty(4, np.int64), np.empty(4, np.int64), np.empty(4)]
     try:
@@ -138,9 +148,71 @@ def test_hostile_arrays_into_the_search_entry_points_are_refused(data) -> None:
     except (TypeError, ValueError, OverflowError):
         pass
     try:
-        core.term_extremes(array(), array(), array(), np.empty(4), np.empty(4))
+        core.term_extremes(index(), weights(), array(), n_docs, data.draw(st.integers(0, 3)), np.empty(4), np.empty(4))
     except (TypeError, ValueError, OverflowError):
         pass
+
+
+@given(st.data())
+@FUZZ
+def test_hostile_arrays_into_the_codec_entry_points_are_refused(data) -> None:
+    core = kernels()
+    dtype = st.sampled_from([np.int32, np.int64, np.uint8, np.float64])
+
+    def array(length_max: int = 8):
+        return np.array(data.draw(st.lists(st.integers(-3, 300), max_size=length_max))).astype(data.draw(dtype))
+
+    calls = [
+        (core.block_layout, [array() for _ in range(5)] + [np.empty(3, np.int64), np.empty(2, np.int32),
+                                                            np.empty(2, np.int64), np.empty(2, np.int64)]),
+        (core.write_blocks, [array() for _ in range(5)] + [np.zeros(data.draw(st.integers(0, 40)), np.uint8)]),
+        (core.decode_postings, [array() for _ in range(5)] + [data.draw(st.integers(-2, 9)), data.draw(st.integers(-2, 9)),
+                                                              np.empty(9, np.int32), np.empty(9, np.int32)]),
+    ]
+    for function, args in calls:
+        try:
+            function(*args)
+        except (TypeError, ValueError, OverflowError):
+            pass
+
+
+@given(postings=collections(), data=st.data())
+@FUZZ
+def test_damaged_blocks_are_an_error_never_a_crash(postings: Postings, data) -> None:
+    # any byte of the blocks, any last document, any position changed: decoding and both searches
+    # either answer or raise ValueError (a damaged block is checked as it is read)
+    from bm25lab.engine import codec
+    from bm25lab.engine.backends.core_backend import index_args
+
+    blocks = postings.blocks()
+    if not blocks.num_blocks:
+        return
+    data_bytes, last_docs, positions = blocks.data.copy(), blocks.last_docs.copy(), blocks.positions.copy()
+    what = data.draw(st.sampled_from(["byte", "last", "position"]))
+    if what == "byte":
+        at = data.draw(st.integers(0, data_bytes.shape[0] - 1))
+        data_bytes[at] = data.draw(st.integers(0, 255))
+    elif what == "last":
+        at = data.draw(st.integers(0, last_docs.shape[0] - 1))
+        last_docs[at] = data.draw(st.integers(-2, postings.num_docs + 2))
+    else:
+        at = data.draw(st.integers(0, positions.shape[0] - 1))
+        positions[at] = data.draw(st.integers(-2, int(positions[-1]) + 40))
+    damaged = codec.Blocks(last_docs, positions, data_bytes, blocks.bound_codes, blocks.bound_pairs, blocks.term_starts)
+    try:
+        codec.decode(damaged, postings.offsets, 0, postings.num_postings)
+    except ValueError:
+        pass
+    broken = Postings(postings.terms, postings.offsets, postings.doc_nums, postings.tfs, postings.doc_lengths,
+                      _blocks=damaged)
+    scorer = Scorer(broken, id_ranks([f"d{d}" for d in range(postings.num_docs)]))
+    batch = NUMPY.term_batch(scorer, [list(postings.terms)[:4]])
+    for search in SEARCHES:
+        try:
+            search.top_k_batch(scorer, batch, 5, Params().resolved(), 1)
+        except ValueError:
+            pass
+    assert index_args(scorer)[4] is data_bytes
 
 
 def test_the_core_is_loaded_from_this_installation() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from recording import zipf_documents
 
-from bm25lab.engine.backends.core_backend import CoreBackend
+from bm25lab.engine.backends.core_backend import BLOCK_MAX, TERM_AT_A_TIME, CoreBackend, index_args, weight_args
 from bm25lab.engine.backends.numpy_backend import NumpyBackend
 from bm25lab.engine.retrieval import TermBatch
 from bm25lab.engine.scoring import Params
@@ -40,13 +40,16 @@ def collection():
     return scorer, [scorer.query_terms(q) for q in queries], masks
 
 
+@pytest.mark.parametrize("method", [TERM_AT_A_TIME, BLOCK_MAX])
 @pytest.mark.parametrize("variant", ["lucene", "bm25+", "okapi"])
 @pytest.mark.parametrize("mask_name", ["half", "few", "most", "blocks", "alternate", "none", "all"])
-def test_the_masked_kernels_equal_the_numpy_specification(collection, variant: str, mask_name: str) -> None:
+def test_the_masked_kernels_equal_the_numpy_specification(collection, variant: str, mask_name: str,
+                                                          method: int) -> None:
+    # both of the core's searches (term at a time, block-max MaxScore over windows)
     scorer, queries, masks = collection
     mask = masks[mask_name]
     params = Params(variant, 0.9, 0.4).resolved()
-    core, numpy_backend = CoreBackend(), NumpyBackend()
+    core, numpy_backend = CoreBackend(method), NumpyBackend()
     batch = TermBatch.of(queries)
     passing = int(mask.sum())
     for k in sorted({1, 10, 1000, passing + 50}):
@@ -63,9 +66,10 @@ def test_the_masked_kernels_equal_the_numpy_specification(collection, variant: s
             assert np.array_equal(docs, ref_docs) and np.array_equal(scores, ref_scores), (k, mask_name)
 
 
-def test_a_mask_letting_every_document_through_changes_nothing(collection) -> None:
+@pytest.mark.parametrize("method", [TERM_AT_A_TIME, BLOCK_MAX])
+def test_a_mask_letting_every_document_through_changes_nothing(collection, method: int) -> None:
     scorer, queries, masks = collection
-    core = CoreBackend()
+    core = CoreBackend(method)
     params = Params().resolved()
     batch = TermBatch.of(queries)
     for k in (10, 1000):
@@ -83,13 +87,13 @@ def test_the_kernels_refuse_a_bad_mask(collection) -> None:
     weights = scorer.prepare(Params().resolved())
     n = scorer.n_docs
     batch = TermBatch.of(queries[:2])
-    offsets = np.asarray(scorer.postings.offsets)
+    upper = scorer.bounds(Params().resolved())[0]
 
     def call(mask):
         out_docs, out_scores, out_len = np.empty((2, 5), np.int64), np.empty((2, 5)), np.zeros(2, np.int64)
-        core.batch_top_k(batch.q_ptr, batch.term_ids, batch.counts, offsets, scorer.bounds(Params().resolved())[0],
-                         weights.scale, np.zeros(2), scorer.postings.doc_nums, weights.codes, weights.table,
-                         scorer.id_rank, n, 5, True, 1, out_docs, out_scores, out_len, mask=mask)
+        core.batch_top_k(index_args(scorer), weight_args(scorer, weights), batch.q_ptr, batch.term_ids, batch.counts,
+                         upper, upper, np.zeros(2), n, 5, True, 1, TERM_AT_A_TIME, out_docs, out_scores, out_len,
+                         mask=mask)
         return out_len
 
     assert call(None).tolist() == call(np.ones(n, np.uint8)).tolist()

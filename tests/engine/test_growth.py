@@ -85,7 +85,7 @@ def test_grown_on_disk_equals_fresh_build_cranfield(tmp_path: Path, cranfield) -
     assert (change.merged, change.purged, change.segments, change.documents) == (3, 75, 1, len(final))
     assert [p.name for p in (tmp_path / "i").iterdir() if p.name.startswith(("seg-", "del-"))].__len__() == 1
     reloaded = Index.load(tmp_path / "i")
-    assert isinstance(reloaded._segment.postings.doc_nums, np.memmap)
+    assert isinstance(reloaded._segment.postings.blocks().data, np.memmap)
     assert_same_results(reloaded, fresh, queries)
     assert reloaded.document(replaced[5].id) == replaced[5]
 

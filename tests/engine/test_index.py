@@ -150,7 +150,7 @@ def test_save_load_identical(tmp_path: Path, cranfield_index, cranfield) -> None
                {q: [(h.doc_id, h.score) for h in v] for q, v in b.items()}
     first = loaded.search(queries[next(iter(queries))], k=1)[0]
     assert first.text and first.text == cranfield_index.document(first.doc_id).text
-    assert isinstance(loaded._segment.postings.doc_nums, np.memmap)
+    assert isinstance(loaded._segment.postings.blocks().data, np.memmap)  # the postings, in blocks, mapped
 
 
 def test_save_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def _saved(tmp_path: Path) -> Path:
 
 def test_corrupted_array_is_a_clear_error(tmp_path: Path) -> None:
     path = _saved(tmp_path)
-    (array_file,) = path.glob("seg-*/tfs.npy")
+    (array_file,) = path.glob("seg-*/blocks.npy")
     data = bytearray(array_file.read_bytes())
     data[-1] ^= 0xFF
     array_file.write_bytes(bytes(data))
@@ -186,23 +186,23 @@ def test_the_first_damaged_file_is_named_whatever_the_threads(tmp_path: Path, mo
 
     monkeypatch.setattr(tokenization, "usable_cores", lambda: cores)
     path = _saved(tmp_path)
-    for name in ("tfs.npy", "doc_nums.npy", "terms.txt"):
+    for name in ("positions.npy", "blocks.npy", "terms.txt"):
         (damaged,) = path.glob(f"seg-*/{name}")
         data = bytearray(damaged.read_bytes())
         data[-1] ^= 0x01
         damaged.write_bytes(bytes(data))
-    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: checksum mismatch"):
+    with pytest.raises(IndexFormatError, match=r"blocks\.npy: checksum mismatch"):
         Index.load(path)
-    (first,) = path.glob("seg-*/doc_nums.npy")
+    (first,) = path.glob("seg-*/blocks.npy")
     first.unlink()
     os.mkfifo(first)  # in its place, a FIFO: named, never read (reading it would block)
-    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: not a file"):
+    with pytest.raises(IndexFormatError, match=r"blocks\.npy: not a file"):
         Index.load(path)
 
 
 def test_truncated_array_is_a_clear_error(tmp_path: Path) -> None:
     path = _saved(tmp_path)
-    (array_file,) = path.glob("seg-*/doc_nums.npy")
+    (array_file,) = path.glob("seg-*/blocks.npy")
     array_file.write_bytes(array_file.read_bytes()[:-4])
     with pytest.raises(IndexFormatError, match="size differs"):
         Index.load(path)

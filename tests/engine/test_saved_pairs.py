@@ -1,7 +1,7 @@
-"""Every posting's (tf, length) pair saved with its segment (pair_codes.npy, pairs.npy): a loaded index
-reads them instead of computing them, and scores exactly as the pairs computed from its postings do;
-an index saved without them (before they were written) loads and scores as before; pair files that
-disagree with the postings are refused."""
+"""The postings' distinct (tf, length) pairs saved with their segment (pairs.npy; format version 2 also
+kept every posting's code, pair_codes.npy): a loaded index reads them instead of computing them, and
+scores exactly as the pairs computed from its postings do; a version 2 index saved without them (by
+0.2.0) loads and scores as before; pair files that disagree with the postings are refused."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from recording import without_saved_pairs, zipf_documents
+from recording import as_version_2, without_saved_pairs, zipf_documents
 
 from bm25lab.engine import Index, IndexFormatError, Tokenizer, retrieval, storage
 from bm25lab.engine.scoring import Params
@@ -40,19 +40,22 @@ def _record(file: Path) -> dict:
     return {"bytes": file.stat().st_size, "sha256": storage.sha256_file(file)}
 
 
+@pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("backend", ["numpy", "core"])
-def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Path, monkeypatch, backend: str) -> None:
+def test_a_loaded_index_reads_its_pairs_and_scores_as_computed_ones(tmp_path: Path, monkeypatch, backend: str,
+                                                                      version: int) -> None:
     docs, queries = _docs()
     built = Index.build(docs, tokenizer=WS, backend=backend)
     built.save(tmp_path / "i")
+    if version == 2:
+        as_version_2(tmp_path / "i")
     (folder,) = (tmp_path / "i").glob("seg-*")
-    assert {"pair_codes.npy", "pairs.npy"} <= {p.name for p in folder.iterdir()}
+    assert "pairs.npy" in {p.name for p in folder.iterdir()}
+    assert ("pair_codes.npy" in {p.name for p in folder.iterdir()}) == (version == 2)
     loaded = Index.load(tmp_path / "i", backend=backend)
     saved = loaded._scorer._pairs
-    assert saved is not None and isinstance(saved.codes, np.memmap) and not saved.codes.flags.writeable
+    assert saved is not None
     computed = retrieval.posting_pairs(loaded._segment.postings, retrieval.NumpyPairCoder())
-    assert saved.codes.dtype == computed.codes.dtype == np.uint16
-    assert np.array_equal(saved.codes, computed.codes)
     assert saved.tfs.tolist() == computed.tfs.tolist() and saved.lengths.tolist() == computed.lengths.tolist()
 
     variants, ks = ("lucene", "bm25l", "bm25+"), (1, 10, 1000)
@@ -84,20 +87,9 @@ def test_pairs_known_already_are_written_not_computed_again(tmp_path: Path, monk
     Index.load(tmp_path / "built").save(tmp_path / "again")
     for name in ("built", "again"):
         loaded = Index.load(tmp_path / name)
-        assert np.array_equal(loaded._scorer.pairs.codes, built._scorer.pairs.codes)
+        assert np.array_equal(loaded._scorer.pairs.tfs, built._scorer.pairs.tfs)
+        assert np.array_equal(loaded._scorer.pairs.lengths, built._scorer.pairs.lengths)
         assert _runs(loaded, queries, 10, "lucene") == expected
-
-
-def test_32_bit_codes_are_saved_and_read(tmp_path: Path, monkeypatch) -> None:
-    # past 2**16 pairs the codes are uint32: saved so, read so (mapped, read-only) by the kernels
-    monkeypatch.setattr(retrieval, "code_dtype", lambda n: np.uint32)
-    docs, queries = _docs(n_docs=800)
-    built = Index.build(docs, tokenizer=WS, backend="numpy")
-    built.save(tmp_path / "i")
-    loaded = Index.load(tmp_path / "i", backend="core")
-    assert loaded._scorer._pairs.codes.dtype == np.uint32
-    for k in (1, 10, 500):
-        assert _runs(loaded, queries, k, "lucene") == _runs(built, queries, k, "lucene")
 
 
 def test_an_index_saved_without_pairs_scores_the_same(tmp_path: Path) -> None:
@@ -113,9 +105,10 @@ def test_an_index_saved_without_pairs_scores_the_same(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["short codes", "one pair row", "wide codes", "zero tf", "only codes"])
-def test_pairs_that_disagree_with_the_postings_are_refused(tmp_path: Path, damage: str) -> None:
+def test_version_2_pairs_that_disagree_with_the_postings_are_refused(tmp_path: Path, damage: str) -> None:
     docs, _ = _docs(n_docs=300)
     Index.build(docs, tokenizer=WS).save(tmp_path / "i")
+    as_version_2(tmp_path / "i")
     (folder,) = (tmp_path / "i").glob("seg-*")
     codes, pairs = np.load(folder / "pair_codes.npy"), np.load(folder / "pairs.npy")
     if damage == "short codes":
@@ -127,6 +120,8 @@ def test_pairs_that_disagree_with_the_postings_are_refused(tmp_path: Path, damag
     elif damage == "zero tf":
         pairs[0, 0] = 0
         np.save(folder / "pairs.npy", pairs)
+    else:
+        (folder / "pairs.npy").unlink()
 
     def rerecord(manifest: dict) -> None:
         files = manifest["segments"][0]["files"]
@@ -138,4 +133,29 @@ def test_pairs_that_disagree_with_the_postings_are_refused(tmp_path: Path, damag
     _rewrite_manifest(tmp_path / "i", rerecord)
     message = "lists other files" if damage == "only codes" else "pair arrays disagree|unexpected shape or type"
     with pytest.raises(IndexFormatError, match=message):
+        Index.load(tmp_path / "i")
+
+
+@pytest.mark.parametrize("damage", ["one pair row", "zero tf", "no pairs", "no postings blocks"])
+def test_pairs_and_blocks_that_disagree_are_refused(tmp_path: Path, damage: str) -> None:
+    docs, _ = _docs(n_docs=300)
+    Index.build(docs, tokenizer=WS).save(tmp_path / "i")
+    (folder,) = (tmp_path / "i").glob("seg-*")
+    pairs = np.load(folder / "pairs.npy")
+    if damage == "one pair row":
+        np.save(folder / "pairs.npy", pairs[:1])
+    elif damage == "zero tf":
+        pairs[0, 0] = 0
+        np.save(folder / "pairs.npy", pairs)
+    elif damage == "no pairs":
+        np.save(folder / "pairs.npy", pairs[:, :0])
+    else:
+        np.save(folder / "last_docs.npy", np.load(folder / "last_docs.npy")[:-1])
+
+    def rerecord(manifest: dict) -> None:
+        for name in manifest["segments"][0]["files"]:
+            manifest["segments"][0]["files"][name] = _record(folder / name)
+
+    _rewrite_manifest(tmp_path / "i", rerecord)
+    with pytest.raises(IndexFormatError, match="disagree|unexpected shape or type"):
         Index.load(tmp_path / "i")

@@ -128,16 +128,16 @@ def test_weights_prepared_in_blocks_equal_each_terms_own(monkeypatch, variant: s
     zero = retrieval.zero_tf_part(params)
     expected = [scorer._posting_weights(postings.span(t), float(idf[t]), params, zero) + 0.0 for t in range(len(df))]
     prepared = scorer.prepare(params)
-    assert prepared.codes.dtype == np.uint16 and prepared.table.shape[0] == len(set(zip(
-        postings.tfs.tolist(), postings.doc_lengths[postings.doc_nums].tolist())))
-    got = [prepared.of_span(postings.span(t), t) for t in range(len(df))]
+    assert prepared.table.shape[0] == len(set(zip(postings.tfs.tolist(), postings.doc_lengths[postings.doc_nums].tolist())))
+    got = [scorer.prepared_weights(prepared, postings.span(t), t) for t in range(len(df))]
     assert np.concatenate(got).tobytes() == np.concatenate(expected).tobytes()
     upper, prunable = scorer.bounds(params)
     assert upper.tolist() == [max(w.max(), 0.0) if w.shape[0] else 0.0 for w in expected] and prunable
 
 
-def test_pairs_past_16_bits_take_32_bit_codes() -> None:
-    # 300 tfs in documents of 300 lengths: 90,000 pairs, numbered in 32 bits by numpy and the kernels alike
+def test_pairs_past_16_bits_are_found_by_every_posting() -> None:
+    # 300 tfs in documents of 300 lengths: 90,000 pairs, found by numpy and the kernels alike; each
+    # posting's code (its pair's position, past 2**16) gives back its tf and length
     import numpy as np
 
     from bm25lab.engine import retrieval
@@ -152,9 +152,10 @@ def test_pairs_past_16_bits_take_32_bit_codes() -> None:
                         doc_nums[order], tfs[order], np.arange(1000, 1000 + n_docs, dtype=np.int32))
     for coder in (retrieval.NumpyPairCoder(), CoreBackend().pair_coder()):
         pairs = retrieval.posting_pairs(postings, coder)
-        assert pairs.codes.dtype == np.uint32 and pairs.tfs.shape[0] == n_docs * per_doc
-        assert np.array_equal(pairs.tfs[pairs.codes], postings.tfs)
-        assert np.array_equal(pairs.lengths[pairs.codes], postings.doc_lengths[postings.doc_nums])
+        codes = retrieval.PairLookup.of(pairs, postings.doc_lengths).codes(postings.tfs, postings.doc_nums)
+        assert pairs.tfs.shape[0] == n_docs * per_doc and codes.max() >= 1 << 16
+        assert np.array_equal(pairs.tfs[codes], postings.tfs)
+        assert np.array_equal(pairs.lengths[codes], postings.doc_lengths[postings.doc_nums])
 
 
 def test_lengths_past_16_bits_are_ranked_in_32_bits() -> None:
@@ -171,10 +172,14 @@ def test_lengths_past_16_bits_are_ranked_in_32_bits() -> None:
     doc_nums = np.concatenate([np.arange(n_docs), np.arange(0, n_docs, 7)]).astype(np.int32)
     tfs = np.concatenate([np.ones(n_docs), np.full(-(-n_docs // 7), 3)]).astype(np.int32)
     postings = Postings(["a", "b"], np.array([0, n_docs, doc_nums.shape[0]], dtype=np.int64), doc_nums, tfs, lengths)
+    lookup = None
     for coder in (retrieval.NumpyPairCoder(), CoreBackend().pair_coder()):
         pairs = retrieval.posting_pairs(postings, coder)
-        assert np.array_equal(pairs.tfs[pairs.codes], tfs)
-        assert np.array_equal(pairs.lengths[pairs.codes], lengths[doc_nums])
+        lookup = retrieval.PairLookup.of(pairs, lengths)
+        codes = lookup.codes(tfs, doc_nums)
+        assert np.array_equal(pairs.tfs[codes], tfs)
+        assert np.array_equal(pairs.lengths[codes], lengths[doc_nums])
+    assert lookup.length_rank.dtype == np.uint32
 
 
 # ---------------------------------------------------------------------- k1 = 0: no saturation, never NaN

@@ -585,10 +585,10 @@ def test_shards_json_is_checksummed_and_its_counts_are_checked(collections, tmp_
     path = tmp_path / "copy"
     shutil.copytree(collections["cranfield"].paths[2], path)
     manifest = json.loads((path / shards.MANIFEST).read_text())
-    assert manifest["format_version"] == shards.FORMAT_VERSION == storage.FORMAT_VERSION == 2
+    assert manifest["format_version"] == shards.FORMAT_VERSION == storage.FORMAT_VERSION == 3
     assert manifest["checksum"] == storage.manifest_checksum(manifest)
-    for entry in manifest["shards"]:  # each shard's manifest: version 2, its own checksum, the same on disk
-        assert entry["manifest"]["format_version"] == 2
+    for entry in manifest["shards"]:  # each shard's manifest: version 3, its own checksum, the same on disk
+        assert entry["manifest"]["format_version"] == 3
         assert entry["manifest"]["checksum"] == storage.manifest_checksum(entry["manifest"])
         assert storage.read_manifest(path / entry["name"]) == entry["manifest"]
 
@@ -693,7 +693,7 @@ def test_damage_is_not_rewritten_by_a_sharded_change(tmp_path: Path) -> None:
     index.add(docs[30:])  # two segments in each shard: optimize would merge them
     manifest = shards.read_manifest(path)
     shard = manifest["shards"][0]
-    damaged = path / shard["name"] / shard["manifest"]["segments"][0]["name"] / "tfs.npy"
+    damaged = path / shard["name"] / shard["manifest"]["segments"][0]["name"] / "blocks.npy"
     raw = bytearray(damaged.read_bytes())
     raw[-1] ^= 1
     damaged.write_bytes(bytes(raw))
