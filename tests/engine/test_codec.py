@@ -18,7 +18,7 @@ from bm25lab.engine.postings import Postings
 from bm25lab.engine.retrieval import Scorer
 from bm25lab.engine.scoring import VARIANTS, Params
 
-FUZZ = settings(max_examples=80, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 WS = Tokenizer("whitespace", stopwords=None)
 
