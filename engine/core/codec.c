@@ -72,7 +72,6 @@ static void unpack_full_32(const uint8_t *in, uint32_t *out)
     memcpy(out, in, BLOCK * sizeof *out); /* row r's lane l is word r of lane l: byte 16 r + 4 l */
 }
 
-typedef void (*UnpackFull)(const uint8_t *, uint32_t *);
 
 /* A full block's gaps of width W (at most 24) unpacked straight into documents: row r's four gaps
  * plus one, summed within the row in two lane shifts, plus the document before them (d). Returns the
@@ -112,16 +111,14 @@ UNPACK_DOCS(8) UNPACK_DOCS(9) UNPACK_DOCS(10) UNPACK_DOCS(11) UNPACK_DOCS(12) UN
 UNPACK_DOCS(15) UNPACK_DOCS(16) UNPACK_DOCS(17) UNPACK_DOCS(18) UNPACK_DOCS(19) UNPACK_DOCS(20) UNPACK_DOCS(21)
 UNPACK_DOCS(22) UNPACK_DOCS(23) UNPACK_DOCS(24)
 
-typedef uint32_t (*UnpackDocs)(const uint8_t *, uint32_t *, uint32_t);
-
-static const UnpackDocs UNPACK_DOCS_BY_WIDTH[25] = {
+const UnpackDocs UNPACK_DOCS_BY_WIDTH[25] = {
     unpack_docs_0, unpack_docs_1, unpack_docs_2, unpack_docs_3, unpack_docs_4, unpack_docs_5, unpack_docs_6,
     unpack_docs_7, unpack_docs_8, unpack_docs_9, unpack_docs_10, unpack_docs_11, unpack_docs_12, unpack_docs_13,
     unpack_docs_14, unpack_docs_15, unpack_docs_16, unpack_docs_17, unpack_docs_18, unpack_docs_19, unpack_docs_20,
     unpack_docs_21, unpack_docs_22, unpack_docs_23, unpack_docs_24,
 };
 
-static const UnpackFull UNPACK_FULL_BY_WIDTH[33] = {
+const UnpackFull UNPACK_FULL_BY_WIDTH[33] = {
     unpack_full_0, unpack_full_1, unpack_full_2, unpack_full_3, unpack_full_4, unpack_full_5, unpack_full_6,
     unpack_full_7, unpack_full_8, unpack_full_9, unpack_full_10, unpack_full_11, unpack_full_12, unpack_full_13,
     unpack_full_14, unpack_full_15, unpack_full_16, unpack_full_17, unpack_full_18, unpack_full_19, unpack_full_20,
@@ -130,7 +127,7 @@ static const UnpackFull UNPACK_FULL_BY_WIDTH[33] = {
 };
 
 /* A short block: value i at bit i * width of one little-endian stream (at most 32 + 7 bits a read). */
-static void unpack_short(const uint8_t *in, int width, int n, uint32_t *out)
+void unpack_short(const uint8_t *in, int width, int n, uint32_t *out)
 {
     if (width == 0) {
         memset(out, 0, (size_t)n * sizeof *out);
@@ -143,63 +140,17 @@ static void unpack_short(const uint8_t *in, int width, int n, uint32_t *out)
     }
 }
 
-static inline void unpack(const uint8_t *in, int width, int n, uint32_t *out)
-{
-    if (n == BLOCK)
-        UNPACK_FULL_BY_WIDTH[width](in, out);
-    else
-        unpack_short(in, width, n, out);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* decoding a block (codec.h)                                                                 */
 
-/* Block j's widths and where its gaps start, checked against the arrays (n postings); 0 or -1. */
-static inline int block_header(const BlockSet *bs, int64_t j, int n, int *gap_width, int *tf_width, int64_t *at)
+int decode_docs_rest(const BlockSet *bs, int n, int gw, int64_t at, int64_t base, int64_t last, uint32_t *docs)
 {
-    if (j < 0 || j >= bs->n_blocks || n < 1 || n > BLOCK)
-        return -1;
-    const int64_t pos = bs->positions[j], end = bs->positions[j + 1];
-    if (pos < 0 || end < pos || end > bs->data_len - PAD || end - pos < HEADER)
-        return -1;
-    const int gw = bs->data[pos], tw = bs->data[pos + 1];
-    if (gw > 32 || tw > 32 || HEADER + section_bytes(n, gw) + section_bytes(n, tw) > end - pos)
-        return -1;
-    *gap_width = gw;
-    *tf_width = tw;
-    *at = pos + HEADER;
-    return 0;
-}
-
-int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *docs)
-{
-    int gw, tw;
-    int64_t at;
-    if (block_header(bs, j, n, &gw, &tw, &at) < 0)
-        return -1;
-    const int64_t last = bs->last_docs[j];
-    if (last < 0 || last >= bs->n_docs || base < 0 || base > last)
-        return -1;
-    if (gw <= 24 && n == BLOCK) /* as below, in the unpacking */
-        return UNPACK_DOCS_BY_WIDTH[gw](bs->data + at, docs, (uint32_t)base - 1) == (uint32_t)last ? 0 : -1;
     unpack(bs->data + at, gw, n, docs);
     if (gw <= 24) {
         /* base + n gaps of at most 2**24 - 1, plus n: below 2**31 + 2**31, no wrap in 32 bits; the
          * documents increase, so the last one equal to `last` keeps them all in [base, last] */
         uint32_t d = (uint32_t)base - 1; /* the document before the block: every gap adds one more */
-        int i = 0;
-        const u32x4 one = {1, 1, 1, 1}, zero = {0, 0, 0, 0};
-        for (; i + LANES <= n; i += LANES) { /* a prefix sum of 4 values in 2 shifts, then the carry */
-            u32x4 v;
-            memcpy(&v, docs + i, sizeof v);
-            v += one;
-            v += __builtin_shufflevector(zero, v, 0, 4, 5, 6);
-            v += __builtin_shufflevector(zero, v, 0, 1, 4, 5);
-            v += (u32x4){d, d, d, d};
-            memcpy(docs + i, &v, sizeof v);
-            d = v[3];
-        }
-        for (; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             d += docs[i] + 1;
             docs[i] = d;
         }
@@ -212,17 +163,6 @@ int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *do
         docs[i] = (uint32_t)d;
     }
     return d == last ? 0 : -1;
-}
-
-int decode_freqs(const BlockSet *bs, int64_t j, int n, uint32_t *values, int *width)
-{
-    int gw, tw;
-    int64_t at;
-    if (block_header(bs, j, n, &gw, &tw, &at) < 0)
-        return -1;
-    unpack(bs->data + at + section_bytes(n, gw), tw, n, values);
-    *width = tw;
-    return 0;
 }
 
 int block_set(BlockSet *bs, const Arg *last_docs, const Arg *positions, const Arg *data, int64_t n_docs)

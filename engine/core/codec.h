@@ -37,13 +37,70 @@ static inline int64_t section_bytes(int n, int width)
     return n == BLOCK ? 16 * (int64_t)width : ((int64_t)n * width + 7) / 8;
 }
 
+/* the unpacking routines of codec.c: a full block of each width, straight into documents (gaps of at
+ * most 24 bits: the document before them given, the last returned) or as values; a short block */
+typedef void (*UnpackFull)(const uint8_t *, uint32_t *);
+typedef uint32_t (*UnpackDocs)(const uint8_t *, uint32_t *, uint32_t);
+extern const UnpackFull UNPACK_FULL_BY_WIDTH[33];
+extern const UnpackDocs UNPACK_DOCS_BY_WIDTH[25];
+void unpack_short(const uint8_t *in, int width, int n, uint32_t *out);
+
+static inline void unpack(const uint8_t *in, int width, int n, uint32_t *out)
+{
+    if (n == BLOCK)
+        UNPACK_FULL_BY_WIDTH[width](in, out);
+    else
+        unpack_short(in, width, n, out);
+}
+
+/* Block j's widths and where its gaps start, checked against the arrays (n postings); 0 or -1. */
+static inline int block_header(const BlockSet *bs, int64_t j, int n, int *gap_width, int *tf_width, int64_t *at)
+{
+    if (j < 0 || j >= bs->n_blocks || n < 1 || n > BLOCK)
+        return -1;
+    const int64_t pos = bs->positions[j], end = bs->positions[j + 1];
+    if (pos < 0 || end < pos || end > bs->data_len - PAD || end - pos < HEADER)
+        return -1;
+    const int gw = bs->data[pos], tw = bs->data[pos + 1];
+    if (gw > 32 || tw > 32 || HEADER + section_bytes(n, gw) + section_bytes(n, tw) > end - pos)
+        return -1;
+    *gap_width = gw;
+    *tf_width = tw;
+    *at = pos + HEADER;
+    return 0;
+}
+
+/* decode_docs past its first case (codec.c). */
+int decode_docs_rest(const BlockSet *bs, int n, int gw, int64_t at, int64_t base, int64_t last, uint32_t *docs);
+
 /* Block j's n documents into docs (base: the term's previous block's last document + 1, 0 for its
  * first block); 0, or -1 when the block is damaged (see above). */
-int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *docs);
+static inline int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *docs)
+{
+    int gw, tw;
+    int64_t at;
+    if (block_header(bs, j, n, &gw, &tw, &at) < 0)
+        return -1;
+    const int64_t last = bs->last_docs[j];
+    if (last < 0 || last >= bs->n_docs || base < 0 || base > last)
+        return -1;
+    if (gw <= 24 && n == BLOCK) /* no wrap (see codec.c): the last document checks them all */
+        return UNPACK_DOCS_BY_WIDTH[gw](bs->data + at, docs, (uint32_t)base - 1) == (uint32_t)last ? 0 : -1;
+    return decode_docs_rest(bs, n, gw, at, base, last, docs);
+}
 
 /* Block j's n frequencies less one into values, and their width (every value is below 2**width); 0,
  * or -1 when the block is damaged. */
-int decode_freqs(const BlockSet *bs, int64_t j, int n, uint32_t *values, int *width);
+static inline int decode_freqs(const BlockSet *bs, int64_t j, int n, uint32_t *values, int *width)
+{
+    int gw, tw;
+    int64_t at;
+    if (block_header(bs, j, n, &gw, &tw, &at) < 0)
+        return -1;
+    unpack(bs->data + at + section_bytes(n, gw), tw, n, values);
+    *width = tw;
+    return 0;
+}
 
 /* The blocks' arrays of a Python call, checked: positions holds n_blocks + 1 entries, data PAD bytes past
  * the last; 0, or -1 with ValueError set. */

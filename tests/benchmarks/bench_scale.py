@@ -195,12 +195,12 @@ for k in (10, 1000):
     started = time.perf_counter()
     retrievers[k](frame)
     first = time.perf_counter() - started
-    times = []
+    times, cpu = [], time.process_time()
     for _ in range(int(sys.argv[3])):
         started = time.perf_counter()
         retrievers[k](frame)
         times.append(time.perf_counter() - started)
-    out["batches"][str(k)] = {"first_s": first, "warm_s": times}
+    out["batches"][str(k)] = {"first_s": first, "warm_s": times, "cpu_s": (time.process_time() - cpu) / len(times)}
 out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -282,6 +282,13 @@ def per_second(result: dict[str, Any], system: str, k: int, queries: int) -> flo
     return queries / statistics.median(statistics.median(r["batches"][str(k)]["warm_s"]) for r in runs)
 
 
+def cpu_per_batch(result: dict[str, Any], system: str, k: int) -> float | None:
+    """CPU seconds of a warm batch (every thread's), the median over processes; None if not measured."""
+    cpus = [r["batches"][str(k)]["cpu_s"] for r in result["search"].get(system, [])
+            if "failed" not in r and "cpu_s" in r["batches"][str(k)]]
+    return statistics.median(cpus) if cpus else None
+
+
 def report(results: dict[str, Any]) -> str:
     queries = results["queries"]
     lines = [f"bench_scale: {results['date']}, commit {results['commit']}, {results['machine']}",
@@ -310,6 +317,16 @@ def report(results: dict[str, Any]) -> str:
                  if result["search"].get(s) else None for s in ("bm25lab", "pisa")]
         cells.append(" / ".join("-" if p is None else f"{p:,.0f}" for p in peaks))
         lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("CPU seconds a batch (both threads' CPU: what the machine's load does not inflate), bm25lab / PISA:")
+    for result in results["sizes"]:
+        cells = []
+        for k in KS:
+            ours, theirs = cpu_per_batch(result, "bm25lab", k), cpu_per_batch(result, "pisa", k)
+            if ours and theirs:
+                cells.append(f"top-{k} {ours:.2f} / {theirs:.2f} (PISA {theirs / ours:.2f}x bm25lab's)")
+        if cells:
+            lines.append(f"- {result['docs']:,}: " + "; ".join(cells))
     lines.append("")
     lines.append("bm25lab's first batch of each k (the weights and bounds prepared) and its checks against numpy:")
     for result in results["sizes"]:
