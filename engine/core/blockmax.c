@@ -12,7 +12,13 @@
  *     (small enough for the caches, where the one of search.c spans the collection); once the remaining
  *     terms' window bounds add up to less than that score, a document no term has reached cannot enter,
  *     and the remaining terms only update the documents whose sum so far plus those bounds still can
- *     (reading only the blocks that hold them), as search.c does over the whole collection.
+ *     (reading only the blocks that hold them), as search.c does over the whole collection;
+ *   - while every document is still listed, a block of a term whose bound, with the window bounds of the
+ *     other terms, cannot reach that score is passed over unread (its documents may be listed without
+ *     that term's weight: their sums stay below the score, and they are never offered);
+ *   - once k documents are held, the terms of least bounds whose bounds add up to less than that score
+ *     cannot lift a document alone (MaxScore's non-essential terms): the windows where none of the other
+ *     terms has a block are passed over without looking at the bounds of their blocks.
  * Each document kept gets every term in the canonical order, from -0.0, exactly as the accumulator of
  * search.c adds them: the same score bits; the window's documents then enter the top k by the tie rule.
  * A document a mask leaves out gets -0.0 from its postings (masked_weight): it is never listed, kept
@@ -172,20 +178,39 @@ typedef struct {
     double bound[1];          /* per term (allocated with the struct) */
 } Window;
 
-/* Add term c's postings in [w0, w1) to every document (listing the new ones); returns the count listed. */
-static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, int nl)
+/* Add term c's postings in [w0, w1) to every document (listing the new ones); returns the count listed.
+ * A block whose bound is below `least` is passed over unread: a document of it cannot enter (its sum
+ * of the terms before, at most their window bounds, plus this block's bound, plus the window bounds of
+ * the terms after stays below the k-th score); it may be listed without this term's weight, with a sum
+ * then below the true one, and is never offered (see windowed_top_k). */
+static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, int nl, double least)
 {
-    if (seek(r, c, w0))
-        return nl;
     const Term *term = c->term;
+    const int32_t *last_docs = r->ix->blocks.last_docs;
     const double scale = term->scale, mult = term->mult;
     const uint8_t *mask = r->ix->mask;
     double *restrict acc = win->acc;
     uint16_t *restrict listed = win->listed;
     int damaged = 0;
-    for (;;) {
+    const int64_t from = c->j >= term->b0 && c->j < term->b1 ? c->j : term->b0;
+    for (int64_t j = block_of(last_docs, from, term->b1, w0); j < term->b1; j++) {
+        if (j > term->b0 && (int64_t)last_docs[j - 1] + 1 >= w1) /* the block starts after the window */
+            break;
+        if (least > 0.0 && py_min(py_max(block_bound(r->ix, term, j), 0.0), term->bound) < least)
+            continue;
         BlockBuf *buf = &c->buf;
+        if (c->j != j || buf->j != j) {
+            c->j = j;
+            c->pos = 0;
+            if (load_block(r->ix, term, j, buf) < 0) {
+                damaged = 1;
+                c->j = term->b1;
+                break;
+            }
+        }
         int pos = c->pos, end = buf->n;
+        while (pos < end && buf->docs[pos] < w0)
+            pos++;
         while (end > pos && buf->docs[end - 1] >= w1) /* the block's postings in the window: pos:end */
             end--;
         const int fast = read_freqs(r->ix, buf);
@@ -210,16 +235,7 @@ static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, in
             }
         }
         c->pos = end;
-        if (end < buf->n || c->j + 1 >= term->b1)
-            break;
-        c->j++; /* the next block starts in the window (or later) */
-        if (load_block(r->ix, term, c->j, buf) < 0) {
-            damaged = 1;
-            c->j = term->b1;
-            break;
-        }
-        c->pos = 0;
-        if (buf->docs[0] >= w1)
+        if (end < buf->n) /* the block goes on past the window */
             break;
     }
     r->damaged |= damaged;
@@ -259,6 +275,23 @@ static int keep_those(const TopK *top, Window *win, const uint16_t *listed, int 
     return nk;
 }
 
+/* The least document from w0 on that one of the terms order[:count] may have: where the first of its
+ * blocks not ending before w0 may start (INT64_MAX when none has one). */
+static int64_t next_block_start(Reader *r, Cursor *cursors, const int64_t *order, int64_t count, int64_t w0)
+{
+    const int32_t *last_docs = r->ix->blocks.last_docs;
+    int64_t next = INT64_MAX;
+    for (int64_t x = 0; x < count; x++) {
+        Cursor *c = &cursors[order[x]];
+        const Term *term = c->term;
+        const int64_t j = block_of(last_docs, max_i64(c->shallow, term->b0), term->b1, w0);
+        c->shallow = j;
+        if (j < term->b1)
+            next = min_i64(next, j > term->b0 ? max_i64((int64_t)last_docs[j - 1] + 1, w0) : w0);
+    }
+    return next;
+}
+
 int64_t windowed_top_k(const Index *ix, const Term *terms, int64_t m, double cnst, int64_t k, int prune,
                    double *hs, int64_t *hr, int64_t *hd, int64_t *out_docs, double *out_scores)
 {
@@ -290,6 +323,22 @@ int64_t windowed_top_k(const Index *ix, const Term *terms, int64_t m, double cns
     const int64_t n_docs = ix->blocks.n_docs;
     int64_t w0 = 0;
     while (w0 < n_docs && !r.damaged) {
+        if (prune && top.n == k) {
+            /* MaxScore over windows: the terms of least bounds whose bounds add up to less than the k-th
+             * score cannot lift a document alone; only a window where another term has a block can hold
+             * one that enters (order runs from the heaviest term: the light ones are its end) */
+            double light = 0.0;
+            int64_t essential = m;
+            while (essential > 0 && light + terms[order[essential - 1]].bound < top.floor)
+                light += terms[order[--essential]].bound;
+            const int64_t next = next_block_start(&r, cursors, order, essential, w0);
+            if (next == INT64_MAX)
+                break;
+            if (next >= w0 + WINDOW) {
+                w0 = next & ~(int64_t)(WINDOW - 1);
+                continue;
+            }
+        }
         const int64_t w1 = w0 + WINDOW;
         double total = 0.0;
         int any = 0;
@@ -326,7 +375,9 @@ int64_t windowed_top_k(const Index *ix, const Term *terms, int64_t m, double cns
             if (nk < 0 && prune && x > 0 && rest[x] < top.floor) /* an unlisted document cannot enter */
                 nk = keep_those(&top, win, win->listed, nl, rest[x]);
             if (nk < 0) {
-                nl = add_all(&r, c, w0, w1, win, nl);
+                /* a block of this term can add a document that enters only if its bound reaches this */
+                const double least = prune ? top.floor - (rest[0] - rest[x]) - rest[x + 1] : -INFINITY;
+                nl = add_all(&r, c, w0, w1, win, nl, least);
             } else {
                 add_kept(&r, c, w0, win, nk);
                 int kept = 0; /* drop those that the terms after this one cannot lift */

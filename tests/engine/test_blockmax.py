@@ -3,8 +3,8 @@ engine/core/blockmax.c: block-max MaxScore over windows of documents, which skip
 numpy specification's documents, order and float64 score bits, through the public API, whichever the
 core would choose: every variant (bm25+ and bm25l with their per-query constant, okapi with its idf
 floor), k3, BM25F, k from 1 to 5,000, empty, one-term and many-term queries, on the bundled collections
-and on generated Zipf collections, sharded indexes and indexes with deleted documents; a property test
-draws collections, parameters and queries."""
+and on generated Zipf collections, sharded indexes and indexes with deleted documents, filtered searches
+(a metadata filter's document mask); a property test draws collections, parameters, queries and masks."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -97,6 +97,26 @@ def test_every_variant_on_a_zipf_collection(search: int, variant: str, zipf_pair
     _same(index, reference, queries, 3, variant=variant, k1=0.0, b=1.0)
 
 
+@pytest.fixture(scope="module")
+def filtered_pair() -> tuple[Index, Index, dict[str, str]]:
+    """A Zipf collection of three windows with metadata, searched by the core and by numpy."""
+    docs, queries = _zipf(10_000, 8_000, 17, n_queries=30)
+    rows = [{"id": i, "text": t, "year": 1990 + n % 30, "lang": "fr" if n % 7 == 0 else "en"}
+            for n, (i, t) in enumerate(docs)]
+    return (Index.build(rows, tokenizer=WS, backend="core", workers=1),
+            Index.build(rows, tokenizer=WS, backend="numpy", workers=1), queries)
+
+
+@pytest.mark.parametrize("where, where_not", [({"year": {">=": 2015}}, None), ("lang=fr", None),
+                                              (None, {"year": {"<": 2019}}), ({"year": [1990, 2001]}, "lang=fr")])
+def test_filtered_searches(search: int, where, where_not, filtered_pair) -> None:
+    # the mask leaves documents out of every window; the windows' and the blocks' bounds stay safe
+    index, reference, queries = filtered_pair
+    for k in (1, 10, 1000):
+        _same(index, reference, queries, k, where=where, where_not=where_not)
+    _same(index, reference, queries, 10, variant="bm25+", where=where, where_not=where_not)
+
+
 def test_k3_and_bm25f(search: int) -> None:
     docs, queries = _zipf(3_000, 5_000, 21)
     fielded = [{"id": i, "title": " ".join(t.split()[:3]), "text": t} for i, t in docs]
@@ -184,14 +204,16 @@ def test_both_searches_equal_numpys_on_drawn_collections(drawn, data) -> None:
     queries = data.draw(st.lists(st.lists(st.sampled_from([f"t{w}" for w in range(vocab)] + ["none"]), max_size=7),
                                  min_size=1, max_size=10))
     k = data.draw(st.sampled_from([1, 2, 10, 100, 5_000]))
+    kept = data.draw(st.sampled_from([None, 0.0, 0.1, 0.5, 0.9]))  # a filter's mask: the share it lets through
+    mask = None if kept is None else (np.random.default_rng(len(docs)).random(scorer.n_docs) < kept).astype(np.uint8)
     batch = NUMPY.term_batch(scorer, queries).weighted(params.k3)
-    expected = NUMPY.top_k_batch(scorer, batch, k, params.of_documents(), 1)
+    expected = NUMPY.top_k_batch(scorer, batch, k, params.of_documents(), 1, mask)
     for method in SEARCHES.values():
         search = CoreBackend(method)
-        got = search.top_k_batch(scorer, batch, k, params.of_documents(), data.draw(st.sampled_from([1, 2])))
+        got = search.top_k_batch(scorer, batch, k, params.of_documents(), data.draw(st.sampled_from([1, 2])), mask)
         for i, ((d, s), (e, f)) in enumerate(zip(got, expected)):
             assert d.tolist() == e.tolist() and s.tobytes() == f.tobytes()
-            one = search.top_k(scorer, batch.query(i), k, params.of_documents())
+            one = search.top_k(scorer, batch.query(i), k, params.of_documents(), mask)
             assert one[0].tolist() == e.tolist() and one[1].tobytes() == f.tobytes()
 
 
