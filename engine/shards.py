@@ -1298,12 +1298,29 @@ def _transaction(directory: Path, verify: bool, tokenizer_config: dict[str, Any]
                                              or len(manifest["shards"]) != shards):
             raise IndexFormatError(f"{directory}: the index was replaced by another while the documents were "
                                    f"being analysed; run the command again")
+        transaction = _Transaction(directory, manifest, verify)
+        _check_whole(transaction)
         _sync_shards(directory, manifest)
         try:
-            yield _Transaction(directory, manifest, verify)
+            yield transaction
         except BaseException:
             _settle_after_failure(directory)
             raise
+
+
+def _check_whole(tx: _Transaction) -> None:
+    """Before a change writes anything: every shard as ``shards.json`` records it and the statistics,
+    read (verified with ``tx.verify``) as :meth:`ShardedIndex.load` reads them. A change to any shard is
+    refused while another is damaged (a file changed, a shard folder replaced by another build's), as
+    searching and ``info`` refuse the index; nothing is written into a damaged shard (not even its
+    ``index.json`` brought to its copy)."""
+    for position, entry in enumerate(tx.manifest["shards"]):
+        parts = tx.parts(position)
+        if sum(p.num_live for p in parts) != entry["manifest"]["counts"]["documents"]:
+            raise IndexFormatError(f"{tx.directory / entry['name']}: its segments hold {sum(p.num_live for p in parts)} "
+                                   f"documents, {tx.directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
+                                   f"rebuild the index")
+    load_counts(tx.directory, tx.manifest["statistics"], verify=tx.verify)
 
 
 def _key(config: Any) -> str:
