@@ -78,6 +78,7 @@ from . import index as index_module
 from .backends import Backend
 from .docstore import DocStore, SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
+from .files import check_folder, write_file
 from .locking import LOCK_FILE, check_unlocked, write_lock
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
@@ -111,7 +112,7 @@ def route(doc_id: str, shards: int) -> int:
 
 def is_sharded(directory: str | Path) -> bool:
     """Whether ``directory`` holds a sharded index (a ``shards.json``)."""
-    return (Path(directory) / MANIFEST).is_file()
+    return os.path.lexists(Path(directory) / MANIFEST)  # anything of that name: read (and refused) as such
 
 
 def check_shard_count(shards: int) -> int:
@@ -200,9 +201,8 @@ def write_statistics(directory: Path, counts: TermCounts, name: str) -> dict[str
         raise ValueError("a term contains a newline; the tokenizer must never produce one")
     tmp = _fresh(directory, name)
     with storage.writing(tmp / TERMS_FILE):
-        (tmp / TERMS_FILE).write_text("\n".join(counts.terms), encoding="utf-8")
-    with storage.writing(tmp / DF_FILE):
-        np.save(tmp / DF_FILE, np.ascontiguousarray(counts.df, dtype=np.int64), allow_pickle=False)
+        write_file(tmp / TERMS_FILE, "\n".join(counts.terms).encode("utf-8"))
+    storage.save_array(tmp / DF_FILE, np.asarray(counts.df, dtype=np.int64))
     files = {}
     for path in sorted(tmp.iterdir()):
         with storage.writing(path):
@@ -241,7 +241,7 @@ def load_counts(directory: Path, record: Mapping[str, Any], pins: storage.Pins |
     ``pins``, or here), checked against the record. With ``arrow``, the terms are a pyarrow string
     array (no Python string per term: what searching needs of them)."""
     if pins is None:
-        with storage.Pins() as own:
+        with storage.Pins(directory) as own:
             pin_counts(directory, record, own)
             return load_counts(directory, record, own, verify, arrow)
     folder = directory / record["name"]
@@ -356,6 +356,7 @@ def _sync_shards(directory: Path, manifest: Mapping[str, Any]) -> None:
     writer wrote there before its commit). The caller holds the sharded index's lock."""
     for entry in manifest["shards"]:
         shard_dir = directory / entry["name"]
+        check_folder(shard_dir)  # never written into through a link
         try:
             current = storage.read_manifest(shard_dir)
         except IndexFormatError:
@@ -1157,7 +1158,7 @@ def load_shards(directory: Path, manifest: Mapping[str, Any], verify: bool = Tru
     read after every file they need is opened (:class:`~bm25lab.engine.storage.Pins`); the shards'
     segments are checked against their manifests' counts, and the statistics against the shards."""
     entries = manifest["shards"]
-    with storage.Pins() as pins:
+    with storage.Pins(directory) as pins:
         pin_counts(directory, manifest["statistics"], pins)
         opened: list[list[DocStore]] = []
         try:
@@ -1191,7 +1192,7 @@ def load_shard(directory: Path, entry: Mapping[str, Any], statistics: Collection
                backend: str | None = None) -> Shard:
     """One shard of a manifest (its ``{"name", "manifest"}`` entry), scored under ``statistics``."""
     shard_dir = directory / entry["name"]
-    parts = segments.load_parts(shard_dir, entry["manifest"], verify=verify)
+    parts = segments.load_parts(shard_dir, entry["manifest"], verify=verify, root=directory)
     return _shard_of(shard_dir, entry["manifest"], parts, statistics, backend)
 
 
@@ -1254,7 +1255,7 @@ class _Transaction:
         if position not in self._parts:
             entry = self.manifest["shards"][position]
             self._parts[position] = segments.load_parts(self.directory / entry["name"], entry["manifest"],
-                                                        verify=self.verify)
+                                                        verify=self.verify, root=self.directory)
         return self._parts[position]
 
     def commit(self, changed: Mapping[int, list[Part]], move_stores: bool, same_documents: bool = False) -> None:
@@ -1310,15 +1311,18 @@ def _transaction(directory: Path, verify: bool, tokenizer_config: dict[str, Any]
 
 def _check_whole(tx: _Transaction) -> None:
     """Before a change writes anything: every shard as ``shards.json`` records it and the statistics,
-    read (verified with ``tx.verify``) as :meth:`ShardedIndex.load` reads them. A change to any shard is
-    refused while another is damaged (a file changed, a shard folder replaced by another build's), as
-    searching and ``info`` refuse the index; nothing is written into a damaged shard (not even its
-    ``index.json`` brought to its copy)."""
+    read (verified with ``tx.verify``) as :meth:`ShardedIndex.load` reads them, and each shard's folder
+    and journal what a writer may write to. A change to any shard is refused while another is damaged
+    (a file changed, a shard folder replaced by another build's), as searching and ``info`` refuse the
+    index; nothing is written into a damaged shard (not even its ``index.json`` brought to its copy)."""
     for position, entry in enumerate(tx.manifest["shards"]):
+        shard_dir = tx.directory / entry["name"]
+        check_folder(shard_dir)
+        storage.Journal(shard_dir).names()  # a journal that is no regular file is refused now, not after the commit
         parts = tx.parts(position)
         if sum(p.num_live for p in parts) != entry["manifest"]["counts"]["documents"]:
-            raise IndexFormatError(f"{tx.directory / entry['name']}: its segments hold {sum(p.num_live for p in parts)} "
-                                   f"documents, {tx.directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
+            raise IndexFormatError(f"{shard_dir}: its segments hold {sum(p.num_live for p in parts)} documents, "
+                                   f"{tx.directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
                                    f"rebuild the index")
     load_counts(tx.directory, tx.manifest["statistics"], verify=tx.verify)
 

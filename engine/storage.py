@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .errors import IndexFormatError, InputError
+from .files import create_file, open_file, read_file, write_file
 from .locking import LOCK_FILE
 from .postings import Postings, TermList
 from .scratch import held, is_scratch_name, remove_abandoned
@@ -149,7 +150,7 @@ def checkpoint(step: str) -> None:
 
 
 def sha256_file(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_file(path)
     try:
         return _sha256_fd(fd)
     finally:
@@ -174,8 +175,8 @@ def _sha256_fd(fd: int) -> str:
 
 
 def fsync_path(path: Path) -> None:
-    """fsync a file or a directory."""
-    fd = os.open(path, os.O_RDONLY)
+    """fsync a file or a directory (of bm25lab's own making: a FIFO would not wait for a writer)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         os.fsync(fd)
     finally:
@@ -224,7 +225,7 @@ class Journal:
 
     def names(self) -> list[str]:
         try:
-            raw = self.path.read_bytes()
+            raw = read_file(self.path)
         except FileNotFoundError:
             return []
         lines = raw.split(b"\n")[:-1]
@@ -234,19 +235,22 @@ class Journal:
         if not names:
             return
         assert all(_JOURNALED.fullmatch(name) for name in names), names
-        self._write(os.O_APPEND, names, new=not self.path.exists())
+        self._write(names, new=not self.path.exists(), truncate=False)
         checkpoint("journaled")
 
     def keep_only(self, names: list[str]) -> None:
         """Rewrite the journal to hold ``names`` (empty: truncate it)."""
-        self._write(os.O_TRUNC, names)
+        self._write(names, truncate=True)
 
-    def _write(self, mode: int, names: Iterable[str], new: bool = False) -> None:
-        """Write ``names`` a line each to the journal opened with ``mode`` (append or truncate), synced,
-        and its folder too when the journal is ``new``."""
+    def _write(self, names: Iterable[str], new: bool = False, truncate: bool = False) -> None:
+        """Write ``names`` a line each to the journal, appended or (``truncate``) replacing what it holds,
+        synced, and its folder too when the journal is ``new``. A journal that is not a regular file (a
+        link, a FIFO) is refused (:func:`bm25lab.engine.files.open_file`)."""
         with writing(self.path):
-            fd = os.open(self.path, os.O_WRONLY | mode | os.O_CREAT, 0o644)
+            fd = open_file(self.path, os.O_WRONLY | os.O_CREAT | (0 if truncate else os.O_APPEND))
             try:
+                if truncate:
+                    os.ftruncate(fd, 0)
                 os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
                 os.fsync(fd)
             finally:
@@ -289,7 +293,7 @@ def named_files(directory: Path) -> set[str] | None:
     names: set[str] = set()
     for name, reader in ((MANIFEST, _index_names), (SHARDED_MANIFEST, _sharded_names)):
         try:
-            raw = (directory / name).read_bytes()
+            raw = read_file(directory / name)
         except FileNotFoundError:
             continue
         except OSError:
@@ -384,7 +388,7 @@ def check_target(directory: Path, overwrite: bool, sharded: bool = False) -> Non
 
 def _index_names_of(directory: Path) -> set[str] | None:
     try:
-        return _index_names(json.loads((directory / MANIFEST).read_bytes().decode("utf-8")))
+        return _index_names(json.loads(read_file(directory / MANIFEST).decode("utf-8")))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
 
@@ -432,20 +436,19 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     pairs = _pairs_of(postings) if pairs is None else pairs
     arrays.update(pair_codes=pairs.codes, pairs=np.stack([pairs.tfs, pairs.lengths]).astype(np.int64))
     for key, arr in arrays.items():
-        with writing(tmp / f"{key}.npy"):
-            np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+        save_array(tmp / f"{key}.npy", arr)
     terms = list(postings.terms)
     if any("\n" in t for t in terms):
         raise ValueError("a term contains a newline; the tokenizer must never produce one")
     with writing(tmp / TERMS_FILE):
-        (tmp / TERMS_FILE).write_text("\n".join(terms), encoding="utf-8")
+        write_file(tmp / TERMS_FILE, "\n".join(terms).encode("utf-8"))
     with writing(tmp / IDS_FILE):
-        (tmp / IDS_FILE).write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
+        write_file(tmp / IDS_FILE, json.dumps(doc_ids, ensure_ascii=False).encode("utf-8"))
     with writing(tmp / STORE_FILE):
         if move_store:
             shutil.move(str(store_file), tmp / STORE_FILE)
         else:
-            shutil.copyfile(store_file, tmp / STORE_FILE)
+            _copy_file(store_file, tmp / STORE_FILE)
     checkpoint("segment files written")
     files = {}
     for path in sorted(tmp.iterdir()):
@@ -460,6 +463,21 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     if fields is not None:
         entry["fields"] = list(fields.names)
     return entry
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` as the new ``.npy`` file ``path`` (:func:`bm25lab.engine.files.create_file`), synced."""
+    with writing(path):
+        with os.fdopen(create_file(path), "wb") as fh:
+            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Copy the file ``source`` (of bm25lab's making) into the new file ``target``."""
+    with open(source, "rb") as src, os.fdopen(create_file(target), "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def _pairs_of(postings: Postings) -> PostingPairs:
@@ -478,10 +496,7 @@ def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
     name = f"{unique_name('del')}.npy"
     path = directory / name
     Journal(directory).add(name)
-    with writing(path), open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(deleted, dtype=np.int32), allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
+    save_array(path, np.asarray(deleted, dtype=np.int32))
     checkpoint("deletions written")
     return {"file": name, "count": int(deleted.shape[0]), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
@@ -512,10 +527,13 @@ def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: se
     tmp = directory / f".{name}.tmp"
     step = "manifest" if name == MANIFEST else name  # the crash tests tell the two commits apart
     Journal(directory).add(tmp.name, *sorted(obsolete))
-    with writing(tmp), open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(body, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
+    with writing(tmp):
+        fd = open_file(tmp, os.O_WRONLY | os.O_CREAT)  # a leftover of a killed writer is rewritten; a link refused
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.ftruncate(fd, 0)
+            json.dump(body, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
     checkpoint(f"{step} written")
     with writing(directory / name):
         os.replace(tmp, directory / name)
@@ -535,10 +553,10 @@ def manifest_bytes(directory: Path, name: str, missing: Callable[[], str]) -> by
     path = directory / name
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
-    if not path.is_file():
-        raise IndexFormatError(f"{directory}: {missing()}")
     try:
-        return path.read_bytes()
+        return read_file(path)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{directory}: {missing()}") from None
     except OSError as exc:
         raise IndexFormatError(f"{path}: unreadable manifest ({exc.strerror or exc})") from None
 
@@ -547,7 +565,7 @@ def read_manifest_bytes(directory: Path) -> bytes:
     """The raw bytes of ``directory``'s manifest (IndexFormatError when there is none)."""
 
     def missing() -> str:
-        if (directory / SHARDED_MANIFEST).is_file():
+        if (directory / SHARDED_MANIFEST).exists():
             return ("a sharded index, which this takes only as a whole (bm25lab.engine.shards.ShardedIndex), "
                     "not as one index")
         return f"not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`"
@@ -651,9 +669,12 @@ class Pins:
     """Files of an index opened for reading, by path (a context manager that closes them).
 
     Opening every file a manifest names before reading any pins them: a writer that removes them
-    afterwards (a commit making them obsolete) takes nothing from under the reader."""
+    afterwards (a commit making them obsolete) takes nothing from under the reader. Each is opened as
+    :func:`bm25lab.engine.files.open_file` opens the files of an index folder: a regular file, reached
+    from ``root`` (the index folder: a sharded index's, for its shards' files) through no link."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root
         self._fds: dict[Path, int] = {}
 
     def open(self, path: Path) -> int:
@@ -661,7 +682,7 @@ class Pins:
         if path in self._fds:
             return self._fds[path]
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place: no wait for a writer
+            fd = open_file(path, root=self.root)
         except FileNotFoundError:
             raise MissingFile(f"{path}: missing index file; rebuild the index") from None
         except OSError as exc:
@@ -727,9 +748,10 @@ def check_files(files: Sequence[tuple[Path, int, dict[str, Any]]], verify: bool)
         check_file(path, fd, info, verify, digests.get(i))
 
 
-def verify_entry(directory: Path, entry: dict[str, Any]) -> None:
-    """Check every file of a segment entry (and its deletions) against its recorded size and SHA-256."""
-    with Pins() as pins:
+def verify_entry(directory: Path, entry: dict[str, Any], root: Path | None = None) -> None:
+    """Check every file of a segment entry (and its deletions) against its recorded size and SHA-256
+    (``root``: the folder holding ``directory``'s index, :class:`Pins`')."""
+    with Pins(root or directory) as pins:
         pin_entry(directory, entry, pins)
         folder = directory / entry["name"]
         files = [(folder / name, pins.open(folder / name), info) for name, info in entry["files"].items()]
