@@ -1116,18 +1116,18 @@ class ShardedIndex:
     # ------------------------------------------------------------------ growing
     def add(self, docs: Iterable[DocLike], *, workers: int | None = None, progress: Progress | None = None,
             source: str | Path | None = None) -> Change:
-        change = add_documents(self.path, docs, workers=workers, progress=progress, source=source, verify=False,
+        change = add_documents(self.path, docs, workers=workers, progress=progress, source=source,
                                backend=self._backend_name)
         self._reload()
         return change
 
     def delete(self, doc_ids: Iterable[str]) -> Change:
-        change = delete_documents(self.path, [doc_ids] if isinstance(doc_ids, str) else doc_ids, verify=False)
+        change = delete_documents(self.path, [doc_ids] if isinstance(doc_ids, str) else doc_ids)
         self._reload()
         return change
 
     def optimize(self) -> Change:
-        change = optimize(self.path, verify=False)
+        change = optimize(self.path)
         self._reload()
         return change
 

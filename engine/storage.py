@@ -57,10 +57,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import stat
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -711,16 +713,53 @@ def pin_entry(directory: Path, entry: dict[str, Any], pins: Pins) -> None:
         pins.open(directory / entry["deleted"]["file"])
 
 
-def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool, digest: str | None = None) -> None:
+# The SHA-256 of files this process verified, by identity: (device, inode) -> (size, mtime, ctime in ns,
+# digest). Index files never change once written, and a write to a file moves its ctime (which nobody can set
+# back), so a file whose identity is unchanged holds the bytes it held when it was hashed. The kernel stamps
+# times in ticks (milliseconds): a file is remembered only when its last change was well before the hashing
+# began (_SETTLED_NS), so that a change in the same tick as the hashing cannot leave its times as they were.
+_VERIFIED: dict[tuple[int, int], tuple[int, int, int, str]] = {}
+_SETTLED_NS = 2_000_000_000
+
+
+def _identity(status: os.stat_result) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    return (status.st_dev, status.st_ino), (status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def known_digest(fd: int) -> str | None:
+    """The SHA-256 of the open file ``fd`` when this process verified it as it is now (else None)."""
+    key, state = _identity(os.fstat(fd))
+    known = _VERIFIED.get(key)
+    return known[3] if known is not None and known[:3] == state else None
+
+
+def remember_digest(fd: int, digest: str, hashed_from: int) -> None:
+    """Record that the open file ``fd``, unchanged since before ``hashed_from`` (``time.time_ns()`` when its
+    hashing began), has the SHA-256 ``digest`` (:func:`known_digest`); a file changed shortly before is not
+    remembered."""
+    status = os.fstat(fd)
+    if max(status.st_mtime_ns, status.st_ctime_ns) < hashed_from - _SETTLED_NS:
+        key, state = _identity(status)
+        _VERIFIED[key] = (*state, digest)
+
+
+def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool, digest: str | None = None,
+               hashed_from: int = 0) -> None:
     """Check an open file against its manifest record: a regular file of the recorded size and, with
-    ``verify``, SHA-256 (``digest`` when the caller computed it already)."""
+    ``verify``, SHA-256 (``digest`` when the caller computed it already; a file this process hashed and
+    that has not changed since is not hashed again: :func:`known_digest`)."""
     status = os.fstat(fd)
     if not stat.S_ISREG(status.st_mode):
         raise IndexFormatError(f"{path}: not a file; rebuild the index")
     if status.st_size != info["bytes"]:
         raise IndexFormatError(f"{path}: size differs from the manifest (file damaged); rebuild the index")
-    if verify and (digest or _sha256_fd(fd)) != info["sha256"]:
-        raise IndexFormatError(f"{path}: checksum mismatch (file damaged); rebuild the index")
+    if verify:
+        if digest is None:  # else the caller hashed it, from ``hashed_from`` on
+            hashed_from = time.time_ns()
+        found = digest or known_digest(fd) or _sha256_fd(fd)
+        if found != info["sha256"]:
+            raise IndexFormatError(f"{path}: checksum mismatch (file damaged); rebuild the index")
+        remember_digest(fd, found, hashed_from)
 
 
 def check_files(files: Sequence[tuple[Path, int, dict[str, Any]]], verify: bool) -> None:
@@ -729,11 +768,12 @@ def check_files(files: Sequence[tuple[Path, int, dict[str, Any]]], verify: bool)
     lets go of the interpreter, so on 2 cores a 10^6-document index's 0.9 GB are checked in about half
     the time. Only regular files of the recorded size are hashed (a FIFO would block the read)."""
     digests: dict[int, str] = {}
+    hashed_from = time.time_ns()
     if verify:
         due = []
         for i, (_, fd, info) in enumerate(files):
             status = os.fstat(fd)
-            if stat.S_ISREG(status.st_mode) and status.st_size == info["bytes"]:
+            if stat.S_ISREG(status.st_mode) and status.st_size == info["bytes"] and known_digest(fd) is None:
                 due.append((status.st_size, i, fd))
         due.sort(reverse=True)
         from .tokenization import usable_cores
@@ -745,7 +785,7 @@ def check_files(files: Sequence[tuple[Path, int, dict[str, Any]]], verify: bool)
             with ThreadPoolExecutor(threads) as pool:
                 digests = dict(zip((i for _, i, _ in due), pool.map(_sha256_fd, (fd for _, _, fd in due))))
     for i, (path, fd, info) in enumerate(files):
-        check_file(path, fd, info, verify, digests.get(i))
+        check_file(path, fd, info, verify, digests.get(i), hashed_from)
 
 
 def verify_entry(directory: Path, entry: dict[str, Any], root: Path | None = None) -> None:
@@ -774,12 +814,12 @@ def read_array(path: Path, fd: int, dtype: np.dtype | tuple[np.dtype, ...], mmap
             read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             shape, fortran, found = read_header(fh)
             offset = fh.tell()
-        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        except Exception as exc:  # numpy's parser of damaged header bytes: ValueError, SyntaxError, TokenError, ...
             raise IndexFormatError(f"{path}: unreadable array ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
                                    f"rebuild the index") from None
         if found not in (dtype if isinstance(dtype, tuple) else (dtype,)) or len(shape) != ndim or (fortran and ndim > 1):
             raise IndexFormatError(f"{path}: array of unexpected shape or type; rebuild the index")
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(int(n) for n in shape)  # exact: a damaged shape's product may exceed any integer type
         if offset + count * found.itemsize != os.fstat(fd).st_size:
             raise IndexFormatError(f"{path}: array size disagrees with its header (file damaged); rebuild the index")
         if mmap:
@@ -830,7 +870,8 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
     terms = TermList(raw_terms)
     postings = Postings(terms, arrays["offsets"], arrays["doc_nums"], arrays["tfs"], arrays["doc_lengths"])
     if (len(terms) + 1 != postings.offsets.shape[0] or len(doc_ids) != postings.num_docs
-            or postings.tfs.shape != postings.doc_nums.shape or arrays["id_rank"].shape[0] != len(doc_ids)):
+            or postings.tfs.shape != postings.doc_nums.shape or arrays["id_rank"].shape[0] != len(doc_ids)
+            or not _offsets_fit(postings.offsets, postings.doc_nums.shape[0])):
         raise IndexFormatError(f"{folder}: arrays disagree with each other; rebuild the index")
     if len(doc_ids) != entry["documents"]:
         raise IndexFormatError(f"{folder}: {len(doc_ids)} documents, the manifest says {entry['documents']}; "
@@ -838,6 +879,13 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
     fields = None if entry.get("fields") is None else _load_fields(folder, entry["fields"], postings, fds, mmap)
     pairs = _load_pairs(folder, postings, fds, mmap) if PAIR_FILES <= set(fds) else None
     return Segment(postings, doc_ids, arrays["id_rank"], folder / STORE_FILE, fields, pairs)
+
+
+def _offsets_fit(offsets: np.ndarray, postings: int) -> bool:
+    """Whether term offsets start at 0, never decrease and end at the number of postings (one pass over
+    the terms, not the postings: what a damaged file must not give a merge or a count)."""
+    return (int(offsets[0]) == 0 and int(offsets[-1]) == postings
+            and (offsets.shape[0] < 2 or bool((offsets[1:] >= offsets[:-1]).all())))
 
 
 def _load_pairs(folder: Path, postings: Postings, fds: dict[str, int], mmap: bool) -> PostingPairs:

@@ -145,9 +145,10 @@ def test_damage_is_not_rewritten_by_a_change_through_the_api(tmp_path: Path) -> 
     docs = [(f"d{i}", f"alpha w{i} w{i % 3}") for i in range(8)]
     ok("index", jsonl(tmp_path / "d.jsonl", docs), "--out", tmp_path / "ix")
     damaged = _flip_tfs(tmp_path / "ix")
-    index = Index.load(tmp_path / "ix", verify=False)  # the API's own changes load without checksums
-    index.delete(["d1"])  # writes only a deletions file
+    index = Index.load(tmp_path / "ix", verify=False)  # loaded without checksums: the changes verify what they read
     before = tree(tmp_path / "ix")
+    with pytest.raises(storage.IndexFormatError, match=f"{damaged}: checksum mismatch"):
+        index.delete(["d1"])  # would write new counts, derived from the damaged postings (issue 28)
     with pytest.raises(storage.IndexFormatError, match=f"{damaged}: checksum mismatch"):
         index.optimize()  # would rewrite the damaged postings into a new segment with fresh checksums
     with pytest.raises(storage.IndexFormatError, match="checksum mismatch"):

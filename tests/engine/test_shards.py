@@ -697,7 +697,7 @@ def test_damage_is_not_rewritten_by_a_sharded_change(tmp_path: Path) -> None:
     raw = bytearray(damaged.read_bytes())
     raw[-1] ^= 1
     damaged.write_bytes(bytes(raw))
-    index = ShardedIndex.load(path, verify=False)  # the API's own changes load without checksums
+    index = ShardedIndex.load(path, verify=False)  # loaded without checksums: the changes verify what they read
     before = snapshot(path)
     in_damaged = [d for d, _ in docs if route(d, 2) == 0]
     with pytest.raises(IndexFormatError, match=f"{damaged}: checksum mismatch"):
