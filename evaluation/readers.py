@@ -1274,12 +1274,12 @@ def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], 
         target = Path(path_or_file)
         _write_atomically(target, gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
     elif isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
-        path_or_file.write(payload.decode("utf-8"))
+        path_or_file.write(bytes(payload).decode("utf-8"))
     else:
         path_or_file.write(payload)
 
 
-def _write_atomically(target: Path, payload: bytes) -> None:
+def _write_atomically(target: Path, payload: bytes | memoryview) -> None:
     """``payload`` into ``target`` by way of a temporary file in the same folder and a rename; an
     error names ``target`` and leaves neither it nor a temporary file changed."""
     import os
@@ -1304,46 +1304,76 @@ def _write_atomically(target: Path, payload: bytes) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _check_token(value: str, what: str) -> None:
+def _check_token(value: str, what: str, starts_line: bool = False) -> None:
+    """An id or tag a run file can hold: not empty, no whitespace, and (``starts_line``: the first field of
+    a line) not starting with ``#``, which would make its lines comments to the readers."""
     if not value or any(ch in value for ch in " \t\n\r\x0b\x0c"):
         raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC run cannot hold it")
+    if starts_line and value.startswith("#"):
+        raise InputError(f"{what} {value!r} starts with #: its lines would read as comments (the readers skip them, "
+                         f"as trec_eval does); a TREC or MS MARCO run cannot hold it")
 
 
-def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes:
-    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow."""
+def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes | memoryview:
+    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow: each query's
+    line start (``qid Q0``) made once and taken for its rows, each line's fields joined by one kernel
+    call, the lines then taken as the one buffer they fill. Any id without whitespace is written as it
+    is (quotes included: a CSV writer quotes or refuses them); scores are pyarrow's shortest decimal that
+    reads back to the same float64."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
 
     for qid in run.qids:
-        _check_token(qid, "query id")
-    if len(run):
+        _check_token(qid, "query id", starts_line=True)
+    if _bad_id(run.doc_ids):
         bad = pc.or_(pc.match_substring_regex(run.doc_ids, r"[ \t\n\r\x0b\x0c]"), pc.equal(pc.utf8_length(run.doc_ids), 0))
-        if pc.any(bad).as_py():
-            _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
+        _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
     counts = np.diff(run.offsets)
-    seg = np.repeat(np.arange(run.num_queries, dtype=np.int64), counts)
-    rank = np.arange(len(run), dtype=np.int64) - run.offsets[:-1][seg] + 1 if len(run) else seg
-    size = len(run)
-    qid = pa.array(run.qids, type=pa.string()).take(pa.array(seg))
-    if msmarco:
-        table = pa.table({"qid": qid, "doc": run.doc_ids, "rank": pa.array(rank)})
-        sink = io.BytesIO()
-        pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"))
-        return sink.getvalue()
-    table = pa.table(
-        {
-            "qid": qid,
-            "iter": pa.repeat(pa.scalar("Q0", pa.string()), size),
-            "doc": run.doc_ids,
-            "rank": pa.array(rank),
-            "score": pa.array(run.score, type=pa.float64()),
-            "tag": pa.repeat(pa.scalar(tag, pa.string()), size),
-        }
-    )
-    sink = io.BytesIO()
-    pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
-    return sink.getvalue()
+    seg = pa.array(np.repeat(np.arange(run.num_queries, dtype=np.int64), counts))
+    rank = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], counts) + 1
+    text = pa.large_string()
+    glue = pa.scalar("\t" if msmarco else " ", text)
+    ranks = pc.cast(pa.array(rank), text)
+    if msmarco:  # qid<TAB>docid<TAB>rank
+        lines = pc.binary_join_element_wise(pa.array(run.qids, type=text).take(seg), pc.cast(run.doc_ids, text),
+                                            pc.binary_join_element_wise(ranks, pa.scalar("\n", text),
+                                                                        pa.scalar("", text)), glue)
+    else:  # qid Q0 docid rank score tag
+        starts = pa.array([f"{qid} Q0" for qid in run.qids], type=text).take(seg)
+        lines = pc.binary_join_element_wise(starts, pc.cast(run.doc_ids, text), ranks,
+                                            pc.cast(pa.array(run.score, type=pa.float64()), text),
+                                            pa.scalar(f"{tag}\n", text), glue)
+    chunks = getattr(lines, "chunks", [lines])
+    return _string_bytes(chunks[0], copy=False) if len(chunks) == 1 else b"".join(map(_string_bytes, chunks))
+
+
+def _bad_id(ids: Any) -> bool:
+    """Whether an id of the pyarrow string array ``ids`` is empty or holds whitespace (C's ``isspace``:
+    what splits a TREC line): its lengths, then its characters' bytes at once, by numpy (a regular
+    expression per id took several times as long)."""
+    import pyarrow.compute as pc
+
+    for chunk in getattr(ids, "chunks", [ids]):
+        if len(chunk) and pc.min(pc.binary_length(chunk)).as_py() == 0:
+            return True
+        values = np.frombuffer(_string_bytes(chunk, copy=False), dtype=np.uint8)
+        if ((values - np.uint8(9) <= 4) | (values == 32)).any():
+            return True
+    return False
+
+
+def _string_bytes(strings: Any, copy: bool = True) -> bytes | memoryview:
+    """The characters of a pyarrow string or large string array's values one after the other: the used
+    part of its data buffer, as its offsets bound it (without ``copy``, a view of that buffer)."""
+    import pyarrow as pa
+
+    if not len(strings):
+        return b""
+    width = 8 if pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type) else 4
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(strings) + 1,
+                            offset=width * strings.offset)
+    used = strings.buffers()[2][int(offsets[0]) : int(offsets[-1])]
+    return used.to_pybytes() if copy else memoryview(used)
 
 
 def _json_run_bytes(run: Run, tag: str) -> bytes:

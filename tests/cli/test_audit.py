@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bm25lab.engine import Index, Tokenizer, storage
+from bm25lab.evaluation import read_run
 
 BM25LAB = str(Path(sys.executable).parent / "bm25lab")
 
@@ -224,6 +225,23 @@ def test_an_id_a_trec_line_cannot_hold_is_refused(tmp_path: Path) -> None:
         == ["q7", "Q0", "c", "1", score, "t"]
     assert "a TREC run cannot hold it" in error_line("search", tmp_path / "ix", "hello", "--format", "trec", "--qid",
                                                      "q 7")
+
+
+def test_quotes_and_other_characters_a_trec_line_holds_are_written_as_they_are(tmp_path: Path) -> None:
+    # issue 28: a double quote in an id, a --tag or a --qid was an internal error (exit 3, pyarrow's CSV
+    # writer refuses it); the TREC format holds any id without whitespace
+    ok("index", jsonl(tmp_path / "d.jsonl", [('d"1', "hello world"), ("c,'2'", "hello")]), "--out", tmp_path / "ix")
+    lines = ok("search", tmp_path / "ix", "hello", "--format", "trec", "--qid", 'q"7', "--tag", 'my"run').splitlines()
+    assert [line.split()[:3] + line.split()[5:] for line in lines] == [['q"7', "Q0", "c,'2'", 'my"run'],
+                                                                      ['q"7', "Q0", 'd"1', 'my"run']]
+    (tmp_path / "q.tsv").write_text('q"1\thello\nq,2\tworld\n')
+    for form, columns in (("trec", 6), ("msmarco", 3)):
+        ok("run", tmp_path / "ix", tmp_path / "q.tsv", "--out", tmp_path / f"r.{form}", "--run-format", form, "--tag",
+           '"quoted"')
+        rows = [line.split() for line in (tmp_path / f"r.{form}").read_text().splitlines()]
+        assert {len(row) for row in rows} == {columns} and {row[0] for row in rows} == {'q"1', "q,2"}
+        assert read_run(tmp_path / f"r.{form}", format=form).to_dict()['q"1'].keys() == {'d"1', "c,'2'"}
+    assert read_run(tmp_path / "r.trec").name == '"quoted"'
 
 
 def test_a_folder_source_never_follows_a_link_outside_it(tmp_path: Path) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recording import pandas_stand_in
@@ -17,6 +18,7 @@ from recording import pandas_stand_in
 from bm25lab.engine.records import Hit
 from bm25lab.evaluation import InputError, Qrels, Run, evaluate, read_qrels, read_run, write_run
 from bm25lab.evaluation import readers
+from bm25lab.evaluation.readers import RUN_WRITERS
 
 RUN = """\
 q1 Q0 d1 1 3.5 tag
@@ -519,3 +521,48 @@ def test_a_file_too_large_for_the_memory_is_a_clear_error(tmp_path: Path) -> Non
     assert failed.returncode == 1 and failed.stderr.strip().splitlines() == [
         f"bm25lab: error: {huge}: too large to read in the memory available ({huge.stat().st_size:,} bytes on disk); "
         f"split the file or give the process more memory"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids of any characters but whitespace (issue 28: a double quote was an internal error of the writer)
+
+_ID_CHARACTERS = st.characters(blacklist_categories=("Cs",)).filter(lambda c: c.isprintable() and not c.isspace())
+IDS = st.text(_ID_CHARACTERS, min_size=1, max_size=6)
+QIDS = IDS.filter(lambda qid: not qid.startswith("#"))  # a line starting with # is a comment (see below)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=st.dictionaries(QIDS, st.dictionaries(IDS, st.floats(allow_nan=False), min_size=1, max_size=4),
+                           min_size=1, max_size=4),
+       labels=st.lists(st.integers(-1, 4), min_size=16, max_size=16), tag=IDS)
+def test_ids_and_tags_of_any_printable_characters_but_whitespace_round_trip(tmp_path: Path, run, labels, tag) -> None:
+    # every run writer and reader, and the qrels readers of the formats that keep ids as they are
+    expected = Run.from_dict(run)
+    for format in RUN_WRITERS:
+        path = tmp_path / f"run.{format}"
+        write_run(run, path, tag=tag, format=format)
+        back = read_run(path, format=format)
+        if format == "msmarco":  # ranks, not scores: the order is what round-trips
+            assert {q: list(docs) for q, docs in back.to_dict().items()} == \
+                   {q: list(docs) for q, docs in expected.to_dict().items()}
+        else:
+            assert back.to_dict() == expected.to_dict()
+        if format == "trec":
+            assert back.name == tag
+    judged = [(qid, doc) for qid, docs in run.items() for doc in docs]
+    qrels = {qid: {} for qid, _ in judged}
+    for (qid, doc), label in zip(judged, labels):
+        qrels[qid][doc] = label
+    texts = {"trec": "".join(f"{q} 0 {d} {qrels[q][d]}\n" for q, d in judged),
+             "beir": "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{qrels[q][d]}\n" for q, d in judged),
+             "ranx": json.dumps(qrels)}
+    for format, text in texts.items():
+        assert read_qrels(write(tmp_path, f"qrels.{format}", text), format=format).to_dict() == qrels
+
+
+def test_a_query_id_that_would_read_as_a_comment_is_refused(tmp_path: Path) -> None:
+    for format in ("trec", "msmarco"):
+        with pytest.raises(InputError, match="query id '#1'"):
+            write_run({"#1": {"d": 1.0}}, tmp_path / "x", format=format)
+    write_run({"#1": {"d": 1.0}}, tmp_path / "x.json", format="ranx")  # JSON holds it
+    assert read_run(tmp_path / "x.json").to_dict() == {"#1": {"d": 1.0}}
