@@ -92,6 +92,7 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 import numpy as np
 
 from ..engine.columns import numpy_values
+from ..engine.compressed import decompress
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
@@ -694,7 +695,7 @@ def _load(path: str | Path) -> bytes:
                 return mapped  # type: ignore[return-value]
             data = stream.read()
         if data[:2] == _GZIP_MAGIC:
-            data = gzip.decompress(data)
+            data = decompress(data, path)  # bounded: a gzip bomb is an error naming the file
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise InputError(f"cannot read: {reason}", path) from None

@@ -206,6 +206,24 @@ def test_missing_and_unreadable_sources(tmp_path: Path, index_dir: Path) -> None
     assert snapshot(index_dir) == before and not (tmp_path / "new").exists()
 
 
+def test_a_gzip_bomb_is_one_line_naming_the_file_and_the_variable(tmp_path: Path, index_dir: Path, judged: Path,
+                                                                  monkeypatch) -> None:
+    # issue 28: a 4.3 MB gzip of 1 GB of newlines still ran after 300 s in `index`; `evaluate` of 2 GB of
+    # blank lines did not finish within 60 s. 300 MB of newlines in 300 KB: past the floor and 100 times
+    from bm25lab.engine.compressed import RATIO_VARIABLE
+
+    monkeypatch.delenv(RATIO_VARIABLE, raising=False)
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    bomb = tmp_path / "bomb.gz"
+    bomb.write_bytes(member * 300)
+    before = snapshot(index_dir)
+    for args in (["index", str(bomb), "--out", str(tmp_path / "new"), "--format", "jsonl"],
+                 ["add", str(index_dir), str(bomb), "--format", "tsv"],
+                 ["evaluate", str(judged / "qrels"), str(bomb)], ["evaluate", str(bomb), str(judged / "run")]):
+        fails(args, f"{bomb}: decompresses to more than", f"{RATIO_VARIABLE}=N")
+    assert snapshot(index_dir) == before and not (tmp_path / "new").exists()
+
+
 # ---------------------------------------------------------------------- index directories
 def _damage_array(index_dir: Path) -> Path:
     target = sorted(index_dir.glob("seg-*/tfs.npy"))[0]
