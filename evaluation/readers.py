@@ -593,7 +593,7 @@ def _check_ranks(columns: _Columns, path: str | Path) -> None:
         raise InputError(f"rank {float(ranks[row])!r} is not an integer", path, line)
     qid = columns.qid if hasattr(columns.qid, "type") else pa.array(columns.qid, type=pa.string())
     table = pa.table({"q": qid, "r": pa.array(ranks.astype(np.int64))})
-    counts = table.group_by(["q", "r"]).aggregate([("r", "count")])
+    counts = table.group_by(["q", "r"], use_threads=False).aggregate([("r", "count")])  # nothing left to its threads
     repeated = pc.greater(counts.column("r_count"), 1)
     if pc.any(repeated).as_py():
         bad = counts.filter(repeated).to_pylist()[0]
@@ -891,6 +891,8 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
         ).unify_dictionaries()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
+    finally:
+        _let_go(data)
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
     if qid.null_count or doc.null_count:
@@ -907,6 +909,33 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
     if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
         return None
     return _Columns(qid, doc, value, None)
+
+
+_LET_GO_SECONDS = 10.0
+
+
+def _let_go(view: memoryview) -> None:
+    """Return once nothing but ``view`` itself holds the bytes it shows: pyarrow's threaded CSV reader
+    may return while a read-ahead task of its I/O threads still holds the buffer it was given, and lets
+    it go later from that thread, taking the interpreter's lock to release a Python object. Should that
+    happen as the interpreter exits, Python ends the thread from inside that release, a C++ destructor
+    that may not throw: ``std::terminate``, "terminate called without an active exception", SIGABRT
+    (issue 28). So the reader waits (microseconds, a few milliseconds at most on a busy machine) until
+    pyarrow has let go: nothing of a file it read is left to pyarrow's threads when it returns. Bounded:
+    after :data:`_LET_GO_SECONDS` it returns anyway (then, as before, pyarrow lets go when it does)."""
+    import time
+
+    deadline = time.monotonic() + _LET_GO_SECONDS
+    pause = 1e-5
+    while True:
+        try:
+            view.release()  # BufferError while an export of it (pyarrow's buffer) is alive
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
 
 
 def _own_floats(column: Any) -> np.ndarray:
