@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import exactmath
 from .errors import ParameterError
 
 FloatArray = np.ndarray
@@ -34,32 +35,34 @@ OKAPI_EPSILON = 0.25
 
 
 # ---------------------------------------------------------------- idf ----------------------------
+# The logarithms are exactmath's, correctly rounded, one per distinct document frequency: the same float64
+# on every CPU (numpy's vectorised log differs in the last bit between CPUs with and without AVX-512).
 
 def idf_lucene(df: np.ndarray, n_docs: int) -> FloatArray:
     """Lucene: ``ln(1 + (N - n + 0.5) / (n + 0.5))``; always positive."""
     df = df.astype(np.float64)
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    return exactmath.each(exactmath.ln1p, (n_docs - df + 0.5) / (df + 0.5))
 
 
 def idf_robertson(df: np.ndarray, n_docs: int) -> FloatArray:
     """Robertson-Sparck Jones: ``ln((N - n + 0.5) / (n + 0.5))``, floored at 0 as bm25s does."""
     df = df.astype(np.float64)
-    return np.log(np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
+    return exactmath.each(exactmath.ln, np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
 
 
 def idf_atire(df: np.ndarray, n_docs: int) -> FloatArray:
     """ATIRE: ``ln(N / n)``."""
-    return np.log(n_docs / df.astype(np.float64))
+    return exactmath.each(exactmath.ln, n_docs / df.astype(np.float64))
 
 
 def idf_bm25l(df: np.ndarray, n_docs: int) -> FloatArray:
     """BM25L (Lv and Zhai 2011): ``ln((N + 1) / (n + 0.5))``."""
-    return np.log((n_docs + 1.0) / (df.astype(np.float64) + 0.5))
+    return exactmath.each(exactmath.ln, (n_docs + 1.0) / (df.astype(np.float64) + 0.5))
 
 
 def idf_bm25plus(df: np.ndarray, n_docs: int) -> FloatArray:
     """BM25+ (Lv and Zhai 2011): ``ln((N + 1) / n)``."""
-    return np.log((n_docs + 1.0) / df.astype(np.float64))
+    return exactmath.each(exactmath.ln, (n_docs + 1.0) / df.astype(np.float64))
 
 
 def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> FloatArray:
@@ -67,7 +70,7 @@ def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> Fl
     ``epsilon * mean idf`` where the mean is taken over the whole vocabulary *before* the floor
     (``BM25Okapi._calc_idf``). Computed as two logarithms, exactly as rank_bm25 does."""
     df = df.astype(np.float64)
-    idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+    idf = exactmath.each(exactmath.ln, n_docs - df + 0.5) - exactmath.each(exactmath.ln, df + 0.5)
     if idf.size:
         floor = epsilon * (float(np.sum(idf)) / idf.size)
         idf = np.where(idf < 0, floor, idf)
@@ -168,6 +171,14 @@ def query_term_weight(qf: np.ndarray, k3: float | None) -> FloatArray:
     k3 = 8 a term given three times weighs 3 * 9 / 11 = 27/11 of a term given once."""
     qf = np.asarray(qf, dtype=np.float64)
     return qf if k3 is None else qf * (k3 + 1.0) / (qf + k3)
+
+
+def absent_terms_constant(idf: np.ndarray, zero: float, counts: np.ndarray) -> float:
+    """``sum_t idf(t) * tf_part(0) * qf(t)`` over a query's terms (``zero`` = ``tf_part(0)``): what
+    ``bm25l``/``bm25+`` add to every matching document. Each product rounded, then summed exactly
+    (``math.fsum``): the same on every machine, where a BLAS dot product adds in the order of its CPU's
+    kernel, fused or not."""
+    return math.fsum(((idf * zero) * counts).tolist())
 
 
 # ---------------------------------------------------------------- registry -----------------------

@@ -82,7 +82,8 @@ from .files import check_folder, write_file
 from .locking import LOCK_FILE, check_unlocked, write_lock
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
-from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values, query_term_weight, zero_tf_part
+from .scoring import (DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, absent_terms_constant, parse_field_values,
+                      query_term_weight, zero_tf_part)
 from .scratch import Scratch
 from .segments import Change, DocLike, Part, Progress
 from .selection import code_point_order
@@ -708,7 +709,7 @@ class GlobalTerms:
             for i in range(len(self)):
                 a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
                 if z > a:
-                    out[i] = float(np.dot(idf[self.term_ids[a:z]] * zero, self.counts[a:z]))
+                    out[i] = absent_terms_constant(idf[self.term_ids[a:z]], zero, self.counts[a:z])
         return out
 
     def local(self, term_map: np.ndarray, constants: np.ndarray) -> TermBatch:

@@ -47,6 +47,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..engine import exactmath
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import EvaluationError, MeasureError
@@ -409,5 +410,6 @@ def _mean(measure: Measure, values: np.ndarray) -> float:
     if not defined.size:
         return math.nan
     if measure.definition.geometric:
-        return math.exp(math.fsum(np.log(np.maximum(defined, MIN_GEO_MEAN)).tolist()) / defined.size)
+        logs = exactmath.each(exactmath.ln, np.maximum(defined, MIN_GEO_MEAN))  # the same on every CPU
+        return exactmath.exp(math.fsum(logs.tolist()) / defined.size)
     return math.fsum(defined.tolist()) / defined.size
