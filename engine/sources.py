@@ -98,7 +98,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from .compressed import open_gzip
-from .errors import InputError, ParameterError
+from .errors import InputError, ParameterError, cr_line_ends
 from .records import Document
 
 __all__ = [
@@ -242,8 +242,7 @@ def _lines(path: Path, blank: bytes = _WHITESPACE) -> Iterator[tuple[int, str]]:
             for raw in stream:
                 line += 1
                 if line == 1 and b"\r" in raw.rstrip(b"\r\n"):
-                    raise InputError("a carriage return (CR) inside the line: lines ending in CR alone (classic "
-                                     "Mac OS) are not read; convert the file to LF or CRLF line endings", path, line)
+                    raise cr_line_ends(path, line)
                 if raw.isspace() and raw.endswith(b"\n") and not raw.strip(blank):  # isspace: no copy of a line
                     yield line, raw.decode("ascii")
                     while (buffered := stream.peek(1)) and (run := _blank_run(buffered, blank)):

@@ -93,7 +93,7 @@ import numpy as np
 
 from ..engine.columns import numpy_values
 from ..engine.compressed import decompress
-from ..engine.errors import InputWarning
+from ..engine.errors import InputWarning, cr_line_ends
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
@@ -183,6 +183,7 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
     """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
     :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's last tag (trec_eval's ``runid``)."""
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, RUN_FORMATS, "run", path) or detect_run_format(path, data)
     if chosen == "ranx":
         return _from_json(Run.from_dict, data, path, "run")
@@ -219,6 +220,7 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
     """
     by_atol = get_rules(trec_eval).label_from_text == "atol"
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, QRELS_FORMATS, "qrels", path) or detect_qrels_format(path, data)
     if chosen == "ranx":
         return _from_json(Qrels.from_dict, data, path, "qrels")
@@ -240,6 +242,17 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
 
     return _parse_and_build(data, layout, path, build, skip_header=header,
                             atol_labels=by_atol and layout.kind == "label")
+
+
+def _check_line_ends(data: bytes, path: str | Path) -> None:
+    """A file whose lines end in a carriage return alone (classic Mac OS) is one line to the readers (its
+    fields then miscounted: "expected 4 fields, found 8"): refused, naming its line ends, when its first
+    line holds a CR that no line feed follows. JSON is read whatever its line ends."""
+    if _is_json(data):
+        return
+    first = next(_content_lines(data), None)
+    if first is not None and b"\r" in data[first[1] : first[2]].rstrip(b"\r"):
+        raise cr_line_ends(path, first[0])
 
 
 def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path) -> str | None:

@@ -227,6 +227,14 @@ def test_an_id_a_trec_line_cannot_hold_is_refused(tmp_path: Path) -> None:
                                                      "q 7")
 
 
+def test_cr_only_qrels_are_named_as_such(tmp_path: Path) -> None:
+    # issue 28: "expected 4 fields, found 8" said nothing of the line ends
+    (tmp_path / "qrels").write_text("q1 0 d1 1\rq1 0 d2 0\r", newline="")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.5 t\n")
+    assert f"{tmp_path / 'qrels'}:1: a carriage return (CR) inside the line: lines ending in CR alone" in \
+        error_line("evaluate", tmp_path / "qrels", tmp_path / "run")
+
+
 def test_quotes_and_other_characters_a_trec_line_holds_are_written_as_they_are(tmp_path: Path) -> None:
     # issue 28: a double quote in an id, a --tag or a --qid was an internal error (exit 3, pyarrow's CSV
     # writer refuses it); the TREC format holds any id without whitespace

@@ -632,3 +632,18 @@ def test_processes_that_read_qrels_and_a_run_exit_cleanly(tmp_path: Path) -> Non
         done = list(pool.map(one, range(30)))
     failed = [(p.returncode, p.stderr[-300:]) for p in done if p.returncode != 0 or p.stderr]
     assert not failed, failed
+
+
+def test_lines_ending_in_a_carriage_return_alone_are_named(tmp_path: Path) -> None:
+    # issue 28: CR-only qrels read as one line of 8 fields ("expected 4 fields, found 8")
+    for name, text, reader in (("qrels", "q1 0 d1 1\rq1 0 d2 0\r", read_qrels),
+                               ("run", "q1 Q0 d1 1 2.5 t\rq1 Q0 d2 2 1.5 t\r", read_run),
+                               ("late", "\n\n# a comment\nq1 0 d1 1\rq1 0 d2 0\r", read_qrels)):
+        path = write(tmp_path, name, text)
+        line = 4 if name == "late" else 1
+        with pytest.raises(InputError, match=rf"{path}:{line}: a carriage return \(CR\) inside the line: lines ending "
+                                             rf"in CR alone \(classic Mac OS\) are not read; convert the file to LF"):
+            reader(path)
+    assert read_qrels(write(tmp_path, "crlf", "q1 0 d1 1\r\nq1 0 d2 0\r\n")).to_dict() == {"q1": {"d1": 1, "d2": 0}}
+    assert read_run(write(tmp_path, "json", '{"q1":\r{"d1": 2.5}}\r')).to_dict() == {"q1": {"d1": 2.5}}
+
