@@ -235,6 +235,16 @@ def test_cr_only_qrels_are_named_as_such(tmp_path: Path) -> None:
         error_line("evaluate", tmp_path / "qrels", tmp_path / "run")
 
 
+def test_optimizing_an_empty_index_says_it_is_empty(tmp_path: Path) -> None:
+    # issue 28: it said "nothing to merge (one segment, no deletions) -> 0 documents in 0 segments"
+    ok("index", jsonl(tmp_path / "d.jsonl", [("a", "hello"), ("b", "world")]), "--out", tmp_path / "ix")
+    ok("delete", tmp_path / "ix", "a", "b")  # a segment with nothing live left is dropped
+    assert ok("optimize", tmp_path / "ix").strip() == \
+        f"nothing to merge (the index holds no documents) -> {tmp_path / 'ix'}: 0 documents in 0 segments"
+    ok("index", jsonl(tmp_path / "one.jsonl", [("a", "hello")]), "--out", tmp_path / "one")
+    assert ok("optimize", tmp_path / "one").startswith("nothing to merge (one segment, no deletions) -> ")
+
+
 def test_quotes_and_other_characters_a_trec_line_holds_are_written_as_they_are(tmp_path: Path) -> None:
     # issue 28: a double quote in an id, a --tag or a --qid was an internal error (exit 3, pyarrow's CSV
     # writer refuses it); the TREC format holds any id without whitespace
