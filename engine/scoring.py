@@ -32,6 +32,12 @@ FloatArray = np.ndarray
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
 OKAPI_EPSILON = 0.25
+LARGEST = 1e100
+"""The largest k1, delta, k3 or field weight. Within it no score's float64 arithmetic can overflow, for any
+collection (lengths and frequencies below 2**31, fewer than 10**12 documents: the largest product, a
+field weight times a frequency over the smallest length normalisation, stays below 10**125); past it,
+``k1 = 1e308`` made ``k1 * (1 - b + b * dl / avgdl)`` infinite (numpy's overflow warning, scores of 0 or
+NaN). :meth:`Params.resolved` refuses larger values: a ParameterError, exit code 2 on the command line."""
 
 
 # ---------------------------------------------------------------- idf ----------------------------
@@ -236,24 +242,27 @@ class Params:
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
         variant = get_variant(self.variant)
-        if not (math.isfinite(self.k1) and self.k1 >= 0):
-            raise ParameterError(f"k1 must be a finite number >= 0, got {self.k1}")
+        if not (math.isfinite(self.k1) and 0 <= self.k1 <= LARGEST):
+            raise ParameterError(f"k1 must be a number from 0 to {LARGEST:g} (a larger one overflows the scores), "
+                                 f"got {self.k1}")
         if not (math.isfinite(self.b) and 0 <= self.b <= 1):
             raise ParameterError(f"b must be between 0 and 1, got {self.b}")
         delta = variant.default_delta if self.delta is None else float(self.delta)
-        if not (math.isfinite(delta) and delta >= 0):
-            raise ParameterError(f"delta must be a finite number >= 0, got {delta}")
+        if not (math.isfinite(delta) and 0 <= delta <= LARGEST):
+            raise ParameterError(f"delta must be a number from 0 to {LARGEST:g} (a larger one overflows the scores), "
+                                 f"got {delta}")
         k3 = self.k3
         if k3 is not None and (isinstance(k3, bool) or not isinstance(k3, (int, float)) or not math.isfinite(k3)
-                               or k3 < 0):
-            raise ParameterError(f"k3 must be a finite number >= 0 (or None for the linear count), got {k3!r}")
+                               or not 0 <= k3 <= LARGEST):
+            raise ParameterError(f"k3 must be a number from 0 to {LARGEST:g} (or None for the linear count), got {k3!r}")
         if self.fields is not None:
             if self.variant != "lucene":
                 raise ParameterError(f"BM25F (field weights) scores with Lucene's idf and saturation: use the variant "
                                      f"lucene, not {self.variant!r}")
             for name, weight, b in self.fields:
-                if not (math.isfinite(weight) and weight >= 0):
-                    raise ParameterError(f"the weight of field {name!r} must be a finite number >= 0, got {weight}")
+                if not (math.isfinite(weight) and 0 <= weight <= LARGEST):
+                    raise ParameterError(f"the weight of field {name!r} must be a number from 0 to {LARGEST:g} (a "
+                                         f"larger one overflows the scores), got {weight}")
                 if not (math.isfinite(b) and 0 <= b <= 1):
                     raise ParameterError(f"the b of field {name!r} must be between 0 and 1, got {b}")
         return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bm25lab.engine import Index, Tokenizer, storage
+from bm25lab.engine.scoring import Params
 from bm25lab.evaluation import read_run
 
 BM25LAB = str(Path(sys.executable).parent / "bm25lab")
@@ -243,6 +244,31 @@ def test_optimizing_an_empty_index_says_it_is_empty(tmp_path: Path) -> None:
         f"nothing to merge (the index holds no documents) -> {tmp_path / 'ix'}: 0 documents in 0 segments"
     ok("index", jsonl(tmp_path / "one.jsonl", [("a", "hello")]), "--out", tmp_path / "one")
     assert ok("optimize", tmp_path / "one").startswith("nothing to merge (one segment, no deletions) -> ")
+
+
+@pytest.mark.parametrize("option", [["--k1", "1e308"], ["--k1", "1e101"], ["--variant", "bm25l", "--delta", "1e308"],
+                                    ["--k3", "1e308"]])
+def test_parameters_whose_scores_would_overflow_are_refused(tmp_path: Path, option: list[str]) -> None:
+    # issue 28: --k1 1e308 printed numpy's overflow RuntimeWarning; refused in the library (ParameterError,
+    # exit code 2), so the API refuses too
+    from bm25lab.engine import ParameterError, ShardedIndex
+
+    ok("index", jsonl(tmp_path / "d.jsonl", [("a", "hello world"), ("b", "hello")]), "--out", tmp_path / "ix")
+    done = bm25lab("search", tmp_path / "ix", "hello", *option)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "from 0 to 1e+100" in lines[0], done
+    assert "Warning" not in done.stderr + done.stdout
+    name, value = option[-2].lstrip("-"), float(option[-1])
+    kwargs = {name: value, **({"variant": "bm25l"} if name == "delta" else {})}
+    with pytest.raises(ParameterError, match="from 0 to 1e"):
+        Index.load(tmp_path / "ix").search("hello", **kwargs)
+    sharded = ShardedIndex.build([("a", "hello world"), ("b", "hello")], tmp_path / "s", 2, Tokenizer("en"))
+    with pytest.raises(ParameterError, match="from 0 to 1e"):
+        sharded.search("hello", **kwargs)
+    hits = Index.load(tmp_path / "ix").search("hello", k1=1e100)  # the largest is taken, its scores finite
+    assert len(hits) == 2 and all(math.isfinite(hit.score) for hit in hits)
+    with pytest.raises(ParameterError, match="weight of field 'title'"):
+        Params(fields=(("title", 1e308, 0.5),)).resolved()
 
 
 def test_quotes_and_other_characters_a_trec_line_holds_are_written_as_they_are(tmp_path: Path) -> None:
