@@ -190,7 +190,8 @@ def _drive(kind: str, fixtures: Path) -> None:
             error = repr(result.exception) if not isinstance(result.exception, (SystemExit, type(None))) else None
             code, output, stderr = result.exit_code, result.output, result.stderr
             del result
-            gc.collect()  # as the process's exit would: what the failed command held (a build's scratch folder) goes
+            if command == "index" and code != 0:
+                gc.collect()  # as the process's exit would: what the failed build held (its scratch folder) goes
             after = _index_state(index)
             lines = [line for line in stderr.splitlines() if line.strip()]
             print(json.dumps({

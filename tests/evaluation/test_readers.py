@@ -607,7 +607,7 @@ def test_pyarrow_lets_go_of_the_bytes_before_the_fast_path_returns() -> None:
 _EXITING = """
 import sys, time
 from bm25lab.evaluation import read_qrels, read_run
-objects = [[i] for i in range(1_000_000)]  # freed as the interpreter exits: an exit of some milliseconds
+objects = [[i] for i in range(300_000)]  # freed as the interpreter exits: an exit of some milliseconds
 qrels, run = read_qrels(sys.argv[1]), read_run(sys.argv[2])
 until = time.perf_counter() + 0.003  # then 3 ms of Python without a pause: pyarrow's thread waits for the lock
 while time.perf_counter() < until:
@@ -616,7 +616,7 @@ while time.perf_counter() < until:
 
 
 def test_processes_that_read_qrels_and_a_run_exit_cleanly(tmp_path: Path) -> None:
-    # the process of the issue, its race made likely (about 1 in 5 aborted before): 30 of them, 2 at a time
+    # the process of the issue, its race made likely (9 and 10 of 30 aborted before): 30 of them, 2 at a time
     import subprocess
     import sys
     from concurrent.futures import ThreadPoolExecutor
