@@ -79,10 +79,12 @@ from .backends import Backend
 from .docstore import DocStore, SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
 from .filters import Filter, Masks
+from .files import check_folder, write_file
 from .locking import LOCK_FILE, check_unlocked, write_lock
 from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import CollectionStatistics, Scorer, TermBatch
-from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values, query_term_weight, zero_tf_part
+from .scoring import (DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, absent_terms_constant, parse_field_values,
+                      query_term_weight, zero_tf_part)
 from .scratch import Scratch
 from .searching import FieldValues, Searcher
 from .segments import Change, DocLike, Part, Progress
@@ -112,7 +114,7 @@ def route(doc_id: str, shards: int) -> int:
 
 def is_sharded(directory: str | Path) -> bool:
     """Whether ``directory`` holds a sharded index (a ``shards.json``)."""
-    return (Path(directory) / MANIFEST).is_file()
+    return os.path.lexists(Path(directory) / MANIFEST)  # anything of that name: read (and refused) as such
 
 
 def check_shard_count(shards: int) -> int:
@@ -201,9 +203,8 @@ def write_statistics(directory: Path, counts: TermCounts, name: str) -> dict[str
         raise ValueError("a term contains a newline; the tokenizer must never produce one")
     tmp = _fresh(directory, name)
     with storage.writing(tmp / TERMS_FILE):
-        (tmp / TERMS_FILE).write_text("\n".join(counts.terms), encoding="utf-8")
-    with storage.writing(tmp / DF_FILE):
-        np.save(tmp / DF_FILE, np.ascontiguousarray(counts.df, dtype=np.int64), allow_pickle=False)
+        write_file(tmp / TERMS_FILE, "\n".join(counts.terms).encode("utf-8"))
+    storage.save_array(tmp / DF_FILE, np.asarray(counts.df, dtype=np.int64))
     files = {}
     for path in sorted(tmp.iterdir()):
         with storage.writing(path):
@@ -242,7 +243,7 @@ def load_counts(directory: Path, record: Mapping[str, Any], pins: storage.Pins |
     ``pins``, or here), checked against the record. With ``arrow``, the terms are a pyarrow string
     array (no Python string per term: what searching needs of them)."""
     if pins is None:
-        with storage.Pins() as own:
+        with storage.Pins(directory) as own:
             pin_counts(directory, record, own)
             return load_counts(directory, record, own, verify, arrow)
     folder = directory / record["name"]
@@ -357,6 +358,7 @@ def _sync_shards(directory: Path, manifest: Mapping[str, Any]) -> None:
     writer wrote there before its commit). The caller holds the sharded index's lock."""
     for entry in manifest["shards"]:
         shard_dir = directory / entry["name"]
+        check_folder(shard_dir)  # never written into through a link
         try:
             current = storage.read_manifest(shard_dir)
         except IndexFormatError:
@@ -708,7 +710,7 @@ class GlobalTerms:
             for i in range(len(self)):
                 a, z = int(self.q_ptr[i]), int(self.q_ptr[i + 1])
                 if z > a:
-                    out[i] = float(np.dot(idf[self.term_ids[a:z]] * zero, self.counts[a:z]))
+                    out[i] = absent_terms_constant(idf[self.term_ids[a:z]], zero, self.counts[a:z])
         return out
 
     def local(self, term_map: np.ndarray, constants: np.ndarray) -> TermBatch:
@@ -1091,18 +1093,18 @@ class ShardedIndex(Searcher[ShardHits]):
     # ------------------------------------------------------------------ growing
     def add(self, docs: Iterable[DocLike], *, workers: int | None = None, progress: Progress | None = None,
             source: str | Path | None = None) -> Change:
-        change = add_documents(self.path, docs, workers=workers, progress=progress, source=source, verify=False,
+        change = add_documents(self.path, docs, workers=workers, progress=progress, source=source,
                                backend=self._backend_name)
         self._reload()
         return change
 
     def delete(self, doc_ids: Iterable[str]) -> Change:
-        change = delete_documents(self.path, [doc_ids] if isinstance(doc_ids, str) else doc_ids, verify=False)
+        change = delete_documents(self.path, [doc_ids] if isinstance(doc_ids, str) else doc_ids)
         self._reload()
         return change
 
     def optimize(self) -> Change:
-        change = optimize(self.path, verify=False)
+        change = optimize(self.path)
         self._reload()
         return change
 
@@ -1133,7 +1135,7 @@ def load_shards(directory: Path, manifest: Mapping[str, Any], verify: bool = Tru
     read after every file they need is opened (:class:`~bm25lab.engine.storage.Pins`); the shards'
     segments are checked against their manifests' counts, and the statistics against the shards."""
     entries = manifest["shards"]
-    with storage.Pins() as pins:
+    with storage.Pins(directory) as pins:
         pin_counts(directory, manifest["statistics"], pins)
         opened: list[list[DocStore]] = []
         try:
@@ -1167,7 +1169,7 @@ def load_shard(directory: Path, entry: Mapping[str, Any], statistics: Collection
                backend: str | None = None) -> Shard:
     """One shard of a manifest (its ``{"name", "manifest"}`` entry), scored under ``statistics``."""
     shard_dir = directory / entry["name"]
-    parts = segments.load_parts(shard_dir, entry["manifest"], verify=verify)
+    parts = segments.load_parts(shard_dir, entry["manifest"], verify=verify, root=directory)
     return _shard_of(shard_dir, entry["manifest"], parts, statistics, backend)
 
 
@@ -1230,7 +1232,7 @@ class _Transaction:
         if position not in self._parts:
             entry = self.manifest["shards"][position]
             self._parts[position] = segments.load_parts(self.directory / entry["name"], entry["manifest"],
-                                                        verify=self.verify)
+                                                        verify=self.verify, root=self.directory)
         return self._parts[position]
 
     def commit(self, changed: Mapping[int, list[Part]], move_stores: bool, same_documents: bool = False) -> None:
@@ -1274,12 +1276,32 @@ def _transaction(directory: Path, verify: bool, tokenizer_config: dict[str, Any]
                                              or len(manifest["shards"]) != shards):
             raise IndexFormatError(f"{directory}: the index was replaced by another while the documents were "
                                    f"being analysed; run the command again")
+        transaction = _Transaction(directory, manifest, verify)
+        _check_whole(transaction)
         _sync_shards(directory, manifest)
         try:
-            yield _Transaction(directory, manifest, verify)
+            yield transaction
         except BaseException:
             _settle_after_failure(directory)
             raise
+
+
+def _check_whole(tx: _Transaction) -> None:
+    """Before a change writes anything: every shard as ``shards.json`` records it and the statistics,
+    read (verified with ``tx.verify``) as :meth:`ShardedIndex.load` reads them, and each shard's folder
+    and journal what a writer may write to. A change to any shard is refused while another is damaged
+    (a file changed, a shard folder replaced by another build's), as searching and ``info`` refuse the
+    index; nothing is written into a damaged shard (not even its ``index.json`` brought to its copy)."""
+    for position, entry in enumerate(tx.manifest["shards"]):
+        shard_dir = tx.directory / entry["name"]
+        check_folder(shard_dir)
+        storage.Journal(shard_dir).names()  # a journal that is no regular file is refused now, not after the commit
+        parts = tx.parts(position)
+        if sum(p.num_live for p in parts) != entry["manifest"]["counts"]["documents"]:
+            raise IndexFormatError(f"{shard_dir}: its segments hold {sum(p.num_live for p in parts)} documents, "
+                                   f"{tx.directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
+                                   f"rebuild the index")
+    load_counts(tx.directory, tx.manifest["statistics"], verify=tx.verify)
 
 
 def _key(config: Any) -> str:

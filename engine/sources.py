@@ -88,7 +88,6 @@ folder, which is one document.
 from __future__ import annotations
 
 import csv
-import gzip
 import html
 import json
 import os
@@ -98,7 +97,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
-from .errors import InputError, ParameterError
+from .compressed import open_gzip
+from .errors import InputError, ParameterError, cr_line_ends
 from .records import Document
 
 __all__ = [
@@ -120,6 +120,7 @@ __all__ = [
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = "\ufeff"
 _SNIFF_BYTES = 65536
+_READ_BUFFER = 1 << 16  # bytes read at a time; a run of blank lines in them is skipped at once (_lines)
 
 DOC_ID_KEYS = ("id", "_id", "docid", "doc_id")
 DOC_TEXT_KEYS = ("text", "contents", "body")
@@ -185,7 +186,7 @@ DocumentReader = Callable[[Path, FieldMap], Iterator[Document]]
 def _open_binary(path: Path) -> BinaryIO:
     """Open ``path`` for reading bytes, decompressing gzip when the file starts with its magic."""
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the caller's ``with``
+        raw = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by the caller's ``with``
     except IsADirectoryError:
         raise InputError("is a folder, expected a file", path) from None
     except FileNotFoundError:
@@ -198,8 +199,7 @@ def _open_binary(path: Path) -> BinaryIO:
         raw.close()
         raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
     if magic == _GZIP_MAGIC:
-        raw.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return open_gzip(raw, path, _READ_BUFFER)  # bounded: a gzip bomb is an error naming the file
     return raw  # type: ignore[return-value]
 
 
@@ -217,18 +217,39 @@ def _decode(raw: bytes, path: Path, line: int) -> str:
     return text
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+_WHITESPACE = b" \t\n\r\x0b\x0c"  # what bytes.isspace() and bytes.split() take for whitespace
+_LINE_ENDS = b"\r\n"  # the empty lines a CSV reader is given together (a quoted field keeps them as they are)
+
+
+def _blank_run(data: bytes, blank: bytes) -> int:
+    """The length of the whole lines at the start of ``data`` that hold only bytes of ``blank`` (0: none)."""
+    end = len(data) - len(data.lstrip(blank))
+    return data.rfind(b"\n", 0, end) + 1
+
+
+def _lines(path: Path, blank: bytes = _WHITESPACE) -> Iterator[tuple[int, str]]:
     """Yield ``(line number, decoded line with its terminator)`` from a plain or gzip file. A first
     line holding a carriage return that no line feed follows is refused: the file's lines end in
-    CR alone (classic Mac OS), and it would read as a single line."""
+    CR alone (classic Mac OS), and it would read as a single line.
+
+    Lines of ``blank`` bytes only (whitespace) come in pieces: after one such line, the ones that follow
+    it in the read buffer are given at once as one "line" holding them all (numbered by its first),
+    found by ``bytes.lstrip`` (C), so that a file of millions of blank lines costs a Python step per
+    buffer (64 KiB), not per line. Every reader skips, or collapses, whitespace."""
     line = 0
     with _open_binary(path) as stream:
         try:
             for raw in stream:
                 line += 1
                 if line == 1 and b"\r" in raw.rstrip(b"\r\n"):
-                    raise InputError("a carriage return (CR) inside the line: lines ending in CR alone (classic "
-                                     "Mac OS) are not read; convert the file to LF or CRLF line endings", path, line)
+                    raise cr_line_ends(path, line)
+                if raw.isspace() and raw.endswith(b"\n") and not raw.strip(blank):  # isspace: no copy of a line
+                    yield line, raw.decode("ascii")
+                    while (buffered := stream.peek(1)) and (run := _blank_run(buffered, blank)):
+                        piece = stream.read(run)
+                        yield line + 1, piece.decode("ascii")
+                        line += piece.count(b"\n")
+                    continue
                 yield line, _decode(raw, path, line)
         except (OSError, EOFError, zlib.error) as exc:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -496,8 +517,14 @@ def _csv_columns(header: list[str], path: Path, line: int) -> tuple[int, int, in
 
 def _read_csv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # documents can exceed the 128 KiB default
-    lines = (line for _, line in _lines(path))
-    reader = csv.reader(lines, strict=True)
+    last = [0]  # the number of the last line handed to the reader (a piece of empty lines counts them all)
+
+    def lines() -> Iterator[str]:
+        for number, line in _lines(path, _LINE_ENDS):
+            last[0] = number + max(line.count("\n"), 1) - 1
+            yield line
+
+    reader = csv.reader(lines(), strict=True)
     header: list[str] | None = None
     columns: tuple[int, int, int | None] = (0, 0, None)
     start = 1
@@ -509,7 +536,7 @@ def _read_csv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[
         except csv.Error as exc:
             raise InputError(f"malformed CSV: {exc}", path, start) from None
         if not row or (len(row) == 1 and not row[0].strip()):
-            start = reader.line_num + 1
+            start = last[0] + 1
             continue
         if header is None:
             header = row
@@ -525,7 +552,7 @@ def _read_csv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[
                 raise InputError(f"expected {len(header)} fields like the header, found {len(row)}", path, start)
             values = {name: value for i, (name, value) in enumerate(zip(names, row)) if i != id_col}
             yield _mapped_document(mapping, _clean_id(row[id_col], "document id", path, start), values, path, start)
-        start = reader.line_num + 1
+        start = last[0] + 1
 
 
 def _csv_document(row: list[str], header: list[str], columns: tuple[int, int, int | None], path: Path, line: int) -> Document:
@@ -1142,7 +1169,9 @@ class Documents(Iterator[Document]):
 
 
 def _count_matching(path: Path, pattern: re.Pattern[bytes]) -> int:
-    """Occurrences of ``pattern`` in a (possibly gzip) file, read in blocks split at line ends."""
+    """Occurrences of ``pattern`` (which never matches whitespace alone) in a (possibly gzip) file, read
+    in blocks split at line ends; a block of whitespace only is passed over at once (``isspace``: a loop
+    in C, where a regular expression tries every position)."""
     total = 0
     rest = b""
     with _open_binary(path) as stream:
@@ -1150,13 +1179,14 @@ def _count_matching(path: Path, pattern: re.Pattern[bytes]) -> int:
             block = rest + block
             cut = block.rfind(b"\n") + 1
             block, rest = block[:cut], block[cut:]
-            total += len(pattern.findall(block))
+            if not block.isspace():
+                total += len(pattern.findall(block))
         if rest:
             total += len(pattern.findall(rest + b"\n"))
     return total
 
 
-_CONTENT_LINE = re.compile(rb"(?m)^[ \t\r\f\v]*[^ \t\r\n\f\v].*\n")
+_CONTENT_LINE = re.compile(rb"[^ \t\r\n\f\v][^\n]*\n")  # a line with a character that is not whitespace
 _TREC_OPEN = re.compile(rb"<DOC(?:\s[^>]*)?\s*>", re.IGNORECASE)
 
 

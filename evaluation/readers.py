@@ -92,7 +92,8 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 import numpy as np
 
 from ..engine.columns import arrow_array, numpy_values
-from ..engine.errors import InputWarning
+from ..engine.compressed import decompress
+from ..engine.errors import InputWarning, cr_line_ends
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
@@ -182,6 +183,7 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
     """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
     :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's last tag (trec_eval's ``runid``)."""
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, RUN_FORMATS, "run", path) or detect_run_format(path, data)
     if chosen == "ranx":
         return _from_json(Run.from_dict, data, path, "run")
@@ -218,6 +220,7 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
     """
     by_atol = get_rules(trec_eval).label_from_text == "atol"
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, QRELS_FORMATS, "qrels", path) or detect_qrels_format(path, data)
     if chosen == "ranx":
         return _from_json(Qrels.from_dict, data, path, "qrels")
@@ -239,6 +242,17 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
 
     return _parse_and_build(data, layout, path, build, skip_header=header,
                             atol_labels=by_atol and layout.kind == "label")
+
+
+def _check_line_ends(data: bytes, path: str | Path) -> None:
+    """A file whose lines end in a carriage return alone (classic Mac OS) is one line to the readers (its
+    fields then miscounted: "expected 4 fields, found 8"): refused, naming its line ends, when its first
+    line holds a CR that no line feed follows. JSON is read whatever its line ends."""
+    if _is_json(data):
+        return
+    first = next(_content_lines(data), None)
+    if first is not None and b"\r" in data[first[1] : first[2]].rstrip(b"\r"):
+        raise cr_line_ends(path, first[0])
 
 
 def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path) -> str | None:
@@ -592,7 +606,7 @@ def _check_ranks(columns: _Columns, path: str | Path) -> None:
         raise InputError(f"rank {float(ranks[row])!r} is not an integer", path, line)
     qid = columns.qid if hasattr(columns.qid, "type") else pa.array(columns.qid, type=pa.string())
     table = pa.table({"q": qid, "r": pa.array(ranks.astype(np.int64))})
-    counts = table.group_by(["q", "r"]).aggregate([("r", "count")])
+    counts = table.group_by(["q", "r"], use_threads=False).aggregate([("r", "count")])  # nothing left to its threads
     repeated = pc.greater(counts.column("r_count"), 1)
     if pc.any(repeated).as_py():
         bad = counts.filter(repeated).to_pylist()[0]
@@ -694,7 +708,7 @@ def _load(path: str | Path) -> bytes:
                 return mapped  # type: ignore[return-value]
             data = stream.read()
         if data[:2] == _GZIP_MAGIC:
-            data = gzip.decompress(data)
+            data = decompress(data, path)  # bounded: a gzip bomb is an error naming the file
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise InputError(f"cannot read: {reason}", path) from None
@@ -890,6 +904,8 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
         ).unify_dictionaries()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
+    finally:
+        _let_go(data)
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
     if qid.null_count or doc.null_count:
@@ -906,6 +922,33 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
     if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
         return None
     return _Columns(qid, doc, value, None)
+
+
+_LET_GO_SECONDS = 10.0
+
+
+def _let_go(view: memoryview) -> None:
+    """Return once nothing but ``view`` itself holds the bytes it shows: pyarrow's threaded CSV reader
+    may return while a read-ahead task of its I/O threads still holds the buffer it was given, and lets
+    it go later from that thread, taking the interpreter's lock to release a Python object. Should that
+    happen as the interpreter exits, Python ends the thread from inside that release, a C++ destructor
+    that may not throw: ``std::terminate``, "terminate called without an active exception", SIGABRT
+    (issue 28). So the reader waits (microseconds, a few milliseconds at most on a busy machine) until
+    pyarrow has let go: nothing of a file it read is left to pyarrow's threads when it returns. Bounded:
+    after :data:`_LET_GO_SECONDS` it returns anyway (then, as before, pyarrow lets go when it does)."""
+    import time
+
+    deadline = time.monotonic() + _LET_GO_SECONDS
+    pause = 1e-5
+    while True:
+        try:
+            view.release()  # BufferError while an export of it (pyarrow's buffer) is alive
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
 
 
 def _own_floats(column: Any) -> np.ndarray:
@@ -1339,12 +1382,12 @@ def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], 
         target = Path(path_or_file)
         _write_atomically(target, gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
     elif isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
-        path_or_file.write(payload.decode("utf-8"))
+        path_or_file.write(bytes(payload).decode("utf-8"))
     else:
         path_or_file.write(payload)
 
 
-def _write_atomically(target: Path, payload: bytes) -> None:
+def _write_atomically(target: Path, payload: bytes | memoryview) -> None:
     """``payload`` into ``target`` by way of a temporary file in the same folder and a rename; an
     error names ``target`` and leaves neither it nor a temporary file changed."""
     import os
@@ -1369,46 +1412,76 @@ def _write_atomically(target: Path, payload: bytes) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _check_token(value: str, what: str) -> None:
+def _check_token(value: str, what: str, starts_line: bool = False) -> None:
+    """An id or tag a run file can hold: not empty, no whitespace, and (``starts_line``: the first field of
+    a line) not starting with ``#``, which would make its lines comments to the readers."""
     if not value or any(ch in value for ch in " \t\n\r\x0b\x0c"):
         raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC run cannot hold it")
+    if starts_line and value.startswith("#"):
+        raise InputError(f"{what} {value!r} starts with #: its lines would read as comments (the readers skip them, "
+                         f"as trec_eval does); a TREC or MS MARCO run cannot hold it")
 
 
-def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes:
-    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow."""
+def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes | memoryview:
+    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow: each query's
+    line start (``qid Q0``) made once and taken for its rows, each line's fields joined by one kernel
+    call, the lines then taken as the one buffer they fill. Any id without whitespace is written as it
+    is (quotes included: a CSV writer quotes or refuses them); scores are pyarrow's shortest decimal that
+    reads back to the same float64."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
 
     for qid in run.qids:
-        _check_token(qid, "query id")
-    if len(run):
+        _check_token(qid, "query id", starts_line=True)
+    if _bad_id(run.doc_ids):
         bad = pc.or_(pc.match_substring_regex(run.doc_ids, r"[ \t\n\r\x0b\x0c]"), pc.equal(pc.utf8_length(run.doc_ids), 0))
-        if pc.any(bad).as_py():
-            _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
+        _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
     counts = np.diff(run.offsets)
-    seg = np.repeat(np.arange(run.num_queries, dtype=np.int64), counts)
-    rank = np.arange(len(run), dtype=np.int64) - run.offsets[:-1][seg] + 1 if len(run) else seg
-    size = len(run)
-    qid = pa.array(run.qids, type=pa.string()).take(pa.array(seg))
-    if msmarco:
-        table = pa.table({"qid": qid, "doc": run.doc_ids, "rank": pa.array(rank)})
-        sink = io.BytesIO()
-        pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"))
-        return sink.getvalue()
-    table = pa.table(
-        {
-            "qid": qid,
-            "iter": pa.repeat(pa.scalar("Q0", pa.string()), size),
-            "doc": run.doc_ids,
-            "rank": pa.array(rank),
-            "score": pa.array(run.score, type=pa.float64()),
-            "tag": pa.repeat(pa.scalar(tag, pa.string()), size),
-        }
-    )
-    sink = io.BytesIO()
-    pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
-    return sink.getvalue()
+    seg = pa.array(np.repeat(np.arange(run.num_queries, dtype=np.int64), counts))
+    rank = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], counts) + 1
+    text = pa.large_string()
+    glue = pa.scalar("\t" if msmarco else " ", text)
+    ranks = pc.cast(pa.array(rank), text)
+    if msmarco:  # qid<TAB>docid<TAB>rank
+        lines = pc.binary_join_element_wise(pa.array(run.qids, type=text).take(seg), pc.cast(run.doc_ids, text),
+                                            pc.binary_join_element_wise(ranks, pa.scalar("\n", text),
+                                                                        pa.scalar("", text)), glue)
+    else:  # qid Q0 docid rank score tag
+        starts = pa.array([f"{qid} Q0" for qid in run.qids], type=text).take(seg)
+        lines = pc.binary_join_element_wise(starts, pc.cast(run.doc_ids, text), ranks,
+                                            pc.cast(pa.array(run.score, type=pa.float64()), text),
+                                            pa.scalar(f"{tag}\n", text), glue)
+    chunks = getattr(lines, "chunks", [lines])
+    return _string_bytes(chunks[0], copy=False) if len(chunks) == 1 else b"".join(map(_string_bytes, chunks))
+
+
+def _bad_id(ids: Any) -> bool:
+    """Whether an id of the pyarrow string array ``ids`` is empty or holds whitespace (C's ``isspace``:
+    what splits a TREC line): its lengths, then its characters' bytes at once, by numpy (a regular
+    expression per id took several times as long)."""
+    import pyarrow.compute as pc
+
+    for chunk in getattr(ids, "chunks", [ids]):
+        if len(chunk) and pc.min(pc.binary_length(chunk)).as_py() == 0:
+            return True
+        values = np.frombuffer(_string_bytes(chunk, copy=False), dtype=np.uint8)
+        if ((values - np.uint8(9) <= 4) | (values == 32)).any():
+            return True
+    return False
+
+
+def _string_bytes(strings: Any, copy: bool = True) -> bytes | memoryview:
+    """The characters of a pyarrow string or large string array's values one after the other: the used
+    part of its data buffer, as its offsets bound it (without ``copy``, a view of that buffer)."""
+    import pyarrow as pa
+
+    if not len(strings):
+        return b""
+    width = 8 if pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type) else 4
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(strings) + 1,
+                            offset=width * strings.offset)
+    used = strings.buffers()[2][int(offsets[0]) : int(offsets[-1])]
+    return used.to_pybytes() if copy else memoryview(used)
 
 
 def _json_run_bytes(run: Run, tag: str) -> bytes:

@@ -196,7 +196,7 @@ def test_the_first_damaged_file_is_named_whatever_the_threads(tmp_path: Path, mo
     (first,) = path.glob("seg-*/doc_nums.npy")
     first.unlink()
     os.mkfifo(first)  # in its place, a FIFO: named, never read (reading it would block)
-    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: not a file"):
+    with pytest.raises(IndexFormatError, match=r"doc_nums\.npy: a FIFO, not a regular file"):
         Index.load(path)
 
 
