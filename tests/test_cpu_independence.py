@@ -45,7 +45,7 @@ def fingerprint(folder: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     tokenizer = Tokenizer("en")
     plain = Index.build(docs, tokenizer=tokenizer, workers=1, fields=["title", "text"])
-    for backend in ("numpy", "native"):
+    for backend in ("numpy", "core"):
         index = Index.build(docs, tokenizer=tokenizer, workers=1, backend=backend)
         for variant in VARIANTS:
             found = index.search_many(queries, k=100, variant=variant, workers=1)

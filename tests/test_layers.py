@@ -13,9 +13,9 @@ PACKAGES = {"bm25lab": ROOT / "bm25lab", "bm25lab.engine": ROOT / "engine", "bm2
 
 # The engine, bottom up: a module imports modules of its own floor or of floors below it.
 ENGINE_LAYERS = (
-    ("core", "errors", "lazy", "columns", "scratch", "exactmath"),  # the ground: the compiled core, plain helpers
-    ("scoring", "selection", "records", "locking", "files"),    # formulas, the tie rule, result types, the lock
-    ("segmentation", "docstore", "sources", "compressed"),      # jieba's cut, the document store, inputs
+    ("core", "errors", "lazy", "columns", "exactmath", "files", "compressed"),  # the ground: the compiled core,
+    ("scratch", "scoring", "selection", "records", "locking"),  # plain helpers; formulas, the tie rule, results
+    ("segmentation", "docstore", "sources"),                    # jieba's cut, the document store, inputs
     ("tokenization", "postings"),                               # text to terms; terms to postings
     ("retrieval", "searching", "filters"),                      # weights and the numpy search; the protocol
     ("backends", "feedback"),                                   # numpy or the core; feedback over searches
