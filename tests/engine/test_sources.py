@@ -12,7 +12,7 @@ from fuzzing import mutated
 
 from bm25lab.engine.errors import InputError
 from bm25lab.engine.records import Document
-from bm25lab.engine.sources import DOCUMENT_READERS, QUERY_READERS, read_documents, read_queries
+from bm25lab.engine.sources import DOCUMENT_FORMATS, QUERY_FORMATS, read_documents, read_queries
 
 
 def write(folder: Path, name: str, content: str | bytes, *, gz: bool = False) -> Path:
@@ -409,8 +409,32 @@ def test_fuzz_folder(tmp_path_factory, files):
 
 
 def test_registries_cover_the_documented_formats():
-    assert list(DOCUMENT_READERS) == ["jsonl", "tsv", "csv", "folder", "trec", "smart", "time", "npl", "lisa"]
-    assert list(QUERY_READERS) == ["tsv", "jsonl", "trec", "smart", "time", "npl", "lisa"]
+    assert sorted(DOCUMENT_FORMATS) == ["csv", "folder", "jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
+    assert sorted(QUERY_FORMATS) == ["jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
+    # every row says what it is, and what tells it: a name, or its first bytes (a folder: what it holds)
+    for name, row in [*DOCUMENT_FORMATS.items(), *QUERY_FORMATS.items()]:
+        assert row.description and (row.extensions or row.sniff or getattr(row, "folder", False)), name
+
+
+def test_a_new_format_is_a_reader_and_a_row(tmp_path: Path, monkeypatch) -> None:
+    # a format added to the registry is detected by its extension and by its first bytes, read, counted
+    from bm25lab.engine import sources
+    from bm25lab.engine.records import Document
+    from bm25lab.engine.sources import DocumentFormat
+
+    def read(path: Path, mapping) -> Iterator[Document]:
+        for line in path.read_text().splitlines()[1:]:
+            doc_id, _, text = line.partition("=")
+            yield Document(doc_id, text)
+
+    row = DocumentFormat(read, "MAGIC then id=text lines", extensions=(".magic",),
+                         sniff=lambda head: head.startswith(b"MAGIC"), count=lambda path, named: 2)
+    monkeypatch.setitem(sources.DOCUMENT_FORMATS, "magic", row)
+    for name in ("docs.magic", "docs.txt"):
+        (tmp_path / name).write_text("MAGIC\nd1=hello\nd2=world\n")
+        assert sources.detect_document_format(tmp_path / name) == "magic"
+        assert [d.id for d in read_documents(tmp_path / name)] == ["d1", "d2"]
+        assert sources.count_documents(tmp_path / name) == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,7 +456,7 @@ def test_blank_lines_come_in_pieces_not_a_python_step_each(tmp_path: Path) -> No
     blank = b"  \n\t\n \r\n" * 1000
     path = _blank_gzip(tmp_path / "docs.jsonl.gz", 20, b'{"id": "a", "text": "x"}\n' + blank,
                        blank + b'{"id": "b", "text": "y"}\n{"id": "c", "text": \n')
-    pieces = list(sources._lines(path))
+    pieces = list(sources.base.read_lines(path))
     assert len(pieces) < 1000  # 20 M lines: a piece per 64 KiB read (a line each before: minutes)
     assert "".join(text for _, text in pieces).count("\n") == 20 * (1 << 20) + 6003
     numbers = [number for number, _ in pieces]
