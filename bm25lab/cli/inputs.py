@@ -181,9 +181,13 @@ def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
 
 
 def run(path: Path, format: Enum) -> "Run":
+    """The run of a file; one without a single run line (blank lines and comments only) is an error naming it."""
     from ..evaluation.readers import read_run
 
-    return read_run(path, format=format.value)
+    found = read_run(path, format=format.value)
+    if not found.num_queries:
+        raise InputError("holds no run line (only blank lines or comments)", path)
+    return found
 
 
 def _check_topic_field(topic_field: str) -> None:
