@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("engine_cmds", "search"),
     "run": ("engine_cmds", "run"),
     "evaluate": ("evaluate_cmds", "evaluate_cmd"),
-    "compare": ("evaluate_cmds", "compare_cmd"),
+    "compare": ("compare_cmds", "compare_cmd"),
     "fuse": ("fusion_cmds", "fuse_cmd"),
     "link-prediction": ("evaluate_cmds", "link_prediction_cmd"),
     "tune": ("tune_cmds", "tune"),

@@ -79,10 +79,12 @@ RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: de
 def bundled(name: str) -> Optional[str]:
     """``name`` when it names a bundled collection (or an ir_datasets one, ``irds:ID``) and no file or folder of
     that name exists."""
+    if Path(name).exists():
+        return None
     from .. import corpora
     from ..corpora.irds import is_irds
 
-    return name if not Path(name).exists() and (name in corpora.names() or is_irds(name)) else None
+    return name if name in corpora.names() or is_irds(name) else None
 
 
 def _neither(spec: str, what: str) -> InputError:

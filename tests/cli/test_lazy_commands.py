@@ -47,3 +47,34 @@ def test_a_misspelt_command_is_named_with_the_nearest_ones():
     result = runner.invoke(build_app(requested(["evalute"])), ["evalute"])
     assert result.exit_code == 2
     assert "No such command 'evalute'" in result.output and "evaluate" in result.output
+
+
+EVALUATE_LEAVES = ("pyarrow", "rich", "bm25lab.evaluation.compare", "bm25lab.evaluation.significance",
+                   "bm25lab.evaluation.corrections", "bm25lab.cli.compare_cmds", "bm25lab.engine.sources",
+                   "bm25lab.engine.index", "bm25lab.corpora.irds", "jieba", "scipy")
+"""What a new ``bm25lab evaluate`` of TREC files leaves unimported: pyarrow (the compiled readers read them,
+the ids stay numpy string columns), rich (its output is not a terminal: laid out by bm25lab.cli.plain), the
+comparisons' statistics, the engine."""
+
+
+def _modules_after(argv: list[str], cwd) -> tuple[str, set[str]]:
+    """The output of ``main()`` run with ``argv`` in a new process, and the modules it imported."""
+    code = ("import sys\nsys.argv = " + repr(argv) + "\nfrom bm25lab.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('\\n'.join(sorted(sys.modules)), file=open('modules.txt', 'w'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=cwd)
+    return done.stdout, set((cwd / "modules.txt").read_text().split())
+
+
+@pytest.mark.parametrize("form", [[], ["--format", "trec"], ["--format", "json"], ["-q", "-m", "all_trec"]])
+def test_a_new_evaluate_process_imports_only_what_it_needs(tmp_path, form):
+    from bm25lab.engine.core import kernels
+
+    if kernels() is None:
+        pytest.skip("without the compiled core, files are read by pyarrow")
+    (tmp_path / "qrels.trec").write_text("".join(f"q{i % 3} 0 d{i} {i % 4}\n" for i in range(30)))
+    (tmp_path / "run.trec").write_text("".join(f"q{i % 3} Q0 d{i} {i} {50 - i}.5 t\n" for i in range(45)))
+    output, loaded = _modules_after(["bm25lab", "evaluate", "qrels.trec", "run.trec", *form], tmp_path)
+    assert "nDCG@10" in output or "ndcg_cut_10" in output or "P_5" in output
+    assert "bm25lab.cli.evaluate_cmds" in loaded
+    assert not [m for m in loaded if m.split(".")[0] in EVALUATE_LEAVES or m in EVALUATE_LEAVES]
