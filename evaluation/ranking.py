@@ -39,13 +39,13 @@ import numpy as np
 
 from ..engine.columns import Strings, arrow_array, numpy_values, string_hashes
 from ..engine.columns import string_array as _string_array
-from ..engine.postings import concat_ranges
-from ..engine.records import Results
 from .conventions import DEFAULT_TREC_EVAL, TrecEvalRules, get_rules
 from .errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ..engine.records import Results
 
 __all__ = ["JudgedRanking", "Qrels", "Run", "Strings", "judged_ranking", "natural_key", "string_hashes",
            "tie_rule_order"]
@@ -466,6 +466,8 @@ class Run:
         """
         if isinstance(ranking, Run):
             return ranking
+        from ..engine.records import Results  # the engine's result type, imported where a run may be one
+
         if isinstance(ranking, Results):
             return cls.from_results(ranking, name=name)
         qids, docs, values = _flatten(ranking)
@@ -486,6 +488,8 @@ class Run:
             return self
         offsets = np.zeros_like(self.offsets)
         np.cumsum(counts, out=offsets[1:])
+        from ..engine.postings import concat_ranges
+
         rows = concat_ranges(self.offsets[:-1], counts)
         return Run(self.qids, offsets, self.docs.take(rows), self.doc_hash[rows], self.score[rows], self.name)
 
@@ -994,6 +998,8 @@ def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.
     length[in_run] = np.diff(run.offsets)[position[in_run]]
     if int(length.sum()) == len(run) and bool((np.diff(start[in_run]) >= 0).all()):
         return None, length, in_run
+    from ..engine.postings import concat_ranges
+
     return concat_ranges(start, length), length, in_run
 
 
@@ -1016,5 +1022,7 @@ def _qrels_segments(qrels: Qrels, qids: Sequence[str], labels: np.ndarray) -> tu
     if n == 0:
         return position, position, position.astype(np.float64)
     length = np.diff(qrels.offsets)[position]
+    from ..engine.postings import concat_ranges
+
     rows = concat_ranges(qrels.offsets[:-1][position], length)
     return np.repeat(np.arange(n, dtype=np.int64), length), rows, labels[rows]

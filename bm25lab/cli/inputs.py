@@ -162,12 +162,13 @@ def check_no_query_fields(name: str, id_field: Optional[str], text_fields: Optio
 def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
     """The qrels of a file, or of a bundled collection, labels read by the rules of ``trec_eval`` (9 or
     10; None: the default rules)."""
-    from .. import corpora
     from ..evaluation.readers import read_qrels
 
     rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
+        from .. import corpora
+
         if format.value not in ("auto", "trec"):
             raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
                                  f"{format.value} is for qrels files")
