@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 if TYPE_CHECKING:
     import typer
 
-    from .app import build_app
-
     app: typer.Typer
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("engine_cmds", "index"),
-    "search": ("engine_cmds", "search"),
+    "search": ("search_cmds", "search"),
     "run": ("engine_cmds", "run"),
     "evaluate": ("evaluate_cmds", "evaluate_cmd"),
     "compare": ("compare_cmds", "compare_cmd"),

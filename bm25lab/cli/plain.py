@@ -18,9 +18,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Optional, Sequence
+from typing import IO, NamedTuple, Optional, Sequence, Union
 
-__all__ = ["Field", "Sheet", "cell_length", "line_text", "plain_width", "sheet_lines", "text_lines", "write"]
+__all__ = ["Field", "Marked", "Sheet", "Span", "cell_length", "line_text", "plain_width", "sheet_lines", "text_lines",
+           "write"]
 
 _EMOJI = re.compile(r":\S*?:")  # the form of rich's emoji codes (any such text goes to rich)
 _NARROW = frozenset("…▲▼–—‘’“”•")  # one cell in rich, beside the characters below U+0300
@@ -41,13 +42,43 @@ class Field:
     width: Optional[int] = None
 
 
+class Span(NamedTuple):
+    """Characters ``start`` to ``end`` (excluded) of a text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A cell's text printed as it is written (a rich ``Text``: no markup, no emoji codes), its ``spans``
+    shown in ``style`` on a terminal (the query's terms in a snippet)."""
+
+    plain: str
+    spans: tuple[Span, ...] = ()
+    style: str = "bold yellow"
+
+    def rich(self) -> object:
+        """The rich ``Text`` of this cell."""
+        from rich.text import Text
+
+        text = Text(self.plain)
+        for span in self.spans:
+            text.stylize(self.style, span.start, span.end)
+        return text
+
+
+Cell = Union[str, Marked]
+
+
 @dataclass
 class Sheet:
-    """A table as rich's ``Table(title=...)`` draws it: a title, columns and rows of text."""
+    """A table as rich's ``Table(title=...)`` draws it: a title, columns and rows of cells (text, which rich
+    reads as markup, or :class:`Marked` text)."""
 
     title: str
     fields: list[Field]
-    rows: list[list[str]] = field(default_factory=list)
+    rows: list[list[Cell]] = field(default_factory=list)
 
     def rich(self) -> object:
         """The rich ``Table`` of this sheet."""
@@ -58,7 +89,7 @@ class Sheet:
             table.add_column(column.header, justify=column.justify, no_wrap=column.no_wrap,  # type: ignore[arg-type]
                              min_width=column.min_width, width=column.width, overflow="fold")
         for row in self.rows:
-            table.add_row(*row)
+            table.add_row(*(cell.rich() if isinstance(cell, Marked) else cell for cell in row))
         return table
 
 
@@ -343,9 +374,13 @@ def _row(cells: list[list[str]], widths: list[int], bottom: bool, edges: str) ->
 def sheet_lines(sheet: Sheet, width: int) -> list[str] | None:
     """The lines ``Console(width=width).print(sheet.rich())`` writes where rich prints plain text, or None when
     rich must lay the sheet out (text it would not print as written; columns too narrow for a character)."""
-    texts = [sheet.title, *(c.header for c in sheet.fields), *(cell for row in sheet.rows for cell in row)]
-    if not sheet.fields or not all(_plain(text) for text in texts):
+    texts = [sheet.title, *(c.header for c in sheet.fields)]
+    cells = [cell for row in sheet.rows for cell in row]
+    if not sheet.fields or not all(_plain(text) for text in [*texts, *(c for c in cells if isinstance(c, str))]):
         return None
+    if not all(_one_cell(line) for c in cells if isinstance(c, Marked) for line in c.plain.split("\n")):
+        return None
+    sheet = Sheet(sheet.title, sheet.fields, [[_text(cell) for cell in row] for row in sheet.rows])
     extra = len(sheet.fields) + 1  # the borders
     widths = _widths(sheet, width - extra)
     if min(widths) < _PADDING + 1:
@@ -361,6 +396,10 @@ def sheet_lines(sheet: Sheet, width: int) -> list[str] | None:
         lines += _row([_cell(text, w, c) for text, w, c in zip(row, widths, sheet.fields)], widths, False, _BOX["body"])
     lines.append(_BOX["bottom"][0] + _BOX["bottom"][2].join(_BOX["bottom"][1] * w for w in widths) + _BOX["bottom"][3])
     return [line[:width] for line in lines]  # the console crops what is wider than itself
+
+
+def _text(cell: Cell) -> str:
+    return cell.plain if isinstance(cell, Marked) else cell
 
 
 def text_lines(text: str, width: int) -> list[str] | None:

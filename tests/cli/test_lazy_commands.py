@@ -39,7 +39,7 @@ def test_running_a_command_imports_only_its_module():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = done.stdout.splitlines()[-1]
     assert "bm25lab.cli.evaluate_cmds" in loaded
-    for other in ("engine_cmds", "corpora_cmds", "growth_cmds", "tune_cmds"):
+    for other in ("engine_cmds", "search_cmds", "compare_cmds", "corpora_cmds", "growth_cmds", "tune_cmds"):
         assert f"bm25lab.cli.{other}" not in loaded
 
 
@@ -78,3 +78,29 @@ def test_a_new_evaluate_process_imports_only_what_it_needs(tmp_path, form):
     assert "nDCG@10" in output or "ndcg_cut_10" in output or "P_5" in output
     assert "bm25lab.cli.evaluate_cmds" in loaded
     assert not [m for m in loaded if m.split(".")[0] in EVALUATE_LEAVES or m in EVALUATE_LEAVES]
+
+
+SEARCH_LEAVES = ("pyarrow", "rich", "jieba", "scipy", "bm25lab.evaluation", "bm25lab.engine.sources",
+                 "bm25lab.cli.inputs", "bm25lab.cli.engine_cmds", "bm25lab.corpora", "bm25lab.engine.feedback")
+"""What a new ``bm25lab search`` of an English index leaves unimported: the readers of documents, queries and runs
+(its own module, not `index`'s and `run`'s), the evaluation, rich (its output is not a terminal), jieba."""
+
+
+@pytest.fixture(scope="module")
+def english_index(tmp_path_factory):
+    from bm25lab.engine import Index, Tokenizer
+
+    folder = tmp_path_factory.mktemp("search") / "idx"
+    docs = [{"id": f"d{i}", "title": f"boundary layer {i}", "text": f"transition of the boundary layer, case {i}"}
+            for i in range(20)]
+    Index.build(docs, tokenizer=Tokenizer("en"), workers=1).save(folder)
+    return folder
+
+
+@pytest.mark.parametrize("form", [[], ["--format", "json"], ["-k", "3"]])
+def test_a_new_search_process_imports_only_what_it_needs(tmp_path, english_index, form):
+    output, loaded = _modules_after(["bm25lab", "search", str(english_index), "boundary transition", *form], tmp_path)
+    assert "results for 'boundary transition'" in output or '"doc_id"' in output
+    assert "bm25lab.cli.search_cmds" in loaded and "bm25lab.engine.index" in loaded
+    assert not [m for m in loaded if m.split(".")[0] in SEARCH_LEAVES or m in SEARCH_LEAVES
+                or m.startswith(tuple(f"{leaf}." for leaf in SEARCH_LEAVES))]

@@ -140,3 +140,15 @@ def test_a_commands_output_is_the_same_without_rich(monkeypatch, tmp_path, args,
                for q, a, b in zip(qrels.qids, qrels.offsets[:-1].tolist(), qrels.offsets[1:].tolist())}, run)
     mine, richs = _both(monkeypatch, [arg.format(run=run) for arg in args], without_rich)
     assert mine == richs
+
+
+def test_the_search_table_is_the_same_without_rich(monkeypatch, tmp_path):
+    from bm25lab.engine import Index, Tokenizer
+
+    docs = [{"id": f"doc-{i}", "title": f"the boundary layer, part {i} " * (i % 3 + 1),
+             "text": " ".join(["flow"] * i + ["boundary layer transition"] + ["turbulence and heat"] * (20 - i))}
+            for i in range(12)]
+    Index.build(docs, tokenizer=Tokenizer("en"), workers=1).save(tmp_path / "idx")
+    for query in ("boundary transition", "heat"):
+        mine, richs = _both(monkeypatch, ["search", str(tmp_path / "idx"), query, "-k", "7"], True)
+        assert mine == richs and "…" in mine
