@@ -81,9 +81,11 @@ def test_a_new_evaluate_process_imports_only_what_it_needs(tmp_path, form):
 
 
 SEARCH_LEAVES = ("pyarrow", "rich", "jieba", "scipy", "bm25lab.evaluation", "bm25lab.engine.sources",
-                 "bm25lab.cli.inputs", "bm25lab.cli.engine_cmds", "bm25lab.corpora", "bm25lab.engine.feedback")
+                 "bm25lab.cli.inputs", "bm25lab.cli.engine_cmds", "bm25lab.corpora", "bm25lab.engine.feedback",
+                 "bm25lab.engine.backends.numpy_backend")
 """What a new ``bm25lab search`` of an English index leaves unimported: the readers of documents, queries and runs
-(its own module, not `index`'s and `run`'s), the evaluation, rich (its output is not a terminal), jieba."""
+(its own module, not `index`'s and `run`'s), the evaluation, rich (its output is not a terminal), jieba, the
+backend it does not use (numpy's, where the compiled core searches)."""
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +101,10 @@ def english_index(tmp_path_factory):
 
 @pytest.mark.parametrize("form", [[], ["--format", "json"], ["-k", "3"]])
 def test_a_new_search_process_imports_only_what_it_needs(tmp_path, english_index, form):
+    from bm25lab.engine.core import kernels
+
+    if kernels() is None:
+        pytest.skip("without the compiled core, numpy's backend searches")
     output, loaded = _modules_after(["bm25lab", "search", str(english_index), "boundary transition", *form], tmp_path)
     assert "results for 'boundary transition'" in output or '"doc_id"' in output
     assert "bm25lab.cli.search_cmds" in loaded and "bm25lab.engine.index" in loaded
