@@ -556,7 +556,7 @@ class DistributedIndex(Searcher["ShardHits"]):
         position = route(doc_id, self.num_shards)
         if position not in self._stores:
             entry = self.manifest["shards"][position]
-            parts = segments.load_parts(self.path / entry["name"], entry["manifest"], verify=False)
+            parts = segments.load_parts(self.path / entry["name"], entry["manifest"], verify=False, root=self.path)
             self._stores[position] = SegmentedStore([p.store for p in parts])
         return self._stores[position].get(doc_id)
 

@@ -3,8 +3,8 @@
     from bm25lab.engine import Tokenizer, Index, Hit
 
 Modules follow the data: ``sources`` (documents and queries in), ``tokenization`` (text to terms),
-``postings`` and ``segments`` (terms to an index), ``storage``, ``docstore`` and ``locking`` (the
-index on disk), ``scoring`` (BM25 variants), ``retrieval`` (weights and the numpy reference search),
+``postings`` and ``segments`` (terms to an index), ``storage``, ``files``, ``docstore`` and ``locking``
+(the index on disk), ``scoring`` (BM25 variants), ``retrieval`` (weights and the numpy reference search),
 ``backends`` (the hot operations in numpy, their specification, and in the compiled core, ``core``), ``selection`` (top-k and the
 tie rule), ``records`` (documents, hits, results), ``index`` (the ``Index`` that ties them), ``shards``
 (a sharded index: N indexes searched as one with global statistics).

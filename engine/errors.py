@@ -21,6 +21,13 @@ class InputError(BM25LabError, ValueError):
         super().__init__(where + message)
 
 
+def cr_line_ends(path: str | Path | None, line: int) -> InputError:
+    """The error for a line holding a carriage return no line feed follows: the file's lines end in CR alone
+    (classic Mac OS), and it would read as one line (a document reader's, a qrels or run reader's)."""
+    return InputError("a carriage return (CR) inside the line: lines ending in CR alone (classic Mac OS) are not "
+                      "read; convert the file to LF or CRLF line endings", path, line)
+
+
 class ParameterError(BM25LabError, ValueError):
     """A parameter out of its range or not among its choices: a k of 0, a b above 1, an unknown BM25
     variant, backend or tokenizer language."""

@@ -12,7 +12,10 @@ Documents are ``(doc_id, text)`` pairs, :class:`~bm25lab.engine.records.Document
 An index is one or more segments with deletions (:mod:`bm25lab.engine.segments`); search results and scores
 are those of a fresh build of the live documents. ``add``, ``delete`` and ``optimize`` on an index
 loaded from a directory commit to that directory (under its writer's lock) and then show the
-committed index; on an index that was never saved they change it in memory only.
+committed index; on an index that was never saved they change it in memory only. A change reads the
+index verified, whatever ``load`` was told (a file damaged since is an IndexFormatError naming it, and
+never reaches a new manifest); a file this process verified and that has not changed since is not
+hashed again (:func:`bm25lab.engine.storage.known_digest`).
 """
 from __future__ import annotations
 
@@ -146,7 +149,7 @@ class Index(Searcher["Sequence[Ranked]"]):
         """
         if self.path is not None:
             change = segments.add_documents(self.path, docs, workers=workers, progress=progress, source=source,
-                                            verify=False, backend=self._backend)
+                                            backend=self._backend)
             self._reload()
             return change
         built = segments.build_segment(docs, self.tokenizer, workers=workers, progress=progress, source=source,
@@ -162,7 +165,7 @@ class Index(Searcher["Sequence[Ranked]"]):
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
         if self.path is not None:
-            change = segments.delete_documents(self.path, doc_ids, verify=False)
+            change = segments.delete_documents(self.path, doc_ids)
             self._reload()
             return change
         parts, deleted = segments.with_deleted(self._parts, doc_ids)
@@ -172,7 +175,7 @@ class Index(Searcher["Sequence[Ranked]"]):
     def optimize(self) -> Change:
         """Merge all segments into one and drop deleted documents (scores do not change)."""
         if self.path is not None:
-            change = segments.optimize(self.path, verify=False)
+            change = segments.optimize(self.path)
             self._reload()
             return change
         purged = sum(int(p.deleted.shape[0]) for p in self._parts)

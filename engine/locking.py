@@ -8,7 +8,9 @@ manifest, which is replaced atomically, and open every file it names before read
 
 The kernel releases a ``flock`` when its holder exits, however it exits, so a writer killed with
 ``kill -9`` leaves no stale lock behind (the file stays; its content is only a hint). Never delete
-the lock file by hand while a writer runs: a new file would be a new lock.
+the lock file by hand while a writer runs: a new file would be a new lock. The lock file is opened
+as every file of an index folder is (:mod:`bm25lab.engine.files`): a link, a FIFO or anything but a
+regular file in its place is refused, never followed or waited on.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import IndexLockedError
+from .files import open_file
 
 LOCK_FILE = ".writer.lock"
 
@@ -39,8 +42,8 @@ def check_unlocked(directory: Path) -> None:
     import fcntl
 
     try:
-        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
-    except OSError:  # no lock file: nobody has ever held the lock
+        fd = open_file(directory / LOCK_FILE)
+    except OSError:  # no lock file: nobody has ever held the lock (a file that is no lock file is refused)
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -69,7 +72,7 @@ def write_lock(directory: Path) -> Iterator[None]:
     """
     import fcntl
 
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_file(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 import numpy as np
 
 from .postings import Postings, concat_ranges, release_pages
-from .scoring import Params, bm25f_tf_part, get_variant, query_term_weight, zero_tf_part
+from .scoring import Params, absent_terms_constant, bm25f_tf_part, get_variant, query_term_weight, zero_tf_part
 from .selection import top_k
 
 if TYPE_CHECKING:
@@ -600,7 +600,7 @@ class Scorer:
         zero = zero_tf_part(params)
         if not zero or query.empty:
             return 0.0
-        return float(np.dot(self.idf(params.variant)[query.term_ids] * zero, query.counts))
+        return absent_terms_constant(self.idf(params.variant)[query.term_ids], zero, query.counts)
 
     def warm_for(self, params: Params) -> bool:
         """Whether single searches with ``params`` should use the prepared weights of all postings:

@@ -24,6 +24,7 @@ from typing import Callable, Hashable
 
 import numpy as np
 
+from . import exactmath
 from .errors import ParameterError
 
 FloatArray = np.ndarray
@@ -31,35 +32,43 @@ FloatArray = np.ndarray
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.4
 OKAPI_EPSILON = 0.25
+LARGEST = 1e100
+"""The largest k1, delta, k3 or field weight. Within it no score's float64 arithmetic can overflow, for any
+collection (lengths and frequencies below 2**31, fewer than 10**12 documents: the largest product, a
+field weight times a frequency over the smallest length normalisation, stays below 10**125); past it,
+``k1 = 1e308`` made ``k1 * (1 - b + b * dl / avgdl)`` infinite (numpy's overflow warning, scores of 0 or
+NaN). :meth:`Params.resolved` refuses larger values: a ParameterError, exit code 2 on the command line."""
 
 
 # ---------------------------------------------------------------- idf ----------------------------
+# The logarithms are exactmath's, correctly rounded, one per distinct document frequency: the same float64
+# on every CPU (numpy's vectorised log differs in the last bit between CPUs with and without AVX-512).
 
 def idf_lucene(df: np.ndarray, n_docs: int) -> FloatArray:
     """Lucene: ``ln(1 + (N - n + 0.5) / (n + 0.5))``; always positive."""
     df = df.astype(np.float64)
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    return exactmath.each(exactmath.ln1p, (n_docs - df + 0.5) / (df + 0.5))
 
 
 def idf_robertson(df: np.ndarray, n_docs: int) -> FloatArray:
     """Robertson-Sparck Jones: ``ln((N - n + 0.5) / (n + 0.5))``, floored at 0 as bm25s does."""
     df = df.astype(np.float64)
-    return np.log(np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
+    return exactmath.each(exactmath.ln, np.maximum((n_docs - df + 0.5) / (df + 0.5), 1.0))
 
 
 def idf_atire(df: np.ndarray, n_docs: int) -> FloatArray:
     """ATIRE: ``ln(N / n)``."""
-    return np.log(n_docs / df.astype(np.float64))
+    return exactmath.each(exactmath.ln, n_docs / df.astype(np.float64))
 
 
 def idf_bm25l(df: np.ndarray, n_docs: int) -> FloatArray:
     """BM25L (Lv and Zhai 2011): ``ln((N + 1) / (n + 0.5))``."""
-    return np.log((n_docs + 1.0) / (df.astype(np.float64) + 0.5))
+    return exactmath.each(exactmath.ln, (n_docs + 1.0) / (df.astype(np.float64) + 0.5))
 
 
 def idf_bm25plus(df: np.ndarray, n_docs: int) -> FloatArray:
     """BM25+ (Lv and Zhai 2011): ``ln((N + 1) / n)``."""
-    return np.log((n_docs + 1.0) / df.astype(np.float64))
+    return exactmath.each(exactmath.ln, (n_docs + 1.0) / df.astype(np.float64))
 
 
 def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> FloatArray:
@@ -67,7 +76,7 @@ def idf_okapi(df: np.ndarray, n_docs: int, epsilon: float = OKAPI_EPSILON) -> Fl
     ``epsilon * mean idf`` where the mean is taken over the whole vocabulary *before* the floor
     (``BM25Okapi._calc_idf``). Computed as two logarithms, exactly as rank_bm25 does."""
     df = df.astype(np.float64)
-    idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+    idf = exactmath.each(exactmath.ln, n_docs - df + 0.5) - exactmath.each(exactmath.ln, df + 0.5)
     if idf.size:
         floor = epsilon * (float(np.sum(idf)) / idf.size)
         idf = np.where(idf < 0, floor, idf)
@@ -170,6 +179,14 @@ def query_term_weight(qf: np.ndarray, k3: float | None) -> FloatArray:
     return qf if k3 is None else qf * (k3 + 1.0) / (qf + k3)
 
 
+def absent_terms_constant(idf: np.ndarray, zero: float, counts: np.ndarray) -> float:
+    """``sum_t idf(t) * tf_part(0) * qf(t)`` over a query's terms (``zero`` = ``tf_part(0)``): what
+    ``bm25l``/``bm25+`` add to every matching document. Each product rounded, then summed exactly
+    (``math.fsum``): the same on every machine, where a BLAS dot product adds in the order of its CPU's
+    kernel, fused or not."""
+    return math.fsum(((idf * zero) * counts).tolist())
+
+
 # ---------------------------------------------------------------- registry -----------------------
 
 @dataclass(frozen=True)
@@ -228,24 +245,27 @@ class Params:
     def resolved(self) -> "Params":
         """Check the values and fill in the variant's default delta."""
         variant = get_variant(self.variant)
-        if not (math.isfinite(self.k1) and self.k1 >= 0):
-            raise ParameterError(f"k1 must be a finite number >= 0, got {self.k1}")
+        if not (math.isfinite(self.k1) and 0 <= self.k1 <= LARGEST):
+            raise ParameterError(f"k1 must be a number from 0 to {LARGEST:g} (a larger one overflows the scores), "
+                                 f"got {self.k1}")
         if not (math.isfinite(self.b) and 0 <= self.b <= 1):
             raise ParameterError(f"b must be between 0 and 1, got {self.b}")
         delta = variant.default_delta if self.delta is None else float(self.delta)
-        if not (math.isfinite(delta) and delta >= 0):
-            raise ParameterError(f"delta must be a finite number >= 0, got {delta}")
+        if not (math.isfinite(delta) and 0 <= delta <= LARGEST):
+            raise ParameterError(f"delta must be a number from 0 to {LARGEST:g} (a larger one overflows the scores), "
+                                 f"got {delta}")
         k3 = self.k3
         if k3 is not None and (isinstance(k3, bool) or not isinstance(k3, (int, float)) or not math.isfinite(k3)
-                               or k3 < 0):
-            raise ParameterError(f"k3 must be a finite number >= 0 (or None for the linear count), got {k3!r}")
+                               or not 0 <= k3 <= LARGEST):
+            raise ParameterError(f"k3 must be a number from 0 to {LARGEST:g} (or None for the linear count), got {k3!r}")
         if self.fields is not None:
             if self.variant != "lucene":
                 raise ParameterError(f"BM25F (field weights) scores with Lucene's idf and saturation: use the variant "
                                      f"lucene, not {self.variant!r}")
             for name, weight, b in self.fields:
-                if not (math.isfinite(weight) and weight >= 0):
-                    raise ParameterError(f"the weight of field {name!r} must be a finite number >= 0, got {weight}")
+                if not (math.isfinite(weight) and 0 <= weight <= LARGEST):
+                    raise ParameterError(f"the weight of field {name!r} must be a number from 0 to {LARGEST:g} (a "
+                                         f"larger one overflows the scores), got {weight}")
                 if not (math.isfinite(b) and 0 <= b <= 1):
                     raise ParameterError(f"the b of field {name!r} must be between 0 and 1, got {b}")
         return Params(self.variant, float(self.k1), float(self.b), delta, None if k3 is None else float(k3),

@@ -48,12 +48,16 @@ def held(folder: Path) -> bool | None:
 
 
 def _marker_held(marker: Path) -> bool | None:
-    """Whether a live process holds the ``flock`` of ``marker``; None when there is no such file."""
+    """Whether a live process holds the ``flock`` of ``marker``; None when there is no such file, or
+    something else than a regular file (a link, a FIFO: :func:`bm25lab.engine.files.open_file`) is there."""
     import fcntl
 
+    from .errors import IndexFormatError
+    from .files import open_file
+
     try:
-        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        fd = open_file(marker)
+    except (OSError, IndexFormatError):
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

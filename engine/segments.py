@@ -23,6 +23,7 @@ was before or as it is after.
 from __future__ import annotations
 
 import json
+import os
 import time
 import sqlite3
 from collections import deque
@@ -648,14 +649,17 @@ def merged_part(parts: Sequence[Part], folder: Path) -> Part:
     return Part(storage.Segment(view.postings, view.doc_ids, view.id_rank, store_path, view.fields))
 
 
-def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True) -> list[Part]:
+def load_parts(directory: Path, manifest: dict[str, Any], verify: bool = True, mmap: bool = True,
+               root: Path | None = None) -> list[Part]:
     """The segments a (checked) manifest names, with their deletions.
 
     Every file is opened before any is read, the stores included (SQLite opens its file when it
     connects), so that a writer that commits meanwhile and removes them takes nothing from under
     this reader; a file already gone raises :class:`~bm25lab.engine.storage.MissingFile`.
-    Deletion files are always verified: they are small, and a change rewrites them."""
-    with storage.Pins() as pins:
+    Deletion files are always verified: they are small, and a change rewrites them. ``root``: the
+    folder that holds ``directory`` (a sharded index's, for a shard; default ``directory``): no folder
+    below it is followed through a link (:class:`~bm25lab.engine.storage.Pins`)."""
+    with storage.Pins(root or directory) as pins:
         return parts_of(directory, manifest, pins, pin_parts(directory, manifest, pins), verify, mmap)
 
 
@@ -667,7 +671,8 @@ def pin_parts(directory: Path, manifest: dict[str, Any], pins: storage.Pins) -> 
     try:
         for entry in manifest["segments"]:
             storage.pin_entry(directory, entry, pins)
-            stores.append(_open_store(directory / entry["name"] / storage.STORE_FILE))
+            path = directory / entry["name"] / storage.STORE_FILE
+            stores.append(open_store(path, pins.open(path)))
     except BaseException:
         for store in stores:
             store.close()
@@ -689,13 +694,27 @@ def parts_of(directory: Path, manifest: dict[str, Any], pins: storage.Pins, stor
         raise
 
 
-def _open_store(path: Path) -> DocStore:
+def open_store(path: Path, fd: int) -> DocStore:
+    """The store ``path`` that ``fd`` holds open (a regular file: :class:`~bm25lab.engine.storage.Pins`).
+    SQLite opens a file by its path itself, so the path is checked, once it has, to name still the very
+    file ``fd`` holds: what was checked is what is read (:mod:`bm25lab.engine.files`)."""
+    pinned = os.fstat(fd)
     try:
-        return DocStore(path)
+        store = DocStore(path)
     except sqlite3.Error as exc:
-        if not path.exists():
+        if not os.path.lexists(path):
             raise storage.MissingFile(f"{path}: missing index file; rebuild the index") from None
         raise IndexFormatError(f"{path}: unreadable document store ({exc}); rebuild the index") from None
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        now = None
+    if now is None or (now.st_dev, now.st_ino) != (pinned.st_dev, pinned.st_ino):
+        store.close()
+        if now is None:
+            raise storage.MissingFile(f"{path}: missing index file; rebuild the index")
+        raise IndexFormatError(f"{path}: replaced while it was being opened; try again")
+    return store
 
 
 # ---------------------------------------------------------------------------------------------

@@ -59,10 +59,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import stat
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .errors import IndexFormatError, InputError
+from .files import create_file, open_file, read_file, write_file
 from .locking import LOCK_FILE
 from .postings import Fields, Postings, TermList
 from .scratch import held, is_scratch_name, remove_abandoned
@@ -146,7 +149,7 @@ def checkpoint(step: str) -> None:
 
 
 def sha256_file(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_file(path)
     try:
         return _sha256_fd(fd)
     finally:
@@ -171,8 +174,8 @@ def _sha256_fd(fd: int) -> str:
 
 
 def fsync_path(path: Path) -> None:
-    """fsync a file or a directory."""
-    fd = os.open(path, os.O_RDONLY)
+    """fsync a file or a directory (of bm25lab's own making: a FIFO would not wait for a writer)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         os.fsync(fd)
     finally:
@@ -221,7 +224,7 @@ class Journal:
 
     def names(self) -> list[str]:
         try:
-            raw = self.path.read_bytes()
+            raw = read_file(self.path)
         except FileNotFoundError:
             return []
         lines = raw.split(b"\n")[:-1]
@@ -231,19 +234,22 @@ class Journal:
         if not names:
             return
         assert all(_JOURNALED.fullmatch(name) for name in names), names
-        self._write(os.O_APPEND, names, new=not self.path.exists())
+        self._write(names, new=not self.path.exists(), truncate=False)
         checkpoint("journaled")
 
     def keep_only(self, names: list[str]) -> None:
         """Rewrite the journal to hold ``names`` (empty: truncate it)."""
-        self._write(os.O_TRUNC, names)
+        self._write(names, truncate=True)
 
-    def _write(self, mode: int, names: Iterable[str], new: bool = False) -> None:
-        """Write ``names`` a line each to the journal opened with ``mode`` (append or truncate), synced,
-        and its folder too when the journal is ``new``."""
+    def _write(self, names: Iterable[str], new: bool = False, truncate: bool = False) -> None:
+        """Write ``names`` a line each to the journal, appended or (``truncate``) replacing what it holds,
+        synced, and its folder too when the journal is ``new``. A journal that is not a regular file (a
+        link, a FIFO) is refused (:func:`bm25lab.engine.files.open_file`)."""
         with writing(self.path):
-            fd = os.open(self.path, os.O_WRONLY | mode | os.O_CREAT, 0o644)
+            fd = open_file(self.path, os.O_WRONLY | os.O_CREAT | (0 if truncate else os.O_APPEND))
             try:
+                if truncate:
+                    os.ftruncate(fd, 0)
                 os.write(fd, "".join(f"{name}\n" for name in names).encode("utf-8"))
                 os.fsync(fd)
             finally:
@@ -286,7 +292,7 @@ def named_files(directory: Path) -> set[str] | None:
     names: set[str] = set()
     for name, reader in ((MANIFEST, _index_names), (SHARDED_MANIFEST, _sharded_names)):
         try:
-            raw = (directory / name).read_bytes()
+            raw = read_file(directory / name)
         except FileNotFoundError:
             continue
         except OSError:
@@ -381,7 +387,7 @@ def check_target(directory: Path, overwrite: bool, sharded: bool = False) -> Non
 
 def _index_names_of(directory: Path) -> set[str] | None:
     try:
-        return _index_names(json.loads((directory / MANIFEST).read_bytes().decode("utf-8")))
+        return _index_names(json.loads(read_file(directory / MANIFEST).decode("utf-8")))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
 
@@ -432,20 +438,19 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     if fields is not None:
         arrays.update(field_lengths=fields.lengths, field_tfs=fields.tfs)
     for key, arr in arrays.items():
-        with writing(tmp / f"{key}.npy"):
-            np.save(tmp / f"{key}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+        save_array(tmp / f"{key}.npy", arr)
     terms = list(postings.terms)
     if any("\n" in t for t in terms):
         raise ValueError("a term contains a newline; the tokenizer must never produce one")
     with writing(tmp / TERMS_FILE):
-        (tmp / TERMS_FILE).write_text("\n".join(terms), encoding="utf-8")
+        write_file(tmp / TERMS_FILE, "\n".join(terms).encode("utf-8"))
     with writing(tmp / IDS_FILE):
-        (tmp / IDS_FILE).write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
+        write_file(tmp / IDS_FILE, json.dumps(doc_ids, ensure_ascii=False).encode("utf-8"))
     with writing(tmp / STORE_FILE):
         if move_store:
             shutil.move(str(store_file), tmp / STORE_FILE)
         else:
-            shutil.copyfile(store_file, tmp / STORE_FILE)
+            _copy_file(store_file, tmp / STORE_FILE)
     checkpoint("segment files written")
     files = {}
     for path in sorted(tmp.iterdir()):
@@ -460,6 +465,21 @@ def write_segment(directory: Path, postings: Postings, doc_ids: list[str], id_ra
     if fields is not None:
         entry["fields"] = list(fields.names)
     return entry
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` as the new ``.npy`` file ``path`` (:func:`bm25lab.engine.files.create_file`), synced."""
+    with writing(path):
+        with os.fdopen(create_file(path), "wb") as fh:
+            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Copy the file ``source`` (of bm25lab's making) into the new file ``target``."""
+    with open(source, "rb") as src, os.fdopen(create_file(target), "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def _pairs_of(postings: Postings) -> PostingPairs:
@@ -477,10 +497,7 @@ def write_deletions(directory: Path, deleted: np.ndarray) -> dict[str, Any]:
     name = f"{unique_name('del')}.npy"
     path = directory / name
     Journal(directory).add(name)
-    with writing(path), open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(deleted, dtype=np.int32), allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
+    save_array(path, np.asarray(deleted, dtype=np.int32))
     checkpoint("deletions written")
     return {"file": name, "count": int(deleted.shape[0]), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
@@ -511,10 +528,13 @@ def commit_json(directory: Path, name: str, body: dict[str, Any], referenced: se
     tmp = directory / f".{name}.tmp"
     step = "manifest" if name == MANIFEST else name  # the crash tests tell the two commits apart
     Journal(directory).add(tmp.name, *sorted(obsolete))
-    with writing(tmp), open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(body, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
+    with writing(tmp):
+        fd = open_file(tmp, os.O_WRONLY | os.O_CREAT)  # a leftover of a killed writer is rewritten; a link refused
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.ftruncate(fd, 0)
+            json.dump(body, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
     checkpoint(f"{step} written")
     with writing(directory / name):
         os.replace(tmp, directory / name)
@@ -534,10 +554,10 @@ def manifest_bytes(directory: Path, name: str, missing: Callable[[], str]) -> by
     path = directory / name
     if not directory.is_dir():
         raise IndexFormatError(f"{directory}: no such index directory")
-    if not path.is_file():
-        raise IndexFormatError(f"{directory}: {missing()}")
     try:
-        return path.read_bytes()
+        return read_file(path)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{directory}: {missing()}") from None
     except OSError as exc:
         raise IndexFormatError(f"{path}: unreadable manifest ({exc.strerror or exc})") from None
 
@@ -546,7 +566,7 @@ def read_manifest_bytes(directory: Path) -> bytes:
     """The raw bytes of ``directory``'s manifest (IndexFormatError when there is none)."""
 
     def missing() -> str:
-        if (directory / SHARDED_MANIFEST).is_file():
+        if (directory / SHARDED_MANIFEST).exists():
             return ("a sharded index, which this takes only as a whole (bm25lab.engine.shards.ShardedIndex), "
                     "not as one index")
         return f"not a bm25lab index (no {MANIFEST}); build one with `bm25lab index`"
@@ -657,9 +677,12 @@ class Pins:
     """Files of an index opened for reading, by path (a context manager that closes them).
 
     Opening every file a manifest names before reading any pins them: a writer that removes them
-    afterwards (a commit making them obsolete) takes nothing from under the reader."""
+    afterwards (a commit making them obsolete) takes nothing from under the reader. Each is opened as
+    :func:`bm25lab.engine.files.open_file` opens the files of an index folder: a regular file, reached
+    from ``root`` (the index folder: a sharded index's, for its shards' files) through no link."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root
         self._fds: dict[Path, int] = {}
 
     def open(self, path: Path) -> int:
@@ -667,7 +690,7 @@ class Pins:
         if path in self._fds:
             return self._fds[path]
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place: no wait for a writer
+            fd = open_file(path, root=self.root)
         except FileNotFoundError:
             raise MissingFile(f"{path}: missing index file; rebuild the index") from None
         except OSError as exc:
@@ -696,46 +719,90 @@ def pin_entry(directory: Path, entry: dict[str, Any], pins: Pins) -> None:
         pins.open(directory / entry["deleted"]["file"])
 
 
-def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool, digest: str | None = None) -> None:
+# The SHA-256 of files this process verified, by identity: (device, inode) -> (size, mtime, ctime in ns,
+# digest). Index files never change once written, and a write to a file moves its ctime (which nobody can set
+# back), so a file whose identity is unchanged holds the bytes it held when it was hashed. The kernel stamps
+# times in ticks (milliseconds): a file is remembered only when its last change was well before the hashing
+# began (_SETTLED_NS), so that a change in the same tick as the hashing cannot leave its times as they were.
+_VERIFIED: dict[tuple[int, int], tuple[int, int, int, str]] = {}
+_SETTLED_NS = 2_000_000_000
+
+
+def _identity(status: os.stat_result) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    return (status.st_dev, status.st_ino), (status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def known_digest(fd: int) -> str | None:
+    """The SHA-256 of the open file ``fd`` when this process verified it as it is now (else None)."""
+    key, state = _identity(os.fstat(fd))
+    known = _VERIFIED.get(key)
+    return known[3] if known is not None and known[:3] == state else None
+
+
+def remember_digest(fd: int, digest: str, hashed_from: int) -> None:
+    """Record that the open file ``fd``, unchanged since before ``hashed_from`` (``time.time_ns()`` when its
+    hashing began), has the SHA-256 ``digest`` (:func:`known_digest`); a file changed shortly before is not
+    remembered."""
+    status = os.fstat(fd)
+    if max(status.st_mtime_ns, status.st_ctime_ns) < hashed_from - _SETTLED_NS:
+        key, state = _identity(status)
+        _VERIFIED[key] = (*state, digest)
+
+
+def check_file(path: Path, fd: int, info: dict[str, Any], verify: bool, digest: str | None = None,
+               hashed_from: int = 0) -> None:
     """Check an open file against its manifest record: a regular file of the recorded size and, with
-    ``verify``, SHA-256 (``digest`` when the caller computed it already)."""
+    ``verify``, SHA-256 (``digest`` when the caller computed it already; a file this process hashed and
+    that has not changed since is not hashed again: :func:`known_digest`)."""
     status = os.fstat(fd)
     if not stat.S_ISREG(status.st_mode):
         raise IndexFormatError(f"{path}: not a file; rebuild the index")
     if status.st_size != info["bytes"]:
         raise IndexFormatError(f"{path}: size differs from the manifest (file damaged); rebuild the index")
-    if verify and (digest or _sha256_fd(fd)) != info["sha256"]:
-        raise IndexFormatError(f"{path}: checksum mismatch (file damaged); rebuild the index")
+    if verify:
+        if digest is None:  # else the caller hashed it, from ``hashed_from`` on
+            hashed_from = time.time_ns()
+        found = digest or known_digest(fd) or _sha256_fd(fd)
+        if found != info["sha256"]:
+            raise IndexFormatError(f"{path}: checksum mismatch (file damaged); rebuild the index")
+        remember_digest(fd, found, hashed_from)
+
+
+_THREADED_HASHING = 1 << 25
+"""Bytes of an index from which its files are hashed in threads (Cranfield's 3 MB: 4 ms of CPU more in threads)."""
 
 
 def check_files(files: Sequence[tuple[Path, int, dict[str, Any]]], verify: bool) -> None:
     """:func:`check_file` of every ``(path, fd, record)``, in that order (the first damaged file is named,
     as one by one), with their checksums computed beforehand in threads, largest file first: hashlib
     lets go of the interpreter, so on 2 cores a 10^6-document index's 0.9 GB are checked in about half
-    the time. Only regular files of the recorded size are hashed (a FIFO would block the read)."""
+    the time; a small index's (below :data:`_THREADED_HASHING` bytes) in this thread, where threads cost more
+    than they save. Only regular files of the recorded size are hashed (a FIFO would block the read)."""
     digests: dict[int, str] = {}
+    hashed_from = time.time_ns()
     if verify:
         due = []
         for i, (_, fd, info) in enumerate(files):
             status = os.fstat(fd)
-            if stat.S_ISREG(status.st_mode) and status.st_size == info["bytes"]:
+            if stat.S_ISREG(status.st_mode) and status.st_size == info["bytes"] and known_digest(fd) is None:
                 due.append((status.st_size, i, fd))
         due.sort(reverse=True)
         from .tokenization import usable_cores
 
-        threads = min(len(due), usable_cores())
+        threads = min(len(due), usable_cores()) if sum(size for size, _, _ in due) >= _THREADED_HASHING else 1
         if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(threads) as pool:
                 digests = dict(zip((i for _, i, _ in due), pool.map(_sha256_fd, (fd for _, _, fd in due))))
     for i, (path, fd, info) in enumerate(files):
-        check_file(path, fd, info, verify, digests.get(i))
+        check_file(path, fd, info, verify, digests.get(i), hashed_from)
 
 
-def verify_entry(directory: Path, entry: dict[str, Any]) -> None:
-    """Check every file of a segment entry (and its deletions) against its recorded size and SHA-256."""
-    with Pins() as pins:
+def verify_entry(directory: Path, entry: dict[str, Any], root: Path | None = None) -> None:
+    """Check every file of a segment entry (and its deletions) against its recorded size and SHA-256
+    (``root``: the folder holding ``directory``'s index, :class:`Pins`')."""
+    with Pins(root or directory) as pins:
         pin_entry(directory, entry, pins)
         folder = directory / entry["name"]
         files = [(folder / name, pins.open(folder / name), info) for name, info in entry["files"].items()]
@@ -758,12 +825,12 @@ def read_array(path: Path, fd: int, dtype: np.dtype | tuple[np.dtype, ...], mmap
             read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             shape, fortran, found = read_header(fh)
             offset = fh.tell()
-        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        except Exception as exc:  # numpy's parser of damaged header bytes: ValueError, SyntaxError, TokenError, ...
             raise IndexFormatError(f"{path}: unreadable array ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
                                    f"rebuild the index") from None
         if found not in (dtype if isinstance(dtype, tuple) else (dtype,)) or len(shape) != ndim or (fortran and ndim > 1):
             raise IndexFormatError(f"{path}: array of unexpected shape or type; rebuild the index")
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(int(n) for n in shape)  # exact: a damaged shape's product may exceed any integer type
         if offset + count * found.itemsize != os.fstat(fd).st_size:
             raise IndexFormatError(f"{path}: array size disagrees with its header (file damaged); rebuild the index")
         if mmap:
@@ -821,7 +888,7 @@ def load_segment(directory: Path, entry: dict[str, Any], pins: Pins, verify: boo
     else:
         plain = {key: read_array(folder / f"{key}.npy", fds[f"{key}.npy"], _DTYPES[key], mmap) for key in PLAIN_ARRAYS}
         postings = Postings(terms, offsets, plain["doc_nums"], plain["tfs"], arrays["doc_lengths"])
-        if postings.tfs.shape != postings.doc_nums.shape or offsets[-1] != postings.doc_nums.shape[0]:
+        if postings.tfs.shape != postings.doc_nums.shape or not _offsets_fit(offsets, postings.doc_nums.shape[0]):
             raise IndexFormatError(f"{folder}: arrays disagree with each other; rebuild the index")
         pairs = _load_pairs(folder, postings, fds, mmap) if PAIR_FILES <= set(fds) else None
     if len(doc_ids) != entry["documents"]:
@@ -857,6 +924,13 @@ def _load_blocks(folder: Path, terms: TermList, arrays: dict[str, np.ndarray], f
         raise IndexFormatError(f"{folder}: postings blocks disagree with each other; rebuild the index")
     blocks = Blocks(read["last_docs"], positions, read["blocks"], bound_codes, bound_pairs, starts)
     return Postings.of_blocks(terms, offsets, blocks, arrays["doc_lengths"]), PostingPairs(pairs[0], pairs[1])
+
+
+def _offsets_fit(offsets: np.ndarray, postings: int) -> bool:
+    """Whether term offsets start at 0, never decrease and end at the number of postings (one pass over
+    the terms, not the postings: what a damaged file must not give a merge or a count)."""
+    return (int(offsets[0]) == 0 and int(offsets[-1]) == postings
+            and (offsets.shape[0] < 2 or bool((offsets[1:] >= offsets[:-1]).all())))
 
 
 def _load_pairs(folder: Path, postings: Postings, fds: dict[str, int], mmap: bool) -> PostingPairs:

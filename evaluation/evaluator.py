@@ -35,10 +35,10 @@ No silent wrong figures: unless ``strict=False``, :class:`~bm25lab.evaluation.er
 is raised when the run shares no query with the qrels (a wrong file, or query ids written
 differently: ``001`` against ``1``) and when the qrels hold no relevant judgment at the threshold
 (a relevance file read in the wrong format, or a ``rel`` above every label): either would give a
-table of zeros or of NaN. Means are arithmetic means over the averaged queries, geometric for
-``gm_map`` and ``gm_bpref`` (trec_eval's summary line sums the counts ``num_ret``, ``num_rel``,
-``num_rel_ret``, ... instead: see
-:attr:`EvaluationResult.summary`). Query ids are reported in natural order (``2`` before ``10``).
+table of zeros or of NaN. A run-level figure (``mean``) is the arithmetic mean over the averaged
+queries, the sum for the counts (``num_ret``, ``num_rel``, ``num_rel_ret``, TP, FP, ...: as trec_eval's
+summary line) and the geometric mean for ``gm_map`` and ``gm_bpref`` (:func:`_mean`, the one rule every
+output follows). Query ids are reported in natural order (``2`` before ``10``).
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..engine import exactmath
 from ..engine.errors import InputWarning
 from .conventions import DEFAULT_TREC_EVAL, cleared_for_stand_in, get_rules
 from .errors import EvaluationError, MeasureError
@@ -66,15 +67,16 @@ class EvaluationResult:
     """Per-query values and means of one run.
 
     - ``per_query[qid][measure]`` and ``mean[measure]`` use the measure names exactly as passed to
-      :func:`evaluate`; ``per_query`` lists the averaged queries in natural order. ``mean`` is NaN for
-      a measure no query could be averaged for.
+      :func:`evaluate`; ``per_query`` lists the averaged queries in natural order. ``mean`` holds each
+      measure's run-level figure (:func:`_mean`: the sum for counts); NaN for a measure no query could
+      be averaged for.
     - ``num_queries``: the number of averaged queries.
     - ``undefined``: measure -> queries where it has no value (left out of ``per_query`` and the mean).
     - ``missing_from_run``: judged queries absent from the run (scored 0 when ``complete``).
     - ``not_judged``: the run's queries without judgments, ignored.
     - ``rel``, ``complete``, ``judged_only``, ``depth``, ``trec_eval``: the options used; ``run_name``: the
       run's tag.
-    - ``totals``: the measures trec_eval sums rather than averages in its summary (see ``summary``);
+    - ``totals``: the counts, whose run-level figure is their sum (as in trec_eval's summary);
       ``geometric``: those whose mean is geometric; ``summary_only``: those trec_eval prints no
       per-query line for; ``text``: those whose values are strings (no mean).
     - ``reasons``: measure -> why it can be undefined for a query.
@@ -105,11 +107,8 @@ class EvaluationResult:
 
     @property
     def summary(self) -> dict[str, float]:
-        """trec_eval's ``all`` figure per measure: the sum for counts (``num_*``), else the mean."""
-        return {
-            name: (math.fsum(v[name] for v in self.per_query.values() if name in v) if name in self.totals else value)
-            for name, value in self.mean.items()
-        }
+        """trec_eval's ``all`` figure per measure: ``mean``, whose figure for counts is their sum."""
+        return dict(self.mean)
 
     def values(self, measure: str) -> dict[str, float]:
         """``{qid: value}`` of one measure, for the queries where it is defined."""
@@ -417,14 +416,19 @@ def _per_query(
 
 
 def _mean(measure: Measure, values: np.ndarray) -> float:
-    """The run-level figure: the arithmetic mean of the defined values, geometric for ``gm_*`` (values
-    floored at ``MIN_GEO_MEAN``, as trec_eval's ``te_calc_avg_meas_s_gm``); NaN for text and when no
-    query has a value."""
+    """The run-level figure of a measure, what every output shows (table, JSON, CSV, trec_eval's layout,
+    ``summary``): the arithmetic mean of the defined values; their sum for the counts (``total``
+    measures: ``num_ret``, ``num_rel``, ``num_rel_ret``, TP, FP, FN, TN, ..., as trec_eval's ``all`` line
+    sums them); geometric for ``gm_*`` (values floored at ``MIN_GEO_MEAN``, as trec_eval's
+    ``te_calc_avg_meas_s_gm``); NaN for text and when no query has a value."""
     if measure.definition.text:
         return math.nan
     defined = values[~np.isnan(values)]
     if not defined.size:
         return math.nan
+    if measure.definition.total:
+        return math.fsum(defined.tolist())
     if measure.definition.geometric:
-        return math.exp(math.fsum(np.log(np.maximum(defined, MIN_GEO_MEAN)).tolist()) / defined.size)
+        logs = exactmath.each(exactmath.ln, np.maximum(defined, MIN_GEO_MEAN))  # the same on every CPU
+        return exactmath.exp(math.fsum(logs.tolist()) / defined.size)
     return math.fsum(defined.tolist()) / defined.size

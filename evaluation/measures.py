@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Literal
 
 import numpy as np
 
+from ..engine import exactmath
 from .errors import MeasureError
 from .ranking import JudgedRanking
 
@@ -237,21 +238,21 @@ def eleven_point_ap(r: JudgedRanking, levels: tuple[float, ...] | None) -> np.nd
 
 
 def _exp(gain: np.ndarray) -> np.ndarray:
-    return np.exp2(gain) - 1.0
+    return exactmath.exp2(gain) - 1.0
 
 
 def _dcg(r: JudgedRanking, k: int | None, exponential: bool) -> np.ndarray:
     """sum of gain_i / log2(i + 1) over ranks i (<= k); only documents with a positive label add."""
     hits = _rows((r.label > 0) & r.top(k))
     gain = r.gain[hits]
-    return r.total(hits, (_exp(gain) if exponential else gain) / np.log2(r.rank[hits] + 1.0))
+    return r.total(hits, (_exp(gain) if exponential else gain) / exactmath.log2_of_integers(r.rank[hits] + 1))
 
 
 def _ideal_dcg(r: JudgedRanking, k: int | None, exponential: bool) -> np.ndarray:
     """DCG of the ideal ranking: every positive label of the query sorted descending, cut at k."""
     keep = np.ones(r.ideal_gain.size, dtype=bool) if k is None else r.ideal_rank <= k
     gain = _exp(r.ideal_gain[keep]) if exponential else r.ideal_gain[keep]
-    values = gain / np.log2(r.ideal_rank[keep] + 1.0)
+    values = gain / exactmath.log2_of_integers(r.ideal_rank[keep] + 1)
     return np.bincount(r.ideal_seg[keep], weights=values, minlength=r.num_queries)
 
 
@@ -425,7 +426,7 @@ def _gains_of(r: JudgedRanking, q: int, gain_map: tuple | None) -> tuple[np.ndar
 
 
 def _discounts(n: int) -> np.ndarray:
-    return np.log2(np.arange(n, dtype=np.float64) + 2.0)
+    return exactmath.log2_of_integers(np.arange(2, n + 2))
 
 
 def _gain_map_ndcg(r: JudgedRanking, q: int, gain_map: tuple | None) -> float:
@@ -451,7 +452,8 @@ def _g(r: JudgedRanking, q: int, gain_map: tuple | None) -> float:
     cost[:head] = np.where(ideal[:head] >= 1.0, ideal[:head], 1.0)
     sum_cost, sum_results = np.cumsum(cost), np.cumsum(gains)
     nonzero = gains != 0
-    total = _sequential_sum(gains[nonzero] / np.log2((2.0 + sum_cost[nonzero]) - sum_results[nonzero]))
+    discounts = exactmath.each(exactmath.log2, (2.0 + sum_cost[nonzero]) - sum_results[nonzero])
+    total = _sequential_sum(gains[nonzero] / discounts)
     ideal_total = _sequential_sum(ideal)
     return total / ideal_total if ideal_total > 0.0 else 0.0
 
@@ -460,7 +462,7 @@ def binary_g(r: JudgedRanking, _: None) -> np.ndarray:
     """binG (trec_eval ``binG``, experimental): the mean over the R relevant documents of
     1 / log2(2 + non-relevant documents above it), unretrieved ones adding 0."""
     hits = _rows(r.is_rel)
-    term = 1.0 / np.log2((3 + (r.rank[hits] - 1) - r.cum_rel[hits]).astype(np.float64))
+    term = 1.0 / exactmath.log2_of_integers(3 + (r.rank[hits] - 1) - r.cum_rel[hits])
     return _ratio(r.total(hits, term), r.num_rel.astype(np.float64))
 
 
@@ -515,13 +517,13 @@ def _rndcg(r: JudgedRanking, q: int, gain_map: tuple | None) -> float:
                 changes += 1
             old = ideal_gain
         if gains[i] != 0:
-            results += float(gains[i]) / math.log2(i + 2.0)
+            results += float(gains[i]) / exactmath.log2(i + 2.0)
         if ideal_gain > 0.0:
-            best += ideal_gain / math.log2(i + 2.0)
+            best += ideal_gain / exactmath.log2(i + 2.0)
         i += 1
     if i < num_ret:
         rest = np.flatnonzero(gains[i:] != 0) + i
-        terms = [float(gains[p]) / math.log2(p + 2.0) for p in rest.tolist()]
+        terms = [float(gains[p]) / exactmath.log2(p + 2.0) for p in rest.tolist()]
         results = float(np.cumsum([results, *terms])[-1])  # added one by one, as the C loop adds
         i = num_ret
         if best > 0.0:
@@ -535,7 +537,7 @@ def _rndcg(r: JudgedRanking, q: int, gain_map: tuple | None) -> float:
                 changes += 1
             old = ideal_gain
         if ideal_gain > 0.0:
-            best += ideal_gain / math.log2(i + 2.0)
+            best += ideal_gain / exactmath.log2(i + 2.0)
         i += 1
     return total / changes if changes else math.nan
 

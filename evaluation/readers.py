@@ -62,9 +62,12 @@ the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives),
 (exactly: the float64 Python's ``float`` gives, which it calls for the spellings the core leaves to it),
 looks for a document repeated within a query's rows and puts each query's rows in the tie-rule order
 (a run whose queries' rows lie in several places is ordered as a whole by the core's ``order_run``), so
-that the run needs no further sort, hashing or duplicate check. Any line the other paths would refuse,
-and any repeated document, sends the file to them (they name the line). Otherwise (other formats, or no
-core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
+that the run needs no further sort, hashing or duplicate check. TREC qrels likewise, by the core's qrels
+reader (the same file: one pass numbers the query ids, copies and hashes the document ids, reads each
+relevance as a number and as ``atol`` reads it). Neither needs pyarrow: the document ids stay in numpy
+arrays (:class:`~bm25lab.engine.columns.Strings`). Any line the other paths would refuse, and any
+repeated document (conflicting judgments), sends the file to them (they name the line). Otherwise (other
+formats, or no core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
 is taken when the fields are separated by single spaces (or single tabs), with no comment lines.
 Whenever it cannot parse a file, or finds anything wrong in it, the file is parsed again line by line
 in Python, which defines the accepted syntax and names the line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
@@ -91,8 +94,9 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from ..engine.columns import arrow_array, numpy_values
-from ..engine.errors import InputWarning
+from ..engine.columns import Strings, numpy_values
+from ..engine.compressed import decompress
+from ..engine.errors import InputWarning, cr_line_ends
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
 from .errors import InputError, ParameterError
 from .ranking import Qrels, Run
@@ -182,6 +186,7 @@ def read_run(path: str | Path, *, format: str = "auto") -> Run:
     """Read a run (:data:`RUN_FORMATS`: ``trec``, ``msmarco``, ``ranx``; ``auto`` detects it) into a
     :class:`~bm25lab.evaluation.ranking.Run`, named by a TREC run's last tag (trec_eval's ``runid``)."""
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, RUN_FORMATS, "run", path) or detect_run_format(path, data)
     if chosen == "ranx":
         return _from_json(Run.from_dict, data, path, "run")
@@ -218,6 +223,7 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
     """
     by_atol = get_rules(trec_eval).label_from_text == "atol"
     data = _load(path)
+    _check_line_ends(data, path)
     chosen = _chosen(format, QRELS_FORMATS, "qrels", path) or detect_qrels_format(path, data)
     if chosen == "ranx":
         return _from_json(Qrels.from_dict, data, path, "qrels")
@@ -227,6 +233,10 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
         return Qrels.from_columns(qids, docs, np.ones(len(qids)), integer_labels=np.ones(len(qids), dtype=np.int64),
                                   source=path, lines=np.array(lines, dtype=np.int64))
     assert isinstance(layout, _Layout)
+    if layout is TREC_QRELS:
+        qrels = _compiled_qrels(data, path, by_atol)
+        if qrels is not None:
+            return qrels
     first = _first_fields(data)
     header = layout is BEIR_QRELS and first is not None and len(first[1]) == 3 and not _is_number(first[1][2])
     adjust = _QRELS_ADJUSTERS.get(chosen)
@@ -239,6 +249,17 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
 
     return _parse_and_build(data, layout, path, build, skip_header=header,
                             atol_labels=by_atol and layout.kind == "label")
+
+
+def _check_line_ends(data: bytes, path: str | Path) -> None:
+    """A file whose lines end in a carriage return alone (classic Mac OS) is one line to the readers (its
+    fields then miscounted: "expected 4 fields, found 8"): refused, naming its line ends, when its first
+    line holds a CR that no line feed follows. JSON is read whatever its line ends."""
+    if _is_json(data):
+        return
+    first = next(_content_lines(data), None)
+    if first is not None and b"\r" in data[first[1] : first[2]].rstrip(b"\r"):
+        raise cr_line_ends(path, first[0])
 
 
 def _chosen(format: str, formats: Mapping[str, Any], what: str, path: str | Path) -> str | None:
@@ -267,9 +288,10 @@ def _sample_rows(data: bytes, limit: int = 2000) -> list[list[bytes]]:
 
 def _is_json(data: bytes, block_size: int = 1 << 22) -> bool:
     """Whether the first byte that is not whitespace opens a JSON object (found by numpy a block of
-    bytes at a time: no copy of ``data``, no Python step per blank line)."""
-    for lo in range(0, len(data), block_size):
-        block = np.frombuffer(data, dtype=np.uint8, count=min(block_size, len(data) - lo), offset=lo)
+    bytes at a time, the blocks growing from 64 KiB to ``block_size``: no copy of ``data``, no Python step per
+    blank line, and a file that starts with a field costs one small block)."""
+    for lo, hi in _blocks(len(data), block_size):
+        block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
         filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace
         if filled.size:
             return bool(block[filled[0]] == ord("{"))
@@ -592,7 +614,7 @@ def _check_ranks(columns: _Columns, path: str | Path) -> None:
         raise InputError(f"rank {float(ranks[row])!r} is not an integer", path, line)
     qid = columns.qid if hasattr(columns.qid, "type") else pa.array(columns.qid, type=pa.string())
     table = pa.table({"q": qid, "r": pa.array(ranks.astype(np.int64))})
-    counts = table.group_by(["q", "r"]).aggregate([("r", "count")])
+    counts = table.group_by(["q", "r"], use_threads=False).aggregate([("r", "count")])  # nothing left to its threads
     repeated = pc.greater(counts.column("r_count"), 1)
     if pc.any(repeated).as_py():
         bad = counts.filter(repeated).to_pylist()[0]
@@ -694,7 +716,7 @@ def _load(path: str | Path) -> bytes:
                 return mapped  # type: ignore[return-value]
             data = stream.read()
         if data[:2] == _GZIP_MAGIC:
-            data = gzip.decompress(data)
+            data = decompress(data, path)  # bounded: a gzip bomb is an error naming the file
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise InputError(f"cannot read: {reason}", path) from None
@@ -745,9 +767,11 @@ def _last_fields(data: bytes) -> list[bytes] | None:
 
 def _last_content_end(data: bytes, end: int, block_size: int = 1 << 22) -> int:
     """One past the last byte before ``end`` that is not whitespace (0: none), found by numpy a
-    block of bytes at a time from the end."""
+    block of bytes at a time from the end, the blocks growing from 64 KiB to ``block_size``."""
+    step = min(1 << 16, block_size)
     while end > 0:
-        lo = max(0, end - block_size)
+        lo = max(0, end - step)
+        step = min(2 * step, block_size)
         block = np.frombuffer(data, dtype=np.uint8, count=end - lo, offset=lo)
         filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace, as below
         if filled.size:
@@ -890,6 +914,8 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
         ).unify_dictionaries()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
+    finally:
+        _let_go(data)
     qid = table.column(names[layout.query])
     doc = table.column(names[layout.doc])
     if qid.null_count or doc.null_count:
@@ -906,6 +932,33 @@ def _parse_checked(data: bytes, start: int, delimiter: str, layout: _Layout, ski
     if layout.kind == "label" and not (np.isfinite(value).all() and (np.abs(value) <= _LARGEST_LABEL).all()):
         return None
     return _Columns(qid, doc, value, None)
+
+
+_LET_GO_SECONDS = 10.0
+
+
+def _let_go(view: memoryview) -> None:
+    """Return once nothing but ``view`` itself holds the bytes it shows: pyarrow's threaded CSV reader
+    may return while a read-ahead task of its I/O threads still holds the buffer it was given, and lets
+    it go later from that thread, taking the interpreter's lock to release a Python object. Should that
+    happen as the interpreter exits, Python ends the thread from inside that release, a C++ destructor
+    that may not throw: ``std::terminate``, "terminate called without an active exception", SIGABRT
+    (issue 28). So the reader waits (microseconds, a few milliseconds at most on a busy machine) until
+    pyarrow has let go: nothing of a file it read is left to pyarrow's threads when it returns. Bounded:
+    after :data:`_LET_GO_SECONDS` it returns anyway (then, as before, pyarrow lets go when it does)."""
+    import time
+
+    deadline = time.monotonic() + _LET_GO_SECONDS
+    pause = 1e-5
+    while True:
+        try:
+            view.release()  # BufferError while an export of it (pyarrow's buffer) is alive
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
 
 
 def _own_floats(column: Any) -> np.ndarray:
@@ -964,14 +1017,16 @@ _SEEN_DOCUMENTS = 1 << 16  # the reader's hash set of a segment's documents: seg
 
 @dataclass(frozen=True)
 class _Chunk:
-    """One chunk's columns as the core's ``read_trec_run`` left them: its rows' query codes, hashes and scores
-    at ``base`` in the arrays shared by all chunks, its document ids, its query ids in first-appearance order,
-    how many segments (runs of rows of one query) it has, and whether each query id is one segment which the
-    reader checked for repeated documents."""
+    """One chunk's columns as the core's ``read_trec_run`` left them: its rows' query codes, hashes, scores and
+    document ids' offsets (from 0) at ``base`` in the arrays shared by all chunks, the ``used`` bytes of its
+    document ids at ``byte_base`` in the bytes shared by all, its query ids in first-appearance order, how many
+    segments (runs of rows of one query) it has, and whether each query id is one segment which the reader
+    checked for repeated documents."""
 
     base: int
     rows: int
-    docs: Any
+    byte_base: int
+    used: int
     qids: list[str]
     segments: int
     grouped: bool
@@ -997,14 +1052,11 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
     read = _compiled_chunks(box[0], core)
     if read is None:
         return None
-    chunks, codes, hashes, scores = read
+    chunks, codes, hashes, scores, docs = read
     box.clear()
     codes, qids, single = _global_codes(chunks, codes)
     checked = single and all(chunk.grouped for chunk in chunks)
     ranked = single and all(chunk.ranked for chunk in chunks) and _ranked_across_chunks(chunks, codes, scores)
-    import pyarrow as pa
-
-    docs = pa.chunked_array([chunk.docs for chunk in chunks], type=pa.string())
     if checked and _repeated_across_chunks(chunks, codes, docs, hashes, len(qids)):
         box.append(_load(path))
         return None
@@ -1025,38 +1077,58 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         return None
 
 
-def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Any, hashes: np.ndarray,
-             scores: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray] | tuple[()] | None:
-    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
-    hashes and scores; None when a query lists a document twice; ``()`` when the core cannot order them (the
-    ids' bytes reach 2 GiB: one int32-offset array cannot hold them), for :meth:`Run.from_encoded` to do."""
-    import pyarrow as pa
+def _compiled_qrels(data: Any, path: str | Path, by_atol: bool) -> Qrels | None:
+    """TREC qrels read by the compiled core's reader (``read_trec_qrels``), or None when the core is not built
+    or the file needs the usual readers (a line they would refuse, conflicting judgments: they name the line).
+    The same qrels as :func:`_parse_and_build` gives: the query ids in first-appearance order, the document ids
+    and their hashes, the grades as ``float`` reads them, the labels as trec_eval's rules read the text
+    (``by_atol``: C's ``atol``, else the grade truncated)."""
+    from ..engine.core import kernels
 
+    core = kernels()
+    if core is None or len(data) >= 2**31:
+        return None
+    array = np.frombuffer(data, dtype=np.uint8)
+    room = _count_lines(array, 0, array.size) + 1
+    codes, hashes, grades, offsets = _row_columns(room)
+    labels = np.empty(room, dtype=np.int64)
+    doc_bytes = np.empty(array.size, dtype=np.uint8)
+    status, rows, qids = core.read_trec_qrels(array, 0, array.size, codes, offsets, doc_bytes, hashes, grades, labels)
+    if status != 0:
+        return None
+    docs = Strings(offsets[: rows + 1], doc_bytes[: int(offsets[rows])])
+    grades = grades[:rows]
+    integer = labels[:rows] if by_atol else np.trunc(grades).astype(np.int64)
     try:
-        combined = docs.combine_chunks()
-    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return Qrels.from_encoded(codes[:rows], tuple(qids), docs, hashes[:rows], grades, integer, source=path)
+    except InputError:  # conflicting judgments: the usual readers name the line
+        return None
+
+
+def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Strings, hashes: np.ndarray,
+             scores: np.ndarray) -> tuple[np.ndarray, Strings, np.ndarray, np.ndarray] | tuple[()] | None:
+    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
+    hashes and scores; None when a query lists a document twice; ``()`` when there is nothing to order."""
+    if len(docs) == 0:
         return ()
-    if not pa.types.is_string(combined.type) or len(combined) == 0:
-        return ()
-    buffers = combined.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[combined.offset : combined.offset + len(combined) + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
-    order = np.empty(len(combined), dtype=np.int64)
-    if core.order_run(codes, queries, scores, hashes, offsets, data, order):
+    order = np.empty(len(docs), dtype=np.int64)
+    if core.order_run(codes, queries, scores, hashes, docs.offsets, docs.data, order):
         return None
     counts = np.bincount(codes, minlength=queries)
     ordered_codes = np.repeat(np.arange(queries, dtype=np.int32), counts)
-    return ordered_codes, combined.take(arrow_array(order)), hashes[order], scores[order]
+    return ordered_codes, docs.take(order), hashes[order], scores[order]
 
 
-def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:
+def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray, Strings] | None:
     """The chunks of ``data`` read by the core, two at a time on threads when the file is large, with the query
-    codes, hashes and scores of all their rows, in order; None when a chunk is refused.
+    codes, hashes, scores and document ids of all their rows, in order; None when a chunk is refused.
 
     Each chunk's lines are counted first (numpy), so that every chunk writes its rows straight into the arrays
     of the whole file, where they belong when no line is blank or a comment (else the later chunks' rows are
     moved up, within memory already written): fresh memory, which the kernel zeroes page by page, costs as
-    much as the parsing on a busy machine; rows written at a bound and then moved would touch a third more."""
+    much as the parsing on a busy machine; rows written at a bound and then moved would touch a third more.
+    The document ids' bytes likewise: each chunk writes them at its own place in one array (its lines' bytes
+    bound them), later chunks' moved up behind the first's."""
     array = np.frombuffer(data, dtype=np.uint8)
     spans = list(itertools.pairwise(_line_chunks(data, _pieces(len(data)))))
 
@@ -1065,29 +1137,40 @@ def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np
 
     def read(k: int) -> _Chunk | None:
         window = slice(bases[k], bases[k + 1])
-        return _read_chunk(core, array, data, *spans[k], bases[k], codes[window], hashes[window], scores[window])
+        lo, hi = spans[k]
+        return _read_chunk(core, array, data, lo, hi, bases[k], codes[window], hashes[window], scores[window],
+                           offsets[bases[k] : bases[k + 1] + 1], doc_bytes[lo:hi])
 
+    doc_bytes = np.empty(len(data), dtype=np.uint8)
     if len(spans) == 1:
         bases = [0, count(spans[0])]
-        codes, hashes, scores = _row_columns(bases[-1])
+        codes, hashes, scores, offsets = _row_columns(bases[-1])
         chunks = [read(0)]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(2) as pool:  # numpy and the core let go of the interpreter
             bases = np.concatenate(([0], np.cumsum(list(pool.map(count, spans))))).tolist()
-            codes, hashes, scores = _row_columns(bases[-1])
+            codes, hashes, scores, offsets = _row_columns(bases[-1])
             chunks = list(pool.map(read, range(len(spans))))
     if any(chunk is None for chunk in chunks):
         return None
-    rows = 0
+    rows = used = 0
     for chunk in chunks:  # each chunk's rows moved to follow the previous chunk's
         assert chunk is not None
         if chunk.base != rows:
             for column in (codes, hashes, scores):
                 column[rows : rows + chunk.rows] = column[chunk.base : chunk.base + chunk.rows]
-        rows += chunk.rows
-    return chunks, codes[:rows], hashes[:rows], scores[:rows]  # type: ignore[return-value]
+        if used + chunk.used >= 2**31 and offsets.dtype == np.int32:  # beyond int32 offsets
+            offsets = offsets.astype(np.int64)
+        if chunk.base != rows or used:
+            offsets[rows + 1 : rows + chunk.rows + 1] = offsets[chunk.base + 1 : chunk.base + chunk.rows + 1] + used
+        if chunk.byte_base != used:
+            doc_bytes[used : used + chunk.used] = doc_bytes[chunk.byte_base : chunk.byte_base + chunk.used]
+        rows, used = rows + chunk.rows, used + chunk.used
+    offsets[0] = 0
+    docs = Strings(offsets[: rows + 1], doc_bytes[:used])
+    return chunks, codes[:rows], hashes[:rows], scores[:rows], docs  # type: ignore[return-value]
 
 
 def _pieces(size: int) -> int:
@@ -1097,9 +1180,10 @@ def _pieces(size: int) -> int:
     return max(1 if size < _THREADED_FROM else 2, -(-size // _CHUNK_LIMIT))
 
 
-def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The query codes, hashes and scores of ``rows`` rows, uninitialised."""
-    return np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.float64)
+def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The query codes, hashes, scores and document ids' offsets (one more) of ``rows`` rows, uninitialised."""
+    return (np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.float64),
+            np.empty(rows + 1, dtype=np.int32))
 
 
 _COUNT_BLOCK = 1 << 20
@@ -1155,14 +1239,11 @@ def _next_query(data: Any, at: int) -> int:
 
 
 def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray,
-                hashes: np.ndarray, scores: np.ndarray) -> _Chunk | None:
-    """One chunk, ``data[lo:hi]``, read by the core into ``codes``, ``hashes`` and ``scores``, the scores it
-    leaves to Python read by ``float`` (:func:`_score`); None when the core refused the chunk or a score is
-    not one the usual readers accept."""
-    import pyarrow as pa
-
-    offsets = np.empty(codes.size + 1, dtype=np.int32)
-    doc_bytes = np.empty(hi - lo, dtype=np.uint8)
+                hashes: np.ndarray, scores: np.ndarray, offsets: np.ndarray, doc_bytes: np.ndarray) -> _Chunk | None:
+    """One chunk, ``data[lo:hi]``, read by the core into ``codes``, ``hashes``, ``scores`` and the document ids'
+    ``offsets`` and ``doc_bytes`` (at ``lo`` in the bytes of all chunks), the scores it leaves to Python read
+    by ``float`` (:func:`_score`); None when the core refused the chunk or a score is not one the usual readers
+    accept."""
     room = _SLOW_SCORES + codes.size // 64
     slow = tuple(np.empty(room, dtype=np.int64) for _ in range(3))
     status, rows, n_slow, segments, qids, checked, ranked = core.read_trec_run(
@@ -1174,9 +1255,8 @@ def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base:
             scores[row] = _score(data[start:end], "", None) + 0.0  # -0.0 -> 0.0, as C compares them equal
         except InputError:
             return None
-    docs = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets[: rows + 1]),
-                                       pa.py_buffer(doc_bytes[: int(offsets[rows])]))
-    return _Chunk(base, rows, docs, qids, segments, checked and segments == len(qids), ranked and segments == len(qids))
+    return _Chunk(base, rows, lo, int(offsets[rows]), qids, segments, checked and segments == len(qids),
+                  ranked and segments == len(qids))
 
 
 def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...], bool]:
@@ -1208,7 +1288,7 @@ def _ranked_across_chunks(chunks: list[_Chunk], codes: np.ndarray, scores: np.nd
     return True
 
 
-def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Any, hashes: np.ndarray,
+def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Strings, hashes: np.ndarray,
                             queries: int) -> bool:
     """Whether a document repeats within a query whose segment two chunks share (the kernel saw each
     half apart)."""
@@ -1339,12 +1419,12 @@ def write_run(run: Run | Mapping[str, Any], path_or_file: str | Path | IO[Any], 
         target = Path(path_or_file)
         _write_atomically(target, gzip.compress(payload, mtime=0) if target.suffix == ".gz" else payload)
     elif isinstance(path_or_file, io.TextIOBase) or hasattr(path_or_file, "encoding"):
-        path_or_file.write(payload.decode("utf-8"))
+        path_or_file.write(bytes(payload).decode("utf-8"))
     else:
         path_or_file.write(payload)
 
 
-def _write_atomically(target: Path, payload: bytes) -> None:
+def _write_atomically(target: Path, payload: bytes | memoryview) -> None:
     """``payload`` into ``target`` by way of a temporary file in the same folder and a rename; an
     error names ``target`` and leaves neither it nor a temporary file changed."""
     import os
@@ -1369,46 +1449,76 @@ def _write_atomically(target: Path, payload: bytes) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _check_token(value: str, what: str) -> None:
+def _check_token(value: str, what: str, starts_line: bool = False) -> None:
+    """An id or tag a run file can hold: not empty, no whitespace, and (``starts_line``: the first field of
+    a line) not starting with ``#``, which would make its lines comments to the readers."""
     if not value or any(ch in value for ch in " \t\n\r\x0b\x0c"):
         raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC run cannot hold it")
+    if starts_line and value.startswith("#"):
+        raise InputError(f"{what} {value!r} starts with #: its lines would read as comments (the readers skip them, "
+                         f"as trec_eval does); a TREC or MS MARCO run cannot hold it")
 
 
-def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes:
-    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow."""
+def _run_bytes(run: Run, tag: str, *, msmarco: bool = False) -> bytes | memoryview:
+    """The run's TREC (or MS MARCO) lines as UTF-8 bytes, built column-wise by pyarrow: each query's
+    line start (``qid Q0``) made once and taken for its rows, each line's fields joined by one kernel
+    call, the lines then taken as the one buffer they fill. Any id without whitespace is written as it
+    is (quotes included: a CSV writer quotes or refuses them); scores are pyarrow's shortest decimal that
+    reads back to the same float64."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
 
     for qid in run.qids:
-        _check_token(qid, "query id")
-    if len(run):
+        _check_token(qid, "query id", starts_line=True)
+    if _bad_id(run.doc_ids):
         bad = pc.or_(pc.match_substring_regex(run.doc_ids, r"[ \t\n\r\x0b\x0c]"), pc.equal(pc.utf8_length(run.doc_ids), 0))
-        if pc.any(bad).as_py():
-            _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
+        _check_token(run.doc_ids.filter(bad)[0].as_py(), "document id")
     counts = np.diff(run.offsets)
-    seg = np.repeat(np.arange(run.num_queries, dtype=np.int64), counts)
-    rank = np.arange(len(run), dtype=np.int64) - run.offsets[:-1][seg] + 1 if len(run) else seg
-    size = len(run)
-    qid = pa.array(run.qids, type=pa.string()).take(pa.array(seg))
-    if msmarco:
-        table = pa.table({"qid": qid, "doc": run.doc_ids, "rank": pa.array(rank)})
-        sink = io.BytesIO()
-        pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"))
-        return sink.getvalue()
-    table = pa.table(
-        {
-            "qid": qid,
-            "iter": pa.repeat(pa.scalar("Q0", pa.string()), size),
-            "doc": run.doc_ids,
-            "rank": pa.array(rank),
-            "score": pa.array(run.score, type=pa.float64()),
-            "tag": pa.repeat(pa.scalar(tag, pa.string()), size),
-        }
-    )
-    sink = io.BytesIO()
-    pcsv.write_csv(table, sink, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
-    return sink.getvalue()
+    seg = pa.array(np.repeat(np.arange(run.num_queries, dtype=np.int64), counts))
+    rank = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], counts) + 1
+    text = pa.large_string()
+    glue = pa.scalar("\t" if msmarco else " ", text)
+    ranks = pc.cast(pa.array(rank), text)
+    if msmarco:  # qid<TAB>docid<TAB>rank
+        lines = pc.binary_join_element_wise(pa.array(run.qids, type=text).take(seg), pc.cast(run.doc_ids, text),
+                                            pc.binary_join_element_wise(ranks, pa.scalar("\n", text),
+                                                                        pa.scalar("", text)), glue)
+    else:  # qid Q0 docid rank score tag
+        starts = pa.array([f"{qid} Q0" for qid in run.qids], type=text).take(seg)
+        lines = pc.binary_join_element_wise(starts, pc.cast(run.doc_ids, text), ranks,
+                                            pc.cast(pa.array(run.score, type=pa.float64()), text),
+                                            pa.scalar(f"{tag}\n", text), glue)
+    chunks = getattr(lines, "chunks", [lines])
+    return _string_bytes(chunks[0], copy=False) if len(chunks) == 1 else b"".join(map(_string_bytes, chunks))
+
+
+def _bad_id(ids: Any) -> bool:
+    """Whether an id of the pyarrow string array ``ids`` is empty or holds whitespace (C's ``isspace``:
+    what splits a TREC line): its lengths, then its characters' bytes at once, by numpy (a regular
+    expression per id took several times as long)."""
+    import pyarrow.compute as pc
+
+    for chunk in getattr(ids, "chunks", [ids]):
+        if len(chunk) and pc.min(pc.binary_length(chunk)).as_py() == 0:
+            return True
+        values = np.frombuffer(_string_bytes(chunk, copy=False), dtype=np.uint8)
+        if ((values - np.uint8(9) <= 4) | (values == 32)).any():
+            return True
+    return False
+
+
+def _string_bytes(strings: Any, copy: bool = True) -> bytes | memoryview:
+    """The characters of a pyarrow string or large string array's values one after the other: the used
+    part of its data buffer, as its offsets bound it (without ``copy``, a view of that buffer)."""
+    import pyarrow as pa
+
+    if not len(strings):
+        return b""
+    width = 8 if pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type) else 4
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(strings) + 1,
+                            offset=width * strings.offset)
+    used = strings.buffers()[2][int(offsets[0]) : int(offsets[-1])]
+    return used.to_pybytes() if copy else memoryview(used)
 
 
 def _json_run_bytes(run: Run, tag: str) -> bytes:

@@ -78,3 +78,36 @@ def zipf_documents(n_docs: int, vocab: int, seed: int, longest: int = 80
     bounds = np.concatenate(([0], np.cumsum(lengths)))
     docs = [(f"d{i}", " ".join(f"w{t}" for t in flat[bounds[i]:bounds[i + 1]])) for i in range(n_docs)]
     return docs, flat, probs, rng
+
+
+class TooManySteps(AssertionError):
+    """More lines of Python ran than :func:`at_most_python_steps` allowed."""
+
+
+def at_most_python_steps(limit: int):
+    """A context manager under which at most ``limit`` lines of Python run (counted by ``sys.settrace``, in
+    every function called); one more raises :class:`TooManySteps` at once. What C code does (numpy,
+    pyarrow, the compiled core) costs no step, so a test can tell a loop in C from a Python step per
+    line of input without timing anything."""
+    import sys
+    from contextlib import contextmanager
+
+    @contextmanager
+    def counting():
+        steps = [0]
+
+        def trace(frame, event, arg):  # noqa: ANN001, ANN202 - sys.settrace's signature
+            if event == "line":
+                steps[0] += 1
+                if steps[0] > limit:
+                    raise TooManySteps(f"more than {limit} lines of Python ran")
+            return trace
+
+        previous = sys.gettrace()
+        sys.settrace(trace)
+        try:
+            yield steps
+        finally:
+            sys.settrace(previous)
+
+    return counting()

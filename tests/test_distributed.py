@@ -246,19 +246,50 @@ def test_a_worker_killed_mid_query_is_survived(client, references, tmp_path: Pat
     assert bits(out["value"]) == bits(expected)
 
 
+class _PartitionsWait(distributed.WorkerPlugin):
+    """On every worker, a restarted one too: each partition task waits, inside the task, until the file
+    ``release`` exists. A worker the test sees busy with one is then killed in its middle whatever the
+    machine's speed (before, under load, the kill could come as the task ended or after the build had
+    sent its last partition: the build then succeeded, or the test found nothing to kill)."""
+
+    name = "bm25lab-partitions-wait"
+
+    def __init__(self, release: str) -> None:
+        self.release = release
+
+    def setup(self, worker: Any) -> None:
+        from bm25lab.engine import shards as on_worker
+
+        real = getattr(on_worker, "_unpatched_write_partition", on_worker.write_partition)
+        release = self.release
+
+        def waiting(*args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + 300
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return real(*args, **kwargs)
+
+        on_worker._unpatched_write_partition = real
+        on_worker.write_partition = waiting
+
+
 def test_a_build_the_cluster_gives_up_on_fails_in_one_line_and_leaves_the_old_index(references, tmp_path: Path) -> None:
     ref = references["cranfield"]
     docs = many_copies(ref.docs, 3)
     old = shards.build(ref.docs[:300], tmp_path / "idx", 2, ref.tokenizer, workers=1)
     before = snapshot(old)
     cluster, strict = local_cluster(**{"distributed.scheduler.allowed-failures": 0})
+    release = tmp_path / "release-the-partitions"
+    strict.register_plugin(_PartitionsWait(str(release)))
     try:
         for target, overwrite in ((tmp_path / "idx", True), (tmp_path / "new", False)):
+            release.unlink(missing_ok=True)
             thread, out = in_thread(lambda: bd.build(docs, target, shards=3, client=strict, tokenizer=ref.tokenizer,
                                                      partition_docs=100, overwrite=overwrite))
             try:
-                kill_when(strict, busy_with("bm25lab-partition"), thread)
+                kill_when(strict, busy_with("bm25lab-partition"), thread, timeout=300)
             finally:
+                release.touch()  # the other worker's partitions go on; the build has lost one for good
                 thread.join(timeout=300)
             error = out.get("error")
             assert isinstance(error, BM25LabError) and "lost the workers running a task" in str(error), error

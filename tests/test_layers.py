@@ -13,10 +13,10 @@ PACKAGES = {"bm25lab": ROOT / "bm25lab", "bm25lab.engine": ROOT / "engine", "bm2
 
 # The engine, bottom up: a module imports modules of its own floor or of floors below it.
 ENGINE_LAYERS = (
-    ("core", "errors", "lazy", "columns", "scratch", "exactmath"),  # the ground: the compiled core, plain helpers
-    ("scoring", "selection", "records", "locking", "files", "codec"),  # formulas, the tie rule, result types, the
-                                                                       # lock, the postings' block format
-    ("segmentation", "docstore", "sources", "compressed"),      # jieba's cut, the document store, inputs
+    ("core", "errors", "lazy", "columns", "exactmath", "files", "compressed"),  # the ground: the compiled core,
+    ("scratch", "scoring", "selection", "records", "locking", "codec"),  # plain helpers; formulas, the tie rule,
+                                                                         # results, the postings' block format
+    ("segmentation", "docstore", "sources"),                    # jieba's cut, the document store, inputs
     ("tokenization", "postings"),                               # text to terms; terms to postings
     ("retrieval", "searching", "filters"),                      # weights and the numpy search; the protocol
     ("backends", "feedback"),                                   # numpy or the core; feedback over searches

@@ -84,6 +84,10 @@ def test_the_wheel_carries_the_core_and_only_bm25lab(built) -> None:
     assert any(n.startswith("bm25lab/engine/core/_core") and n.endswith(".so") for n in names)
     assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"bm25lab"}
     assert not any(n.endswith((".c", ".h")) for n in names)  # sources belong to the sdist
+    packages = {f"bm25lab/{folder.relative_to(ROOT)}/__init__.py".replace("bm25lab/bm25lab/", "bm25lab/")
+                for top in ("bm25lab", "engine", "evaluation", "corpora") for folder in (ROOT / top).rglob("*")
+                if (folder / "__init__.py").is_file() and "__pycache__" not in folder.parts}
+    assert packages <= set(names), sorted(packages - set(names))  # every package of the sources is installed
     with __import__("tarfile").open(built["sdist"]) as sdist:
         sources = {Path(n).name for n in sdist.getnames() if "engine/core/" in n}
     assert {"core.h", "module.c", "search.c", "build.c"} <= sources

@@ -28,9 +28,11 @@ PARTITION_OPT = typer.Option("--partition-docs", min=1, help="Documents sent to 
 def is_sharded(directory: Path) -> bool:
     """Whether ``directory`` holds a sharded index (asked without importing its module: a one-shot
     search of an ordinary index loads no more than it did)."""
+    import os
+
     from ..engine.storage import SHARDED_MANIFEST
 
-    return (Path(directory) / SHARDED_MANIFEST).is_file()
+    return os.path.lexists(Path(directory) / SHARDED_MANIFEST)  # anything of that name: read (and refused) as such
 
 
 def open_index(directory: Path, backend: Optional[str], cluster: Optional[str]) -> Any:

@@ -82,7 +82,8 @@ def optimize(directory: Annotated[Path, DIR_ARG]) -> None:
     """
     change = growth(directory).optimize(directory)
     if not change.merged:
-        typer.echo(f"nothing to merge (one segment, no deletions) -> {_after(change, directory)}")
+        why = "the index holds no documents" if not change.documents else "one segment, no deletions"
+        typer.echo(f"nothing to merge ({why}) -> {_after(change, directory)}")
         return
     typer.echo(f"merged {change.merged:,} segment{'s' if change.merged != 1 else ''}, dropped "
                     f"{change.purged:,} deleted documents -> {_after(change, directory)}")

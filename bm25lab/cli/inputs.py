@@ -28,28 +28,36 @@ RunWriter = _choices("RunWriter", RUN_WRITERS)
 
 def _source_choices() -> dict[str, Any]:
     """The choices and options the engine's document and query readers give (DocumentFormat, Duplicates,
-    QueryFormat, QueryIds, CollectionQueryIds, QUERY_ID_FIELD_OPT, QUERY_TEXT_FIELDS_OPT): made when a command
-    that has them is first built, so that one without them (``evaluate``) does not import
+    QueryFormat, QueryIds, CollectionQueryIds and the field options, their help from the formats' registry):
+    made when a command that has them is first built, so that one without them (``evaluate``) does not import
     :mod:`bm25lab.engine.sources`."""
-    from ..engine.sources import (DOCUMENT_READERS, DUPLICATE_POLICIES, QUERY_ID_KEYS, QUERY_ID_MODES,
-                                  QUERY_READERS, QUERY_TEXT_KEYS)
+    from ..engine.sources import (DOCUMENT_FORMATS, DUPLICATE_POLICIES, QUERY_FORMATS, QUERY_ID_KEYS, QUERY_ID_MODES,
+                                  QUERY_TEXT_KEYS)
 
-    query_id_field = typer.Option("--query-id-field", help="The field holding a query's id (JSONL; the column of a "
-                                  "TSV whose first line names its columns). Default: the first present of "
+    def formats(registry: dict[str, Any], has: str) -> str:
+        return ", ".join(name for name, row in registry.items() if getattr(row, has))
+
+    query_id_field = typer.Option("--query-id-field", help="The field holding a query's id (a TSV with a header: the "
+                                  f"column; {formats(QUERY_FORMATS, 'fields')}). Default: the first present of "
                                   f"{', '.join(QUERY_ID_KEYS)}.")
     query_text_fields = typer.Option("--query-text-fields", help="The field(s) holding a query's text, comma-"
-                                     "separated, joined with spaces (JSONL; TSV with a header). Default: the first "
-                                     f"present of {', '.join(QUERY_TEXT_KEYS)}.")
-    return {"DocumentFormat": _choices("DocumentFormat", ["auto", *DOCUMENT_READERS]),
+                                     f"separated, joined with spaces ({formats(QUERY_FORMATS, 'fields')}). Default: "
+                                     f"the first present of {', '.join(QUERY_TEXT_KEYS)}.")
+    id_field = typer.Option("--id-field", help="The field holding the id (a TSV with a header: the column; "
+                            f"{formats(DOCUMENT_FORMATS, 'id_field')}).")
+    text_fields = typer.Option("--text-fields", help="Fields to index, comma-separated, e.g. title,text "
+                               f"({formats(DOCUMENT_FORMATS, 'text_fields')}).")
+    return {"DocumentFormat": _choices("DocumentFormat", ["auto", *DOCUMENT_FORMATS]),
             "Duplicates": _choices("Duplicates", DUPLICATE_POLICIES),
-            "QueryFormat": _choices("QueryFormat", ["auto", *QUERY_READERS]),
+            "QueryFormat": _choices("QueryFormat", ["auto", *QUERY_FORMATS]),
             "QueryIds": _choices("QueryIds", QUERY_ID_MODES),
             "CollectionQueryIds": _choices("CollectionQueryIds", ["auto", *QUERY_ID_MODES]),
-            "QUERY_ID_FIELD_OPT": query_id_field, "QUERY_TEXT_FIELDS_OPT": query_text_fields}
+            "QUERY_ID_FIELD_OPT": query_id_field, "QUERY_TEXT_FIELDS_OPT": query_text_fields,
+            "ID_FIELD_OPT": id_field, "TEXT_FIELDS_OPT": text_fields}
 
 
 _SOURCE_CHOICES = ("DocumentFormat", "Duplicates", "QueryFormat", "QueryIds", "CollectionQueryIds",
-                   "QUERY_ID_FIELD_OPT", "QUERY_TEXT_FIELDS_OPT")
+                   "QUERY_ID_FIELD_OPT", "QUERY_TEXT_FIELDS_OPT", "ID_FIELD_OPT", "TEXT_FIELDS_OPT")
 
 
 def __getattr__(name: str) -> Any:
@@ -61,9 +69,6 @@ def __getattr__(name: str) -> Any:
 
 
 FORMAT_OPT = typer.Option("--format", help="Document format (default: detected from the name and the content).")
-ID_FIELD_OPT = typer.Option("--id-field", help="The field holding the id (JSONL, CSV, TSV with a header).")
-TEXT_FIELDS_OPT = typer.Option("--text-fields", help="Fields to index, comma-separated, e.g. title,text "
-                                                     "(JSONL, CSV, TSV with a header, SMART, TREC).")
 TITLE_FIELD_OPT = typer.Option("--title-field", help="The field holding a document's title (shown with its results "
                                                      "and indexed with its text), e.g. ajName (JSONL, CSV, TSV with a "
                                                      "header).")
@@ -79,10 +84,12 @@ RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: de
 def bundled(name: str) -> Optional[str]:
     """``name`` when it names a bundled collection (or an ir_datasets one, ``irds:ID``) and no file or folder of
     that name exists."""
+    if Path(name).exists():
+        return None
     from .. import corpora
     from ..corpora.irds import is_irds
 
-    return name if not Path(name).exists() and (name in corpora.names() or is_irds(name)) else None
+    return name if name in corpora.names() or is_irds(name) else None
 
 
 def _neither(spec: str, what: str) -> InputError:
@@ -160,12 +167,13 @@ def check_no_query_fields(name: str, id_field: Optional[str], text_fields: Optio
 def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
     """The qrels of a file, or of a bundled collection, labels read by the rules of ``trec_eval`` (9 or
     10; None: the default rules)."""
-    from .. import corpora
     from ..evaluation.readers import read_qrels
 
     rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
+        from .. import corpora
+
         if format.value not in ("auto", "trec"):
             raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
                                  f"{format.value} is for qrels files")
@@ -176,9 +184,13 @@ def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
 
 
 def run(path: Path, format: Enum) -> "Run":
+    """The run of a file; one without a single run line (blank lines and comments only) is an error naming it."""
     from ..evaluation.readers import read_run
 
-    return read_run(path, format=format.value)
+    found = read_run(path, format=format.value)
+    if not found.num_queries:
+        raise InputError("holds no run line (only blank lines or comments)", path)
+    return found
 
 
 def _check_topic_field(topic_field: str) -> None:

@@ -13,7 +13,9 @@
  *              marking the postings' (tf, length) pairs, code point order  core_build_methods
  *   cut.c      jieba's precise cut (a trie of its dictionary, route, HMM) and
  *              auto's split of mixed text                                  core_cut_methods
- *   runreader.c  the TREC run reader: rows, scores, ids, the tie rule's order core_runreader_methods
+ *   runreader.c  the TREC run and qrels readers: rows, scores, ids, the tie
+ *              rule's order                                             core_runreader_methods
+ *   strings.c  string columns: taking rows, comparing rows                 core_strings_methods
  *   codec.c    postings in blocks of 128: encoding, decoding (codec.h)     core_codec_methods
  *   args.c     taking array arguments (core.h)
  *
@@ -34,7 +36,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (module == NULL)
         return NULL;
     PyMethodDef *tables[] = {core_search_methods, core_build_methods, core_cut_methods, core_runreader_methods,
-                             core_codec_methods};
+                             core_strings_methods, core_codec_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0) {
             Py_DECREF(module);

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from bm25lab.engine import Index, Tokenizer, storage
+from bm25lab.engine.scoring import Params
+from bm25lab.evaluation import read_run
 
 BM25LAB = str(Path(sys.executable).parent / "bm25lab")
 
@@ -145,9 +147,10 @@ def test_damage_is_not_rewritten_by_a_change_through_the_api(tmp_path: Path) -> 
     docs = [(f"d{i}", f"alpha w{i} w{i % 3}") for i in range(8)]
     ok("index", jsonl(tmp_path / "d.jsonl", docs), "--out", tmp_path / "ix")
     damaged = _flip_tfs(tmp_path / "ix")
-    index = Index.load(tmp_path / "ix", verify=False)  # the API's own changes load without checksums
-    index.delete(["d1"])  # writes only a deletions file
+    index = Index.load(tmp_path / "ix", verify=False)  # loaded without checksums: the changes verify what they read
     before = tree(tmp_path / "ix")
+    with pytest.raises(storage.IndexFormatError, match=f"{damaged}: checksum mismatch"):
+        index.delete(["d1"])  # would write new counts, derived from the damaged postings (issue 28)
     with pytest.raises(storage.IndexFormatError, match=f"{damaged}: checksum mismatch"):
         index.optimize()  # would rewrite the damaged postings into a new segment with fresh checksums
     with pytest.raises(storage.IndexFormatError, match="checksum mismatch"):
@@ -223,6 +226,66 @@ def test_an_id_a_trec_line_cannot_hold_is_refused(tmp_path: Path) -> None:
         == ["q7", "Q0", "c", "1", score, "t"]
     assert "a TREC run cannot hold it" in error_line("search", tmp_path / "ix", "hello", "--format", "trec", "--qid",
                                                      "q 7")
+
+
+def test_cr_only_qrels_are_named_as_such(tmp_path: Path) -> None:
+    # issue 28: "expected 4 fields, found 8" said nothing of the line ends
+    (tmp_path / "qrels").write_text("q1 0 d1 1\rq1 0 d2 0\r", newline="")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.5 t\n")
+    assert f"{tmp_path / 'qrels'}:1: a carriage return (CR) inside the line: lines ending in CR alone" in \
+        error_line("evaluate", tmp_path / "qrels", tmp_path / "run")
+
+
+def test_optimizing_an_empty_index_says_it_is_empty(tmp_path: Path) -> None:
+    # issue 28: it said "nothing to merge (one segment, no deletions) -> 0 documents in 0 segments"
+    ok("index", jsonl(tmp_path / "d.jsonl", [("a", "hello"), ("b", "world")]), "--out", tmp_path / "ix")
+    ok("delete", tmp_path / "ix", "a", "b")  # a segment with nothing live left is dropped
+    assert ok("optimize", tmp_path / "ix").strip() == \
+        f"nothing to merge (the index holds no documents) -> {tmp_path / 'ix'}: 0 documents in 0 segments"
+    ok("index", jsonl(tmp_path / "one.jsonl", [("a", "hello")]), "--out", tmp_path / "one")
+    assert ok("optimize", tmp_path / "one").startswith("nothing to merge (one segment, no deletions) -> ")
+
+
+@pytest.mark.parametrize("option", [["--k1", "1e308"], ["--k1", "1e101"], ["--variant", "bm25l", "--delta", "1e308"],
+                                    ["--k3", "1e308"]])
+def test_parameters_whose_scores_would_overflow_are_refused(tmp_path: Path, option: list[str]) -> None:
+    # issue 28: --k1 1e308 printed numpy's overflow RuntimeWarning; refused in the library (ParameterError,
+    # exit code 2), so the API refuses too
+    from bm25lab.engine import ParameterError, ShardedIndex
+
+    ok("index", jsonl(tmp_path / "d.jsonl", [("a", "hello world"), ("b", "hello")]), "--out", tmp_path / "ix")
+    done = bm25lab("search", tmp_path / "ix", "hello", *option)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "from 0 to 1e+100" in lines[0], done
+    assert "Warning" not in done.stderr + done.stdout
+    name, value = option[-2].lstrip("-"), float(option[-1])
+    kwargs = {name: value, **({"variant": "bm25l"} if name == "delta" else {})}
+    with pytest.raises(ParameterError, match="from 0 to 1e"):
+        Index.load(tmp_path / "ix").search("hello", **kwargs)
+    sharded = ShardedIndex.build([("a", "hello world"), ("b", "hello")], tmp_path / "s", 2, Tokenizer("en"))
+    with pytest.raises(ParameterError, match="from 0 to 1e"):
+        sharded.search("hello", **kwargs)
+    hits = Index.load(tmp_path / "ix").search("hello", k1=1e100)  # the largest is taken, its scores finite
+    assert len(hits) == 2 and all(math.isfinite(hit.score) for hit in hits)
+    with pytest.raises(ParameterError, match="weight of field 'title'"):
+        Params(fields=(("title", 1e308, 0.5),)).resolved()
+
+
+def test_quotes_and_other_characters_a_trec_line_holds_are_written_as_they_are(tmp_path: Path) -> None:
+    # issue 28: a double quote in an id, a --tag or a --qid was an internal error (exit 3, pyarrow's CSV
+    # writer refuses it); the TREC format holds any id without whitespace
+    ok("index", jsonl(tmp_path / "d.jsonl", [('d"1', "hello world"), ("c,'2'", "hello")]), "--out", tmp_path / "ix")
+    lines = ok("search", tmp_path / "ix", "hello", "--format", "trec", "--qid", 'q"7', "--tag", 'my"run').splitlines()
+    assert [line.split()[:3] + line.split()[5:] for line in lines] == [['q"7', "Q0", "c,'2'", 'my"run'],
+                                                                      ['q"7', "Q0", 'd"1', 'my"run']]
+    (tmp_path / "q.tsv").write_text('q"1\thello\nq,2\tworld\n')
+    for form, columns in (("trec", 6), ("msmarco", 3)):
+        ok("run", tmp_path / "ix", tmp_path / "q.tsv", "--out", tmp_path / f"r.{form}", "--run-format", form, "--tag",
+           '"quoted"')
+        rows = [line.split() for line in (tmp_path / f"r.{form}").read_text().splitlines()]
+        assert {len(row) for row in rows} == {columns} and {row[0] for row in rows} == {'q"1', "q,2"}
+        assert read_run(tmp_path / f"r.{form}", format=form).to_dict()['q"1'].keys() == {'d"1', "c,'2'"}
+    assert read_run(tmp_path / "r.trec").name == '"quoted"'
 
 
 def test_a_folder_source_never_follows_a_link_outside_it(tmp_path: Path) -> None:

@@ -206,6 +206,24 @@ def test_missing_and_unreadable_sources(tmp_path: Path, index_dir: Path) -> None
     assert snapshot(index_dir) == before and not (tmp_path / "new").exists()
 
 
+def test_a_gzip_bomb_is_one_line_naming_the_file_and_the_variable(tmp_path: Path, index_dir: Path, judged: Path,
+                                                                  monkeypatch) -> None:
+    # issue 28: a 4.3 MB gzip of 1 GB of newlines still ran after 300 s in `index`; `evaluate` of 2 GB of
+    # blank lines did not finish within 60 s. 300 MB of newlines in 300 KB: past the floor and 100 times
+    from bm25lab.engine.compressed import RATIO_VARIABLE
+
+    monkeypatch.delenv(RATIO_VARIABLE, raising=False)
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    bomb = tmp_path / "bomb.gz"
+    bomb.write_bytes(member * 300)
+    before = snapshot(index_dir)
+    for args in (["index", str(bomb), "--out", str(tmp_path / "new"), "--format", "jsonl"],
+                 ["add", str(index_dir), str(bomb), "--format", "tsv"],
+                 ["evaluate", str(judged / "qrels"), str(bomb)], ["evaluate", str(bomb), str(judged / "run")]):
+        fails(args, f"{bomb}: decompresses to more than", f"{RATIO_VARIABLE}=N")
+    assert snapshot(index_dir) == before and not (tmp_path / "new").exists()
+
+
 # ---------------------------------------------------------------------- index directories
 def _damage_array(index_dir: Path) -> Path:
     target = sorted(index_dir.glob("seg-*/blocks.npy"))[0]
@@ -390,6 +408,20 @@ def fuzz_source(built: Path) -> tuple[Path, dict]:
     return built / "idx", json.loads((built / "idx" / "index.json").read_text())
 
 
+def _share_files(source: Path, target: Path) -> None:
+    """``source``'s index files but its manifest in ``target``, hard-linked (read only here; an index
+    folder holds no symbolic link that bm25lab would follow)."""
+    for entry in source.iterdir():
+        if entry.name == "index.json":
+            continue
+        if entry.is_dir():
+            (target / entry.name).mkdir()
+            for inner in entry.iterdir():
+                os.link(inner, target / entry.name / inner.name)
+        else:
+            os.link(entry, target / entry.name)
+
+
 def _has(holder: object, key: object) -> bool:
     """Whether ``holder[key]`` exists in a JSON value (after earlier changes, it may not)."""
     if isinstance(holder, dict):
@@ -415,9 +447,7 @@ def test_fuzz_manifest_values(tmp_path_factory, fuzz_source, data, resealed: boo
     # structure and the counts must catch those (a changed tokenizer setting is the checksum's to catch)
     source, manifest = fuzz_source
     target = tmp_path_factory.mktemp("m")
-    for entry in source.iterdir():  # the index's files, shared read-only; only the manifest differs
-        if entry.name != "index.json":
-            (target / entry.name).symlink_to(entry)
+    _share_files(source, target)  # the index's files, shared read-only; only the manifest differs
     changed = json.loads(json.dumps(manifest))
     paths = [p for p in _paths(changed) if not resealed or p[0] in ("segments", "counts")]
     for _ in range(data.draw(st.integers(1, 3))):
@@ -449,9 +479,7 @@ def test_deleted_null_no_longer_brings_documents_back(fuzz_source, tmp_path: Pat
     for resealed in (False, True):
         target = tmp_path / f"m{resealed}"
         target.mkdir()
-        for entry in source.iterdir():
-            if entry.name != "index.json":
-                (target / entry.name).symlink_to(entry)
+        _share_files(source, target)
         changed = json.loads(json.dumps(manifest))
         changed["segments"][0]["deleted"] = None
         if resealed:
@@ -488,3 +516,13 @@ def test_loading_a_fuzz_baseline_works(fuzz_source) -> None:
     index = Index.load(source)
     assert index.num_segments == 2 and manifest["segments"][0]["deleted"]["count"] == 1
     assert index.tokenizer.config() == Tokenizer.from_config(manifest["tokenizer"]).config()
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_run_of_blank_lines_and_comments_is_named(tmp_path: Path, command: str) -> None:
+    # a run without a single line to read: one line naming the file, not "the run holds no query"
+    good, empty = tmp_path / "good.run", tmp_path / "empty.run"
+    good.write_text("1 Q0 184 1 2.5 t\n")
+    empty.write_text("\n  \n# only a comment\n\n")
+    runs = [str(empty)] if command == "evaluate" else [str(good), str(empty)]
+    fails([command, "cranfield", *runs], f"{empty}: holds no run line")

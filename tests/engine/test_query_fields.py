@@ -120,8 +120,8 @@ def test_tsv_with_a_header_takes_the_mapping(tmp_path):
 def test_formats_without_named_fields_refuse_a_mapping(tmp_path):
     smart = tmp_path / "q.qry"
     smart.write_text(".I 1\n.W\nwhat\n", encoding="utf-8")
-    assert fails(smart, None, id_field="x") == (f"{smart}: a query id field and text fields can be chosen for jsonl "
-                                                f"and tsv queries, not smart")
+    assert fails(smart, None, id_field="x") == (f"{smart}: a query id field and text fields can be chosen for tsv "
+                                                f"and jsonl queries, not smart")
     trec = tmp_path / "q.trec"
     trec.write_text("<top>\n<num> 1\n<title> a\n</top>\n", encoding="utf-8")
     assert fails(trec, None, text_fields="desc").endswith("not trec (--topic-field picks a topic's fields)")

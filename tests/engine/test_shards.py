@@ -697,7 +697,7 @@ def test_damage_is_not_rewritten_by_a_sharded_change(tmp_path: Path) -> None:
     raw = bytearray(damaged.read_bytes())
     raw[-1] ^= 1
     damaged.write_bytes(bytes(raw))
-    index = ShardedIndex.load(path, verify=False)  # the API's own changes load without checksums
+    index = ShardedIndex.load(path, verify=False)  # loaded without checksums: the changes verify what they read
     before = snapshot(path)
     in_damaged = [d for d, _ in docs if route(d, 2) == 0]
     with pytest.raises(IndexFormatError, match=f"{damaged}: checksum mismatch"):
@@ -708,6 +708,46 @@ def test_damage_is_not_rewritten_by_a_sharded_change(tmp_path: Path) -> None:
         index.add([(in_damaged[1], "a replacement")])
     assert snapshot(path) == before
     with pytest.raises(IndexFormatError, match="checksum mismatch"):
+        ShardedIndex.load(path)
+
+
+@pytest.mark.parametrize("writer", ["api", "cli"])
+def test_a_change_is_refused_while_any_shard_is_damaged(writer: str, tmp_path: Path) -> None:
+    # issue 28: a shard folder replaced by another build's, and documents that route to the healthy shards
+    # only: add exited 0 (it read only the shards the documents go to) where search and info refuse the index
+    from typer.testing import CliRunner
+
+    from bm25lab.cli import app
+
+    path, other = tmp_path / "s", tmp_path / "other"
+    docs = [(f"d{i}", f"alpha w{i % 5} w{i % 3}") for i in range(30)]
+    ShardedIndex.build(docs, path, 3, tokenizer=WS)
+    ShardedIndex.build([(f"x{i}", f"beta w{i % 4}") for i in range(20)], other, 3, tokenizer=WS)
+    victim = shards.read_manifest(path)["shards"][0]["name"]
+    replacement = shards.read_manifest(other)["shards"][0]["name"]
+    import shutil
+
+    shutil.rmtree(path / victim)
+    (other / replacement).rename(path / victim)  # another build's shard 0 in shard 0's place
+    healthy = [f"n{i}" for i in range(100) if route(f"n{i}", 3) != 0][:3]
+    (tmp_path / "more.jsonl").write_text("".join(json.dumps({"id": d, "text": "gamma"}) + "\n" for d in healthy))
+    before = snapshot(path)
+    for change in ("add", "delete", "optimize"):
+        if writer == "api":
+            run = {"add": lambda: shards.add_documents(path, [(d, "gamma") for d in healthy]),
+                   "delete": lambda: shards.delete_documents(path, ["d1"] if route("d1", 3) else ["d2"]),
+                   "optimize": lambda: shards.optimize(path)}[change]
+            with pytest.raises(IndexFormatError, match=str(path / victim)):
+                run()
+        else:
+            args = {"add": ["add", str(path), str(tmp_path / "more.jsonl")],
+                    "delete": ["delete", str(path), "d1" if route("d1", 3) else "d2"],
+                    "optimize": ["optimize", str(path)]}[change]
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 1, (change, result.output)
+            assert str(path / victim) in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert snapshot(path) == before, change  # nothing written, into the damaged shard least of all
+    with pytest.raises(IndexFormatError, match=str(path / victim)):
         ShardedIndex.load(path)
 
 

@@ -12,7 +12,7 @@ from fuzzing import mutated
 
 from bm25lab.engine.errors import InputError
 from bm25lab.engine.records import Document
-from bm25lab.engine.sources import DOCUMENT_READERS, QUERY_READERS, read_documents, read_queries
+from bm25lab.engine.sources import DOCUMENT_FORMATS, QUERY_FORMATS, read_documents, read_queries
 
 
 def write(folder: Path, name: str, content: str | bytes, *, gz: bool = False) -> Path:
@@ -409,5 +409,92 @@ def test_fuzz_folder(tmp_path_factory, files):
 
 
 def test_registries_cover_the_documented_formats():
-    assert list(DOCUMENT_READERS) == ["jsonl", "tsv", "csv", "folder", "trec", "smart", "time", "npl", "lisa"]
-    assert list(QUERY_READERS) == ["tsv", "jsonl", "trec", "smart", "time", "npl", "lisa"]
+    assert sorted(DOCUMENT_FORMATS) == ["csv", "folder", "jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
+    assert sorted(QUERY_FORMATS) == ["jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
+    # every row says what it is, and what tells it: a name, or its first bytes (a folder: what it holds)
+    for name, row in [*DOCUMENT_FORMATS.items(), *QUERY_FORMATS.items()]:
+        assert row.description and (row.extensions or row.sniff or getattr(row, "folder", False)), name
+
+
+def test_a_new_format_is_a_reader_and_a_row(tmp_path: Path, monkeypatch) -> None:
+    # a format added to the registry is detected by its extension and by its first bytes, read, counted
+    from bm25lab.engine import sources
+    from bm25lab.engine.records import Document
+    from bm25lab.engine.sources import DocumentFormat
+
+    def read(path: Path, mapping) -> Iterator[Document]:
+        for line in path.read_text().splitlines()[1:]:
+            doc_id, _, text = line.partition("=")
+            yield Document(doc_id, text)
+
+    row = DocumentFormat(read, "MAGIC then id=text lines", extensions=(".magic",),
+                         sniff=lambda head: head.startswith(b"MAGIC"), count=lambda path, named: 2)
+    monkeypatch.setitem(sources.DOCUMENT_FORMATS, "magic", row)
+    for name in ("docs.magic", "docs.txt"):
+        (tmp_path / name).write_text("MAGIC\nd1=hello\nd2=world\n")
+        assert sources.detect_document_format(tmp_path / name) == "magic"
+        assert [d.id for d in read_documents(tmp_path / name)] == ["d1", "d2"]
+        assert sources.count_documents(tmp_path / name) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Blank lines and gzip bombs (issue 28: a 19 KB gzip of 20 MB of newlines took 50 s before "no documents
+# found", a 4.3 MB one of 1 GB ran past 300 s: a Python step per line)
+
+
+def _blank_gzip(path: Path, megabytes: int, head: bytes = b"", tail: bytes = b"") -> Path:
+    """``head``, ``megabytes`` MB of newlines, ``tail``, gzipped: members concatenated (each a MB of
+    newlines), written in milliseconds."""
+    member = gzip.compress(b"\n" * (1 << 20), mtime=0)
+    path.write_bytes(gzip.compress(head, mtime=0) + member * megabytes + gzip.compress(tail, mtime=0))
+    return path
+
+
+def test_blank_lines_come_in_pieces_not_a_python_step_each(tmp_path: Path) -> None:
+    from bm25lab.engine import sources
+
+    blank = b"  \n\t\n \r\n" * 1000
+    path = _blank_gzip(tmp_path / "docs.jsonl.gz", 20, b'{"id": "a", "text": "x"}\n' + blank,
+                       blank + b'{"id": "b", "text": "y"}\n{"id": "c", "text": \n')
+    pieces = list(sources.base.read_lines(path))
+    assert len(pieces) < 1000  # 20 M lines: a piece per 64 KiB read (a line each before: minutes)
+    assert "".join(text for _, text in pieces).count("\n") == 20 * (1 << 20) + 6003
+    numbers = [number for number, _ in pieces]
+    assert numbers == sorted(numbers) and numbers[0] == 1
+    last = 1 + 3000 + 20 * (1 << 20) + 3000 + 2
+    raises_at(path, last, "", docs)  # the line numbers are the file's
+    assert [d.id for d in docs(_blank_gzip(tmp_path / "ok.jsonl.gz", 20, b'{"id": "a", "text": "x"}\n',
+                                           b'{"id": "b", "text": "y"}\n'))] == ["a", "b"]
+    with pytest.raises(InputError, match="no documents found"):
+        docs(_blank_gzip(tmp_path / "none.jsonl.gz", 20))
+
+
+def test_empty_lines_in_a_csv_field_are_kept_and_lines_counted(tmp_path: Path) -> None:
+    text = "id,text\n" + "\n" * 100_000 + 'a,"x\n\n\r\n\ny"\n' + "\r\n" * 7 + 'b,"open\n'
+    path = write(tmp_path, "docs.csv", text)
+    with pytest.raises(InputError) as info:
+        docs(path)
+    assert info.value.line == text.count("\n")  # the record that opens on the last line
+    ok = write(tmp_path, "ok.csv", text.replace('b,"open\n', "b,z\n"))
+    assert [(d.id, d.text) for d in docs(ok)] == [("a", "x\n\n\r\n\ny"), ("b", "z")]
+
+
+def test_a_gzip_bomb_is_refused_naming_the_file_and_the_variable_that_allows_it(tmp_path: Path, monkeypatch) -> None:
+    from bm25lab.engine.compressed import FLOOR, RATIO_VARIABLE
+    from bm25lab.engine.errors import ParameterError
+
+    bomb = _blank_gzip(tmp_path / "bomb.jsonl.gz", (FLOOR >> 20) + 16)  # 272 MB of newlines in 270 KB
+    monkeypatch.delenv(RATIO_VARIABLE, raising=False)
+    with pytest.raises(InputError, match=rf"{bomb}: decompresses to more than {FLOOR:,} bytes .* {RATIO_VARIABLE}=N"):
+        docs(bomb)
+    with pytest.raises(InputError, match="decompresses to more than"):
+        read_queries(bomb, format="jsonl")
+    monkeypatch.setenv(RATIO_VARIABLE, "2000")  # allowed: read to its end, where no document is
+    with pytest.raises(InputError, match=f"{bomb}: no documents found"):
+        docs(bomb)
+    monkeypatch.setenv(RATIO_VARIABLE, "a lot")
+    with pytest.raises(ParameterError, match=RATIO_VARIABLE):
+        docs(bomb)
+    monkeypatch.delenv(RATIO_VARIABLE)
+    small = _blank_gzip(tmp_path / "small.jsonl.gz", 8, tail=b'{"id": "a", "text": "x"}\n')  # past 100x, under the floor
+    assert [d.id for d in docs(small)] == ["a"]

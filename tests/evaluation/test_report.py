@@ -50,7 +50,7 @@ def test_trec_text_follows_trec_evals_layout(result):
 def test_json_has_the_documented_shape(result):
     one = json.loads(to_json({"bm25": result}))
     assert one["run"] == "bm25" and one["queries"] == 2
-    assert one["mean"] == pytest.approx({"AP": 0.75, "nDCG@10": result.mean["nDCG@10"], "num_ret": 2.5, "AUC": 0.5})
+    assert one["mean"] == pytest.approx({"AP": 0.75, "nDCG@10": result.mean["nDCG@10"], "num_ret": 5, "AUC": 0.5})
     assert one["per_query"]["2"]["AP"] == 0.5
     two = json.loads(to_json([("a", result), ("b", result)], per_query=False))
     assert [d["run"] for d in two] == ["a", "b"] and "per_query" not in two[0]
@@ -114,3 +114,21 @@ def test_notes_of_text_measures_and_of_trec_eval_10s_missing_queries():
     ten = notes(evaluate(QRELS, RUN, ["AP"], complete=True, trec_eval=10))
     assert ten[0] == ("1 judged queries missing from the run, evaluated as a ranking of one unjudged document "
                       "(complete, trec_eval 10 rules): 3")
+
+
+def test_counts_are_summed_in_every_output() -> None:
+    # issue 28: the counts were averaged in the table, JSON and CSV, summed in the trec layout and in
+    # EvaluationResult.summary; MEASURES.md says summed (as trec_eval's all line): one rule, everywhere
+    counts = ["num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", "TP", "FP", "FN"]
+    result = evaluate(QRELS, RUN, ["AP", *counts])
+    sums = {m: math.fsum(values[m] for values in result.per_query.values()) for m in counts}
+    assert sums == {"num_ret": 5, "num_rel": 2, "num_rel_ret": 2, "num_nonrel_judged_ret": 2, "TP": 2, "FP": 3, "FN": 0}
+    assert {m: result.mean[m] for m in counts} == sums == {m: result.summary[m] for m in counts}
+    assert json.loads(to_json(result))["mean"] == {**{m: float(v) for m, v in sums.items()}, "AP": 0.75}
+    rows = {row["measure"]: row["value"] for row in csv.DictReader(io.StringIO(to_csv(result))) if row["query"] == "all"}
+    assert {m: float(rows[m]) for m in counts} == sums
+    trec = {line.split("\t")[0].strip(): line.split("\t")[2] for line in to_trec(result).splitlines()}
+    assert {m: float(trec[m]) for m in counts} == sums
+    table = rendered(to_table(result))
+    assert "│  5.0000 │" in table and "2.5000" not in table  # num_ret: 5 = 2 + 3, not their mean
+
