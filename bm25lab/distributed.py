@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from .engine.retrieval import CollectionStatistics
     from .engine.segments import DocLike
     from .engine.shards import GlobalTerms, PartitionSegments, Shard, ShardHits, ShardRecord, TermCounts
+    from .engine.sources.pieces import Piece
     from .engine.tokenization import Tokenizer
 
 __all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "build", "connect", "parse_address",
@@ -284,36 +285,144 @@ def _statistics_task(directory: str, counts: "TermCounts", name: str) -> dict[st
 def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, shards: int, client: "Client",
           tokenizer: "Tokenizer | None" = None, overwrite: bool = False,
           partition_docs: int = DEFAULT_PARTITION_DOCS, backend: str | None = None,
-          progress: Callable[[int], None] | None = None, source_name: str | Path | None = None) -> Path:
+          progress: Callable[[int], None] | None = None, source_name: str | Path | None = None,
+          partition_bytes: int | None = None, format: str | None = None, id_field: str | None = None,
+          text_fields: "str | Sequence[str] | None" = None, title_field: str | None = None) -> Path:
     """Build a sharded index of ``shards`` shards in ``directory`` on the cluster of ``client`` (see the
-    module docstring); ``source`` is a file, folder or bundled corpus name, or documents (read from the
-    file ``source_name``, which errors then name). ``progress`` is called with the number of documents
-    indexed so far. Returns the index folder."""
+    module docstring). ``source`` is a file, a folder or a glob pattern (``"docs-*.jsonl.gz"``), which
+    the workers read (the client sends them names: :mod:`bm25lab.engine.sources.pieces`, pieces of about
+    ``partition_bytes``; ``format``, ``id_field``, ``text_fields`` and ``title_field`` as the command
+    line's options), a bundled corpus name, or documents (read here and sent in partitions of
+    ``partition_docs``; from the file ``source_name``, which errors then name). ``progress`` is called
+    with the number of documents indexed so far. Returns the index folder. The index is the one
+    :func:`bm25lab.engine.shards.build` writes of the same documents in the same order."""
     from .corpora import documents_of
     from .engine.shards import building, check_shard_count
+    from .engine.sources.pieces import DEFAULT_PARTITION_BYTES, is_glob
     from .engine.tokenization import Tokenizer
 
     shards = check_shard_count(shards)
     if isinstance(partition_docs, bool) or not isinstance(partition_docs, int) or partition_docs < 1:
         raise ParameterError(f"partition_docs must be a positive integer, got {partition_docs!r}")
+    partition_bytes = DEFAULT_PARTITION_BYTES if partition_bytes is None else partition_bytes
+    if isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1:
+        raise ParameterError(f"partition_bytes must be a positive integer, got {partition_bytes!r}")
     named = isinstance(source, (str, Path))
-    docs = documents_of(source) if named else source
-    where = str(source) if named else None if source_name is None else str(source_name)
     tokenizer = tokenizer or Tokenizer()
     config = tokenizer.config()
     run = _token()
+    if named and (is_glob(source) or Path(source).exists()):
+        reading: Reading | None = Reading(str(source), format, id_field, text_fields, title_field, partition_bytes)
+        docs: Any = None
+    else:
+        if format is not None or id_field is not None or text_fields is not None or title_field is not None:
+            raise ParameterError("format, id_field, text_fields and title_field are for a file, a folder or a "
+                                 "glob pattern")
+        reading, docs = None, documents_of(source) if named else source
+    where = str(source) if named else None if source_name is None else str(source_name)
     held: list[Future] = []  # the futures of the shards' tasks, let go of when the build fails
     with building(directory, overwrite) as new, _cluster_errors(f"building {new.directory}"):
         try:
             check_shared(client, new.staging)
-            parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
-                                      backend, progress, run)
+            if reading is not None:
+                parts = _read_partitions(client, reading, tokenizer, shards, str(new.staging), backend, progress, run)
+            else:
+                parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
+                                          backend, progress, run)
             new.commit(config, *_assemble(client, new, parts, shards, config, where, run, held))
         except BaseException:
             held.clear()
             _wait_idle(client, run)  # no task of this build writes into the folder while it is cleaned
             raise
     return new.directory
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A source the workers read (a file, a folder or a glob pattern) and how: its format (None:
+    detected), the field mapping and the title field, pieces of about ``partition_bytes``."""
+
+    source: str
+    format: str | None = None
+    id_field: str | None = None
+    text_fields: "str | Sequence[str] | None" = None
+    title_field: str | None = None
+    partition_bytes: int | None = None
+
+    def pieces(self) -> list["Piece"]:
+        """The pieces, planned from the files' names and sizes (:func:`bm25lab.engine.sources.pieces.plan`);
+        a folder's field mapping is checked here, as reading it in one process checks it."""
+        from .engine.sources import read_documents
+        from .engine.sources.pieces import DEFAULT_PARTITION_BYTES, is_glob, plan
+
+        if not is_glob(self.source) and Path(self.source).is_dir():
+            read_documents(self.source, format=self.format, id_field=self.id_field, text_fields=self.text_fields)
+        return plan(self.source, self.format, self.partition_bytes or DEFAULT_PARTITION_BYTES)
+
+    def documents(self, piece: "Piece") -> Iterator["Document"]:
+        """On a worker: the documents of one piece."""
+        from .engine.sources.pieces import read_piece
+
+        docs = read_piece(piece, self.id_field, self.text_fields)
+        if self.title_field is None:
+            return docs
+        from .experiments import titled
+
+        return iter(titled(docs, self.title_field))
+
+
+def _read_task(reading: Reading, piece: "Piece", tokenizer: "Tokenizer", shards: int, staging: str,
+               backend: str | None) -> "PartitionSegments | BM25LabError":
+    """On a worker: read one piece of the source, analyse it and stage one segment a shard (its
+    documents' places in the input are set by the client once every piece is counted). Bad input is
+    returned, not raised: the client raises it (one line), and the worker logs no failed task."""
+    from .engine.shards import write_partition
+
+    try:
+        return write_partition(reading.documents(piece), tokenizer, shards, Path(staging), first=0, workers=1,
+                               source=str(piece), backend=backend)
+    except BM25LabError as exc:
+        return exc
+
+
+def _read_partitions(client: "Client", reading: Reading, tokenizer: "Tokenizer", shards: int, staging: str,
+                     backend: str | None, progress: Callable[[int], None] | None,
+                     run: str) -> list["PartitionSegments"]:
+    """One task a piece of the source, all sent at once (a piece is a name and a range: the client
+    reads no document); their records in input order, each placed after the documents of the pieces
+    before it. The first piece (in input order) that fails raises its error; a source without a
+    document, or a file cut into ranges without one, is an InputError."""
+    from dataclasses import replace
+
+    from .engine.errors import InputError
+
+    pieces = reading.pieces()
+    futures = [client.submit(_read_task, reading, piece, tokenizer, shards, staging, backend,
+                             key=f"bm25lab-read-{i}-{run}", pure=False) for i, piece in enumerate(pieces)]
+    done: list[PartitionSegments] = []
+    first = 0
+    per_file: dict[str, int] = {}
+    for piece, future in zip(pieces, futures):
+        try:
+            result = future.result()
+            if isinstance(result, BM25LabError):
+                raise result
+        except BaseException:
+            client.cancel(futures)  # the pieces not begun are dropped (the build then waits for those running)
+            raise
+        part = replace(result, first=first)
+        first += part.count
+        done.append(part)
+        if piece.ranged:
+            per_file[piece.files[0]] = per_file.get(piece.files[0], 0) + part.count
+        if progress is not None:
+            progress(first)
+    empty = next((file for file, count in per_file.items() if not count), None)
+    if empty is not None:
+        raise InputError("no documents found", empty)
+    if not first:
+        raise InputError("no documents found", reading.source)
+    return done
 
 
 def _assemble(client: "Client", new: Any, parts: list["PartitionSegments"], shards: int, config: dict[str, Any],
