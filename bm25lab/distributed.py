@@ -59,14 +59,15 @@ if TYPE_CHECKING:
 
     from .engine.filters import Filter
     from .engine.records import Document, Hits, Results
+    from .engine.segments import Change
     from .engine.retrieval import CollectionStatistics
     from .engine.segments import DocLike
     from .engine.shards import GlobalTerms, PartitionSegments, Shard, ShardHits, ShardRecord, TermCounts
     from .engine.sources.pieces import Piece
     from .engine.tokenization import Tokenizer
 
-__all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "build", "connect", "parse_address",
-           "worker_count"]
+__all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "Reading", "add_documents", "build", "connect",
+           "delete_documents", "optimize", "parse_address", "worker_count"]
 
 DEFAULT_PARTITION_DOCS = 10_000
 # the forms of a cluster address, with what each means
@@ -296,30 +297,16 @@ def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, sh
     ``partition_docs``; from the file ``source_name``, which errors then name). ``progress`` is called
     with the number of documents indexed so far. Returns the index folder. The index is the one
     :func:`bm25lab.engine.shards.build` writes of the same documents in the same order."""
-    from .corpora import documents_of
     from .engine.shards import building, check_shard_count
-    from .engine.sources.pieces import DEFAULT_PARTITION_BYTES, is_glob
     from .engine.tokenization import Tokenizer
 
     shards = check_shard_count(shards)
     if isinstance(partition_docs, bool) or not isinstance(partition_docs, int) or partition_docs < 1:
         raise ParameterError(f"partition_docs must be a positive integer, got {partition_docs!r}")
-    partition_bytes = DEFAULT_PARTITION_BYTES if partition_bytes is None else partition_bytes
-    if isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1:
-        raise ParameterError(f"partition_bytes must be a positive integer, got {partition_bytes!r}")
-    named = isinstance(source, (str, Path))
+    reading, docs, where = _source(source, source_name, format, id_field, text_fields, title_field, partition_bytes)
     tokenizer = tokenizer or Tokenizer()
     config = tokenizer.config()
     run = _token()
-    if named and (is_glob(source) or Path(source).exists()):
-        reading: Reading | None = Reading(str(source), format, id_field, text_fields, title_field, partition_bytes)
-        docs: Any = None
-    else:
-        if format is not None or id_field is not None or text_fields is not None or title_field is not None:
-            raise ParameterError("format, id_field, text_fields and title_field are for a file, a folder or a "
-                                 "glob pattern")
-        reading, docs = None, documents_of(source) if named else source
-    where = str(source) if named else None if source_name is None else str(source_name)
     held: list[Future] = []  # the futures of the shards' tasks, let go of when the build fails
     with building(directory, overwrite) as new, _cluster_errors(f"building {new.directory}"):
         try:
@@ -503,6 +490,198 @@ def _tree(client: "Client", items: list["Future"], run: str, fan_in: int = 8) ->
                                pure=False) for i in range(0, len(items), fan_in)]
         level += 1
     return items[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Changing: add, delete and optimize a shard a task
+
+
+def _answer(task: Callable[..., Any], *args: Any) -> Any:
+    """On a worker: ``task(*args)``, bad input or a damaged index returned as a value (the client raises
+    it: one line, and no failed task in the worker's log)."""
+    try:
+        return task(*args)
+    except BM25LabError as exc:
+        return exc
+
+
+def _results(client: "Client", futures: list["Future"]) -> list[Any]:
+    """The answers of ``futures`` in order; the first error among them raised (the others let go of)."""
+    answers = []
+    for future in futures:
+        try:
+            answer = future.result()
+        except BaseException:
+            client.cancel(futures)
+            raise
+        if isinstance(answer, BM25LabError):
+            client.cancel(futures)
+            raise answer
+        answers.append(answer)
+    return answers
+
+
+def _checked(client: "Client", directory: Path, manifest: dict[str, Any], verify: bool, run: str,
+             ids: dict[int, list[str]] | None = None) -> list[str]:
+    """Every shard and the statistics checked by tasks (:func:`bm25lab.engine.shards.check_shard`, as a
+    change in one process checks them before it writes anything), then the shards' ``index.json``
+    brought to their copies here; with ``ids`` (per shard), the ids no shard holds."""
+    from .engine.shards import check_statistics, unknown_ids
+    from .engine.shards.manifest import sync_shards
+
+    futures = [client.submit(_answer, unknown_ids, directory, manifest, position, (ids or {}).get(position, []),
+                             verify, key=f"bm25lab-check-{position}-{run}", pure=False)
+               for position in range(len(manifest["shards"]))]
+    futures.append(client.submit(_answer, check_statistics, directory, manifest, verify,
+                                 key=f"bm25lab-check-statistics-{run}", pure=False))
+    answers = _results(client, futures)
+    sync_shards(directory, manifest)
+    return [doc_id for found in answers[:-1] for doc_id in found]
+
+
+def _committed(client: "Client", directory: Path, manifest: dict[str, Any], futures: list["Future"],
+               run: str) -> "Change":
+    """The shards' changes (``futures``), the statistics they make (a task), and the commit (here)."""
+    from .engine.shards import changed_statistics, commit_changes
+
+    changes = _results(client, futures)
+    statistics = _results(client, [client.submit(_answer, changed_statistics, directory, manifest, changes,
+                                                 key=f"bm25lab-statistics-{run}", pure=False)])[0]
+    return commit_changes(directory, manifest, changes, statistics)
+
+
+def add_documents(directory: str | Path, source: "str | Path | Iterable[DocLike]", *, client: "Client",
+                  verify: bool = True, partition_docs: int = DEFAULT_PARTITION_DOCS, partition_bytes: int | None = None,
+                  format: str | None = None, id_field: str | None = None,
+                  text_fields: "str | Sequence[str] | None" = None, title_field: str | None = None,
+                  backend: str | None = None, progress: Callable[[int], None] | None = None,
+                  source_name: str | Path | None = None) -> "Change":
+    """:func:`bm25lab.engine.shards.add_documents` on the cluster: the workers read ``source`` (a file, a
+    folder or a glob pattern; or documents, sent from here) and stage its documents by shard, then,
+    under the writer's lock held here, one task a shard that got some adds them as one new segment
+    (replacing the documents of the same ids), a task writes the statistics, and this process commits.
+    The same index as the add in one process."""
+    from dataclasses import replace
+
+    from .engine.locking import check_unlocked
+    from .engine.scratch import Scratch
+    from .engine.shards import add_to_shard, changing, read_manifest
+    from .engine.tokenization import Tokenizer
+
+    directory = Path(directory).absolute()
+    manifest = read_manifest(directory)
+    tokenizer = Tokenizer.from_config(manifest["tokenizer"])
+    count = len(manifest["shards"])
+    reading, docs, where = _source(source, source_name, format, id_field, text_fields, title_field, partition_bytes)
+    check_unlocked(directory)
+    run = _token()
+    staging = Scratch(directory)
+    try:
+        with _cluster_errors(f"adding to {directory}"):
+            check_shared(client, staging.path)
+            if reading is not None:
+                parts = _read_partitions(client, reading, tokenizer, count, str(staging.path), backend, progress, run)
+            else:
+                parts = _write_partitions(client, docs, tokenizer, count, str(staging.path), partition_docs, where,
+                                          backend, progress, run)
+            added = sum(p.count for p in parts)
+            with changing(directory, manifest["tokenizer"], count) as current:
+                _checked(client, directory, current, verify, run)
+                futures = [client.submit(_answer, add_to_shard, directory, current, position, staging.path,
+                                         [(p.first, p.count, p.segments[position]) for p in parts
+                                          if position in p.segments], where,
+                                         key=f"bm25lab-add-{position}-{run}", pure=False)
+                           for position in range(count) if any(position in p.segments for p in parts)]
+                change = _committed(client, directory, current, futures, run)
+        return replace(change, added=added)
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+    finally:
+        staging.cleanup()
+
+
+def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, client: "Client",
+                     verify: bool = True) -> "Change":
+    """:func:`bm25lab.engine.shards.delete_documents` on the cluster: one task a shard checks it and
+    finds its ids, then (every id found) one task a shard that holds some deletes them, a task writes
+    the statistics, and this process commits. An unknown id deletes nothing."""
+    from dataclasses import replace
+
+    from .engine.errors import InputError
+    from .engine.shards import changing, delete_from_shard, read_manifest, route
+
+    directory = Path(directory).absolute()
+    read_manifest(directory)
+    wanted = list(dict.fromkeys(doc_ids))
+    run = _token()
+    try:
+        with _cluster_errors(f"deleting from {directory}"), changing(directory) as current:
+            by_shard: dict[int, list[str]] = {}
+            for doc_id in wanted:
+                by_shard.setdefault(route(doc_id, len(current["shards"])), []).append(doc_id)
+            unknown = _checked(client, directory, current, verify, run, by_shard)
+            if unknown:
+                unknown.sort(key=wanted.index)
+                shown = ", ".join(repr(u) for u in unknown[:10]) + \
+                    (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                raise InputError(f"no such document{'s' if len(unknown) > 1 else ''} in the index: {shown}; "
+                                 f"nothing was deleted", directory)
+            futures = [client.submit(_answer, delete_from_shard, directory, current, position, ids,
+                                     key=f"bm25lab-delete-{position}-{run}", pure=False)
+                       for position, ids in sorted(by_shard.items())]
+            change = _committed(client, directory, current, futures, run)
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+    return replace(change, deleted=len(wanted))
+
+
+def optimize(directory: str | Path, *, client: "Client", verify: bool = True) -> "Change":
+    """:func:`bm25lab.engine.shards.optimize` on the cluster: one task a shard merges its segments into
+    one without its deleted documents (the statistics do not change), and this process commits."""
+    from .engine.scratch import Scratch
+    from .engine.shards import changing, optimize_shard, read_manifest
+
+    directory = Path(directory).absolute()
+    read_manifest(directory)
+    run = _token()
+    try:
+        with _cluster_errors(f"optimizing {directory}"), changing(directory) as current:
+            _checked(client, directory, current, verify, run)
+            scratch = Scratch(directory)
+            try:
+                futures = [client.submit(_answer, optimize_shard, directory, current, position, scratch.path,
+                                         key=f"bm25lab-optimize-{position}-{run}", pure=False)
+                           for position in range(len(current["shards"]))]
+                return _committed(client, directory, current, futures, run)
+            except BaseException:
+                _wait_idle(client, run)
+                raise
+            finally:
+                scratch.cleanup()
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+
+
+def _source(source: Any, source_name: Any, format: str | None, id_field: str | None, text_fields: Any,
+            title_field: str | None, partition_bytes: int | None) -> tuple["Reading | None", Any, str | None]:
+    """(what the workers read, or None; the documents this process reads, or None; the source's name)."""
+    from .corpora import documents_of
+    from .engine.sources.pieces import is_glob
+
+    named = isinstance(source, (str, Path))
+    where = str(source) if named else None if source_name is None else str(source_name)
+    if named and (is_glob(source) or Path(source).exists()):
+        if partition_bytes is not None and (isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int)
+                                            or partition_bytes < 1):
+            raise ParameterError(f"partition_bytes must be a positive integer, got {partition_bytes!r}")
+        return Reading(str(source), format, id_field, text_fields, title_field, partition_bytes), None, where
+    if format is not None or id_field is not None or text_fields is not None or title_field is not None:
+        raise ParameterError("format, id_field, text_fields and title_field are for a file, a folder or a glob "
+                             "pattern")
+    return None, documents_of(source) if named else source, where
 
 
 # ---------------------------------------------------------------------------------------------

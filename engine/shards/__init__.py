@@ -66,7 +66,9 @@ delete, optimize) and :mod:`.sharded` (the :class:`ShardedIndex`); this module o
 from __future__ import annotations
 
 from .build import Build, PartitionSegments, assemble_shard, build, building, check_target, write_partition
-from .changes import add_documents, delete_documents, optimize
+from .changes import (ShardChange, add_documents, add_to_shard, changed_statistics, changing, check_shard,
+                      check_statistics, commit_changes, delete_documents, delete_from_shard, optimize, optimize_shard,
+                      unknown_ids)
 from .manifest import (DF_FILE, FORMAT_VERSION, MANIFEST, ShardRecord, TermCounts, check_shard_count, is_sharded,
                        load_counts, parse_manifest, read_manifest, read_manifest_bytes, route, settle, size_on_disk,
                        write_statistics)
@@ -74,7 +76,9 @@ from .shard import (GlobalTerms, Shard, ShardHits, code_point_ranks, load_shard,
                     search_params, search_shards)
 from .sharded import ShardedIndex, ShardedIndexInfo
 
-__all__ = ["Build", "DF_FILE", "FORMAT_VERSION", "GlobalTerms", "MANIFEST", "PartitionSegments", "Shard", "ShardHits", "ShardRecord", "ShardedIndex",
+__all__ = ["ShardChange", "add_to_shard", "changed_statistics", "changing", "check_shard", "check_statistics",
+           "commit_changes", "delete_from_shard", "optimize_shard", "unknown_ids",
+           "Build", "DF_FILE", "FORMAT_VERSION", "GlobalTerms", "MANIFEST", "PartitionSegments", "Shard", "ShardHits", "ShardRecord", "ShardedIndex",
            "ShardedIndexInfo", "TermCounts", "add_documents", "assemble_shard", "build", "building", "check_shard_count",
            "check_target", "code_point_ranks", "delete_documents", "is_sharded", "load_counts", "load_shard",
            "load_shards", "merge_hits", "optimize", "parse_manifest", "read_manifest", "read_manifest_bytes",
