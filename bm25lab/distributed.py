@@ -117,9 +117,10 @@ def connect(address: "str | Client") -> Iterator["Client"]:
     dask = _dask()
     cluster = None
     try:
-        if kind == "local":
+        if kind == "local":  # its workers' logs kept quiet: a worker's heartbeat failing as the cluster closes is no news
+
             cluster = dask.LocalCluster(n_workers=int(where), threads_per_worker=1, processes=True, host="127.0.0.1",
-                                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                                        dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
             client = dask.Client(cluster)
         else:
             client = dask.Client(str(where), timeout=_CONNECT_SECONDS)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 import typer
 
@@ -75,6 +76,28 @@ def growth(directory: Path) -> ModuleType:
     from ..engine import segments
 
     return segments
+
+
+@contextmanager
+def on_cluster(directory: Path, cluster: Optional[str]) -> Iterator[tuple[Optional[ModuleType], Any]]:
+    """`add`, `delete`, `optimize --cluster ADDRESS`: (:mod:`bm25lab.distributed`, a client) for a sharded
+    index, connected for the ``with`` block; (None, None) without ``cluster``."""
+    if cluster is None:
+        yield None, None
+        return
+    from ..engine.errors import IndexFormatError
+
+    if not is_sharded(directory):
+        if (directory / "index.json").is_file():
+            raise IndexFormatError(f"{directory}: an ordinary index; a cluster changes a sharded index (build one "
+                                   f"with --shards N)")
+        from ..engine.shards import read_manifest
+
+        read_manifest(directory.absolute())  # the one-line error of a folder holding no index
+    from .. import distributed
+
+    with distributed.connect(cluster) as client:
+        yield distributed, client
 
 
 def index_sharded(source: str, docs: Iterable["Document"], count: Optional[Callable[[], Optional[int]]], out: Path,
