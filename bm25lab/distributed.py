@@ -14,16 +14,27 @@ under the same name: a shared file system, or a cluster on one machine. Building
 worker reads a file the client wrote and writes one the client reads) and opening an index checks
 that every worker reads the same ``shards.json``; otherwise one clear error says which worker cannot.
 
-**Build** (:func:`build`). The client reads the documents as a stream and sends them to the workers
-in partitions (``partition_docs`` documents, at most two partitions per worker in flight: the client
-never holds the corpus). Each partition is a task that analyses its documents (jieba included) and
-writes, for every shard, one segment into a staging folder; one task per shard then merges its
+**Build** (:func:`build`). Given files (a file, a folder, a Parquet dataset or a glob pattern), the
+client cuts them into pieces by their names and sizes (:mod:`bm25lab.engine.sources.pieces`: whole
+files, runs of a folder's small files, byte ranges of big uncompressed JSONL/TSV files) and sends each
+worker names, never documents: a read task reads its piece itself. Given documents (or a bundled
+collection), the client reads them as a stream and sends them to the workers in partitions
+(``partition_docs`` documents, at most two partitions per worker in flight: the client never holds the
+corpus). Each piece or partition is a task that analyses its documents (jieba included) and writes,
+for every shard, one segment into a staging folder; the client places each one's documents after
+those before it in input order; one task per shard then merges its
 segments into an ordinary index folder; the shards' term counts are added up by a tree of tasks into
 the global statistics, written by a last task. The client then commits ``shards.json``, under the
 folder's writer lock, which it holds from the start. A worker that dies mid-build has its tasks run
 again on another worker (Dask's retries: a task's output goes to new files, and what a dead attempt
 wrote is removed with the staging folder); when the cluster gives up (``KilledWorker``), or anything
 else fails, the build ends with one error and the folder holds the old index, or nothing.
+
+**Changes** (:func:`add_documents`, :func:`delete_documents`, :func:`optimize`). The new documents are
+staged as a build stages them; under the writer's lock, held here, tasks check every shard and the
+statistics, one task a changed shard writes its new segment or deletions
+(:mod:`bm25lab.engine.shards.changes`), a task writes the new statistics, and the client commits: the
+index the same change gives in one process.
 
 **Search** (:class:`DistributedIndex`). The client tokenizes the queries once and sends them to one
 task per shard, twice (:func:`bm25lab.engine.shards.search_shards`: first the terms' global ids and
