@@ -360,14 +360,10 @@ class Reading:
 
     def documents(self, piece: "Piece") -> Iterator["Document"]:
         """On a worker: the documents of one piece."""
-        from .engine.sources.pieces import read_piece
+        from .engine.sources.pieces import read_piece, with_titles
 
         docs = read_piece(piece, self.id_field, self.text_fields)
-        if self.title_field is None:
-            return docs
-        from .experiments import titled
-
-        return iter(titled(docs, self.title_field))
+        return docs if self.title_field is None else with_titles(docs, self.title_field)
 
 
 def _read_task(reading: Reading, piece: "Piece", tokenizer: "Tokenizer", shards: int, staging: str,

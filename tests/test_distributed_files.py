@@ -226,3 +226,21 @@ def test_add_delete_and_optimize_on_the_cluster_change_the_index_as_here(client,
     docs = [{"id": f"late{j}", "text": text(rng)} for j in range(30)]
     assert bd.add_documents(there, docs, client=client, partition_docs=7) == shards.add_documents(here, docs, workers=1)
     assert normal(there) == normal(here)
+
+
+def test_the_field_options_on_the_workers(client, corpus: Path, tmp_path: Path) -> None:
+    # --id-field, --text-fields and --title-field act on the workers as they act here
+    from bm25lab.experiments import titled
+
+    source = str(corpus / "docs.tsv")
+    fields = {"id_field": "id", "text_fields": "title,text"}
+    there = bd.build(source, tmp_path / "fields", shards=2, client=client, tokenizer=TOKENIZER, partition_bytes=300,
+                     **fields)
+    here = shards.build(read_source(source, **fields), tmp_path / "fields-here", 2, TOKENIZER, workers=1)
+    assert normal(there) == normal(here)
+    source = str(corpus / "docs-*.jsonl*")
+    there = bd.build(source, tmp_path / "titled", shards=2, client=client, tokenizer=TOKENIZER, partition_bytes=300,
+                     title_field="year")
+    here = shards.build(iter(titled(read_source(source), "year")), tmp_path / "titled-here", 2, TOKENIZER, workers=1)
+    assert normal(there) == normal(here)
+    assert shards.ShardedIndex.load(there).document("j0-3").title == "1953"

@@ -171,6 +171,20 @@ def read_piece(piece: Piece, id_field: str | None = None, text_fields: str | Ite
     return _range_documents(piece, FieldMap.of(id_field, text_fields))
 
 
+def with_titles(docs: Iterable[Document], title_field: str) -> Iterator[Document]:
+    """``docs`` with each one's title taken from its metadata field ``title_field`` (``--title-field``), as
+    :func:`bm25lab.experiments.titled` gives them (a document without the field keeps its title)."""
+    from dataclasses import replace
+
+    for doc in docs:
+        metadata = dict(doc.metadata)
+        title = metadata.pop(title_field, None)
+        if title is None and doc.title:
+            yield doc
+            continue
+        yield replace(doc, title="" if title is None else str(title), metadata=metadata)
+
+
 def _folder_documents(piece: Piece) -> Iterator[Document]:
     from .base import SURROGATE, read_text
 
