@@ -22,7 +22,10 @@ BOUNDED = ["tests/engine/test_core_fuzz.py",
            "tests/evaluation/test_compiled_reader.py::test_random_bytes_and_bounds_into_the_reader_never_crash",
            "tests/evaluation/test_compiled_reader.py::test_random_arrays_into_order_run_never_crash",
            "tests/evaluation/test_compiled_reader.py::test_random_bytes_into_the_pieces_never_crash",
-           "tests/evaluation/test_compiled_reader.py::test_random_bytes_are_read_or_refused_as_the_usual_readers_do"]
+           "tests/evaluation/test_compiled_reader.py::test_random_bytes_are_read_or_refused_as_the_usual_readers_do",
+           "tests/engine/test_strings.py",
+           "tests/evaluation/test_compiled_qrels.py::test_hostile_arguments_are_python_errors",
+           "tests/evaluation/test_compiled_qrels.py::test_random_bytes_and_bounds_into_the_reader_never_crash"]
 
 
 def _needs_a_compiler() -> None:

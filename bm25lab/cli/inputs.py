@@ -84,10 +84,12 @@ RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: de
 def bundled(name: str) -> Optional[str]:
     """``name`` when it names a bundled collection (or an ir_datasets one, ``irds:ID``) and no file or folder of
     that name exists."""
+    if Path(name).exists():
+        return None
     from .. import corpora
     from ..corpora.irds import is_irds
 
-    return name if not Path(name).exists() and (name in corpora.names() or is_irds(name)) else None
+    return name if name in corpora.names() or is_irds(name) else None
 
 
 def _neither(spec: str, what: str) -> InputError:
@@ -191,12 +193,13 @@ def check_no_query_fields(name: str, id_field: Optional[str], text_fields: Optio
 def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
     """The qrels of a file, or of a bundled collection, labels read by the rules of ``trec_eval`` (9 or
     10; None: the default rules)."""
-    from .. import corpora
     from ..evaluation.readers import read_qrels
 
     rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
+        from .. import corpora
+
         if format.value not in ("auto", "trec"):
             raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
                                  f"{format.value} is for qrels files")
