@@ -33,6 +33,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
@@ -166,6 +167,7 @@ def _interpolate(query: Mapping[str, float], model: Mapping[str, float], alpha: 
     return {t: alpha * query.get(t, 0.0) + (1.0 - alpha) * model.get(t, 0.0) for t in {*query, *model}}
 
 
+@lru_cache(maxsize=1 << 16)
 def _anserini_term(term: str, df: int, n_docs: int) -> bool:
     """Anserini's feedback term filter: 2 to 20 characters, ``[a-z0-9]+`` (or no ASCII character at all:
     bm25lab's addition for Chinese), in at most 10% of the documents (float32, as Anserini compares)."""
@@ -229,6 +231,7 @@ def bo1(x: FeedbackInput) -> dict[str, float]:
     return {t: query.get(t, 0.0) + chosen.get(t, 0.0) for t in {*query, *chosen}}
 
 
+@lru_cache(maxsize=1 << 16)
 def _rocchio_term(term: str) -> bool:
     """Rocchio's term filter: 2 to 20 characters, ``[a-z0-9]+`` or without an ASCII character."""
     return 2 <= len(term) <= 20 and not (not _ASCII_TERM.match(term) and any(ch.isascii() for ch in term))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .scoring import Params
     from .segments import Part
 
-__all__ = ["document_numbers", "ordering_upper", "term_counts", "term_ids", "term_weights", "weighted_batch"]
+__all__ = ["document_numbers", "ordering_upper", "posting_positions", "term_counts", "term_ids", "term_weights", "weighted_batch"]
 
 
 def term_ids(backend: Backend, scorer: Scorer, terms: Sequence[str]) -> np.ndarray:
@@ -69,6 +69,24 @@ def document_numbers(parts: Sequence[Part], doc_ids: Sequence[str]) -> np.ndarra
     return out
 
 
+def posting_positions(doc_nums: np.ndarray, lo: np.ndarray, hi: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each i, the position of document ``wanted[i]`` among the postings ``lo[i]:hi[i]`` (ascending
+    documents), -1 where it is not there: every bisection at once, a step of all of them at a time."""
+    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    end = hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        below = active & (np.asarray(doc_nums[np.minimum(mid, end - 1)]) < wanted)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
+    found = lo < end
+    found[found] = np.asarray(doc_nums[lo[found]]) == wanted[found]
+    return np.where(found, lo, -1)
+
+
 def term_weights(backend: Backend, scorer: Scorer, parts: Sequence[Part], doc_ids: Sequence[str],
                  terms: Sequence[Sequence[str]], params: Params) -> list[np.ndarray]:
     """For each document, the score it gets from the one-term query of each of its ``terms`` under
@@ -81,11 +99,9 @@ def term_weights(backend: Backend, scorer: Scorer, parts: Sequence[Part], doc_id
     offsets = np.asarray(scorer.postings.offsets)
     doc_nums = scorer.postings.doc_nums
     positions = np.full(len(flat), -1, dtype=np.int64)
-    for i in np.flatnonzero((ids >= 0) & (numbers >= 0)).tolist():
-        lo, hi = int(offsets[ids[i]]), int(offsets[ids[i] + 1])
-        at = lo + int(np.searchsorted(doc_nums[lo:hi], numbers[i]))
-        if at < hi and int(doc_nums[at]) == numbers[i]:
-            positions[i] = at
+    asked = np.flatnonzero((ids >= 0) & (numbers >= 0))
+    at = posting_positions(doc_nums, offsets[ids[asked]], offsets[ids[asked] + 1], numbers[asked])
+    positions[asked] = at
     weights = np.zeros(len(flat), dtype=np.float64)
     found = np.flatnonzero(positions >= 0)
     if found.shape[0]:
