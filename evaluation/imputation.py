@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ranking import Qrels, Run, _run_segments, _take, judged_ranking
+from .ranking import Qrels, Run, _run_segments, judged_ranking
 
 __all__ = ["IMPUTED", "fills", "imputed_qrels"]
 
@@ -57,11 +57,11 @@ def imputed_qrels(qrels: Qrels, run: Run, qids: tuple[str, ...], how: str, fract
     if not add.size:
         return qrels
     selected = add if rows is None else rows[add]
-    new_docs = _take(run.doc_ids, selected).to_pylist()
+    new_docs = run.docs.take(selected).to_pylist()
     new_qids = [qids[q] for q in seg[add].tolist()]
     replaced = set(zip(new_qids, new_docs))
     old_qids = np.repeat(np.array(qrels.qids, dtype=object), np.diff(qrels.offsets)).tolist()
-    old_docs = qrels.doc_ids.to_pylist()
+    old_docs = qrels.docs.to_pylist()
     keep = [i for i, pair in enumerate(zip(old_qids, old_docs)) if pair not in replaced]
     grades = np.concatenate((qrels.grade[keep], fill[seg[add]]))
     labels = np.concatenate((qrels.label[keep], np.trunc(fill[seg[add]]).astype(np.int64)))

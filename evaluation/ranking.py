@@ -4,9 +4,10 @@ Data flows one way: readers (or plain dicts) -> :class:`Qrels`, :class:`Run` ->
 :func:`judged_ranking` -> :class:`JudgedRanking` -> the measures of :mod:`bm25lab.evaluation.measures`.
 
 **Columnar form.** A :class:`Qrels` or :class:`Run` holds one row per judgment or retrieved document:
-the query as a segment of rows (``offsets``), the document id as a string (``doc_ids``, a pyarrow
-string array) with a 64-bit hash of its UTF-8 bytes (``doc_hash``, computed by numpy straight from
-pyarrow's buffers), and the label or score. Duplicates, ties and the join of a run with its qrels are
+the query as a segment of rows (``offsets``), the document id as a string (``docs``, a
+:class:`~bm25lab.engine.columns.Strings` column: offsets and bytes in numpy arrays, as pyarrow lays a string
+array out; ``doc_ids`` gives it to pyarrow) with a 64-bit hash of its UTF-8 bytes (``doc_hash``, computed by
+numpy straight from the bytes, or by the compiled readers as they read), and the label or score. Duplicates, ties and the join of a run with its qrels are
 found with integer operations on (query, hash) keys, and every match those keys suggest is confirmed
 by comparing the strings themselves, so a hash collision can cost time but never change a result.
 A 10-million-line run is thus handled without a Python loop per document and without building a
@@ -36,17 +37,18 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..engine.columns import arrow_array, numpy_values, string_hashes
+from ..engine.columns import Strings, arrow_array, numpy_values, string_hashes
 from ..engine.columns import string_array as _string_array
-from ..engine.postings import concat_ranges
-from ..engine.records import Results
 from .conventions import DEFAULT_TREC_EVAL, TrecEvalRules, get_rules
 from .errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["JudgedRanking", "Qrels", "Run", "judged_ranking", "natural_key", "string_hashes", "tie_rule_order"]
+    from ..engine.records import Results
+
+__all__ = ["JudgedRanking", "Qrels", "Run", "Strings", "judged_ranking", "natural_key", "string_hashes",
+           "tie_rule_order"]
 
 _DIGITS = re.compile(r"([0-9]+)")
 
@@ -58,7 +60,17 @@ def natural_key(qid: str) -> tuple[tuple[Any, ...], str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Strings: pyarrow arrays, query codes, hashes
+# Strings: columns, query codes, hashes
+
+
+def _column(doc: Any) -> tuple[Strings, np.ndarray]:
+    """Document ids (a :class:`Strings`, a pyarrow string array or a sequence of ``str``) as a column, and
+    their hashes (a pyarrow array's hashed chunk by chunk, as it comes)."""
+    if isinstance(doc, (Strings, list, tuple)):
+        docs = Strings.of(doc)
+        return docs, string_hashes(docs)
+    arrow = _string_array(doc)
+    return Strings.from_arrow(arrow), string_hashes(arrow)
 
 
 def _encode_queries(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -129,19 +141,14 @@ def _dictionary_codes(values: pa.DictionaryArray | pa.ChunkedArray) -> tuple[np.
     return renumber[codes], tuple(dictionary[i] for i in used.tolist())
 
 
-def _strings_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    return numpy_values(pc.equal(a, b))
-
-
 def pa_indices(rows: np.ndarray) -> pa.Array:
     """``rows`` as a pyarrow int64 array, for ``take``."""
     return arrow_array(np.asarray(rows, dtype=np.int64))
 
 
-def _take(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
-    return values.take(pa_indices(rows))
+def _text_at(docs: Strings, row: int) -> str:
+    """The document id of one row."""
+    return docs.slice(row, 1).to_pylist()[0]
 
 
 def _key_bits(count: int) -> int:
@@ -168,7 +175,7 @@ def _pair_keys(query: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
 _KEY_CHUNK = 1 << 16
 
 
-def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: int) -> list[tuple[int, int]]:
+def _repeated_pairs(query: np.ndarray, doc_ids: Strings, hashes: np.ndarray, count: int) -> list[tuple[int, int]]:
     """(first row, later row) of every repeated (query, document id) pair, later rows ascending.
 
     Rows whose keys repeat are compared as strings, so hash collisions are not taken for repeats.
@@ -183,7 +190,7 @@ def _repeated_pairs(query: np.ndarray, doc_ids: Any, hashes: np.ndarray, count: 
     rows = np.flatnonzero(np.isin(_pair_keys(query, hashes, count), repeated_keys))
     seen: dict[tuple[int, str], int] = {}
     pairs: list[tuple[int, int]] = []
-    for row, q, doc in zip(rows.tolist(), query[rows].tolist(), _take(doc_ids, rows).to_pylist()):
+    for row, q, doc in zip(rows.tolist(), query[rows].tolist(), doc_ids.take(rows).to_pylist()):
         first = seen.setdefault((q, doc), row)
         if first != row:
             pairs.append((first, row))
@@ -213,15 +220,16 @@ class Qrels:
 
     ``qids`` lists the judged queries (each with at least one judgment) in first-appearance order;
     the judgments of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]`` (in hash order), with document
-    ids ``doc_ids``, their hashes ``doc_hash``, the judgments as written (``grade``, float64: a rating
-    such as 4.5 stays 4.5 for MAE and RMSE) and the integer labels every other measure reads
+    ids ``docs`` (:attr:`doc_ids` as pyarrow strings), their hashes ``doc_hash``, the judgments as written
+    (``grade``, float64: a rating such as 4.5 stays 4.5 for MAE and RMSE) and the integer labels every other
+    measure reads
     (``label``: by default the grade truncated toward zero, as trec_eval reads "4.5" with ``atol``).
     Build one with :func:`bm25lab.evaluation.read_qrels`, :meth:`from_dict` or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
     offsets: np.ndarray
-    doc_ids: Any
+    docs: Strings
     doc_hash: np.ndarray
     label: np.ndarray
     grade: np.ndarray
@@ -237,7 +245,8 @@ class Qrels:
         source: str | Path | None = None,
         lines: np.ndarray | None = None,
     ) -> Qrels:
-        """Qrels from parallel columns (pyarrow arrays or sequences), one judgment per row.
+        """Qrels from parallel columns (pyarrow arrays, sequences, or :class:`Strings` document ids), one
+        judgment per row.
 
         ``label`` holds the judgments as numbers (finite; non-integers allowed); ``integer_labels``, when
         given, the integer labels to use instead of the judgments truncated toward zero (the reader
@@ -245,29 +254,42 @@ class Qrels:
         dropped when its judgment is the same and an :class:`InputError` naming ``source`` and the line
         (from ``lines``) when it differs.
         """
-        qid, doc = (qid if _is_dictionary(qid) else _string_array(qid)), _string_array(doc)
+        qid = qid if _is_dictionary(qid) else _string_array(qid)
         grades = np.asarray(label, dtype=np.float64) + 0.0
         if not np.isfinite(grades).all():
             path, line = _where(source, lines, int(np.flatnonzero(~np.isfinite(grades))[0]))
             raise InputError("relevance is not a finite number", path, line)
         labels = np.trunc(grades).astype(np.int64) if integer_labels is None else np.asarray(integer_labels, np.int64)
         q, qids = _encode_queries(qid)
-        hashes = string_hashes(doc)
+        docs, hashes = _column(doc)
+        return cls.from_encoded(q, qids, docs, hashes, grades, labels, source=source, lines=lines)
+
+    @classmethod
+    def from_encoded(cls, q: np.ndarray, qids: tuple[str, ...], docs: Strings, hashes: np.ndarray,
+                     grades: np.ndarray, labels: np.ndarray, *, source: str | Path | None = None,
+                     lines: np.ndarray | None = None) -> Qrels:
+        """Qrels from columns already encoded, as a reader that hashes while it parses gives them: query codes
+        ``q`` (positions in ``qids``, each used), document ids ``docs``, their :func:`string_hashes` ``hashes``,
+        finite float64 ``grades`` and int64 ``labels``. The repeated pairs' check is :meth:`from_columns`'."""
         keep = np.ones(labels.size, dtype=bool)
-        for first, later in _repeated_pairs(q, doc, hashes, len(qids)):
+        for first, later in _repeated_pairs(q, docs, hashes, len(qids)):
             if grades[first] != grades[later] or labels[first] != labels[later]:
                 path, line = _where(source, lines, later)
                 raise InputError(
                     f"conflicting judgments for query {qids[int(q[later])]!r}, document "
-                    f"{_take(doc, np.array([later]))[0].as_py()!r}: {_grade_text(grades[first])} and "
-                    f"{_grade_text(grades[later])}",
+                    f"{_text_at(docs, later)!r}: {_grade_text(grades[first])} and {_grade_text(grades[later])}",
                     path,
                     line,
                 )
             keep[later] = False
         rows = np.flatnonzero(keep)
         order = rows[np.argsort(_pair_keys(q[rows], hashes[rows], len(qids)), kind="stable")]
-        return cls(qids, _offsets(q[order], len(qids)), _take(doc, order), hashes[order], labels[order], grades[order])
+        return cls(qids, _offsets(q[order], len(qids)), docs.take(order), hashes[order], labels[order], grades[order])
+
+    @cached_property
+    def doc_ids(self) -> pa.Array:
+        """The document ids as a pyarrow string array, on :attr:`docs`' bytes (pyarrow is imported then)."""
+        return self.docs.arrow()
 
     @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, float]]) -> Qrels:
@@ -297,7 +319,7 @@ class Qrels:
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: grade}}`` with queries in first-appearance order; whole grades as ``int``."""
-        docs = self.doc_ids.to_pylist()
+        docs = self.docs.to_pylist()
         whole = bool((self.grade == self.label).all())
         grades = self.label.tolist() if whole else [int(g) if g.is_integer() else g for g in self.grade.tolist()]
         return {
@@ -343,14 +365,14 @@ class Run:
 
     ``qids`` lists the queries in first-appearance order (a query from a dict may have no documents);
     the documents of ``qids[i]`` are rows ``offsets[i]:offsets[i+1]``, ranked by score descending, ties
-    by document id descending, with ids ``doc_ids``, their hashes ``doc_hash`` and float64 scores
-    ``score``. ``name`` is the run tag. Build one with :func:`bm25lab.evaluation.read_run`, :meth:`from_dict`
+    by document id descending, with ids ``docs`` (:attr:`doc_ids` as pyarrow strings), their hashes
+    ``doc_hash`` and float64 scores ``score``. ``name`` is the run tag. Build one with :func:`bm25lab.evaluation.read_run`, :meth:`from_dict`
     or :meth:`from_columns`.
     """
 
     qids: tuple[str, ...]
     offsets: np.ndarray
-    doc_ids: Any
+    docs: Strings
     doc_hash: np.ndarray
     score: np.ndarray
     name: str = ""
@@ -368,7 +390,8 @@ class Run:
         lines: np.ndarray | None = None,
         copy: bool = True,
     ) -> Run:
-        """A run from parallel columns, one retrieved document per row, in any order.
+        """A run from parallel columns (pyarrow arrays, sequences, or :class:`Strings` document ids), one
+        retrieved document per row, in any order.
 
         ``qids``, when given, lists every query (in order), including queries without documents.
         A NaN score or a repeated (query, document) pair is an :class:`InputError` naming
@@ -376,7 +399,7 @@ class Run:
         With ``copy=False`` a writable float64 numpy ``score`` (a reader's own) becomes the run's
         scores itself, its negative zeros made 0.0 in place, instead of a copy.
         """
-        qid, doc = (qid if _is_dictionary(qid) else _string_array(qid)), _string_array(doc)
+        qid = qid if _is_dictionary(qid) else _string_array(qid)
         if not copy and isinstance(score, np.ndarray) and score.dtype == np.float64 and score.flags.writeable:
             scores = np.add(score, 0.0, out=score)  # -0.0 -> 0.0, as C compares them equal
         else:
@@ -389,14 +412,15 @@ class Run:
             q, all_qids = _encode_queries(qid)
         else:
             q, all_qids = _codes_in(qid, qids)
-        return cls.from_encoded(q, all_qids, doc, string_hashes(doc), scores, name=name, source=source, lines=lines)
+        docs, hashes = _column(doc)
+        return cls.from_encoded(q, all_qids, docs, hashes, scores, name=name, source=source, lines=lines)
 
     @classmethod
-    def from_encoded(cls, q: np.ndarray, qids: tuple[str, ...], doc: Any, hashes: np.ndarray, scores: np.ndarray, *,
+    def from_encoded(cls, q: np.ndarray, qids: tuple[str, ...], doc: Strings, hashes: np.ndarray, scores: np.ndarray, *,
                      name: str = "", source: str | Path | None = None, lines: np.ndarray | None = None,
                      unique: bool = False, ranked: bool = False) -> Run:
         """A run from columns already encoded, as a reader that hashes while it parses gives them: query
-        codes ``q`` (positions in ``qids``), document ids ``doc`` (pyarrow strings), their
+        codes ``q`` (positions in ``qids``), document ids ``doc`` (a :class:`Strings` column), their
         :func:`string_hashes` ``hashes`` and float64 ``scores`` without NaN or negative zero. ``hashes``
         and ``scores`` become the run's own (permuted in place where ties move). The duplicate check and
         the tie rule are :meth:`from_columns`' own; ``unique`` says the caller has made sure that no
@@ -408,7 +432,7 @@ class Run:
             later = repeated[0][1]
             path, line = _where(source, lines, later)
             raise InputError(
-                f"duplicate document {_take(doc, np.array([later]))[0].as_py()!r} for query "
+                f"duplicate document {_text_at(doc, later)!r} for query "
                 f"{qids[int(q[later])]!r} (trec_eval refuses duplicates)",
                 path,
                 line,
@@ -417,7 +441,7 @@ class Run:
         if order is not None:  # not in rank order: every column permuted
             if rows is not None:
                 order[rows] = order[moved]
-            q, doc, hashes, scores = q[order], _take(doc, order), hashes[order], scores[order]
+            q, doc, hashes, scores = q[order], doc.take(order), hashes[order], scores[order]
         elif rows is not None:  # in rank order but for ties: only the tied rows' documents move
             hashes[rows] = hashes[moved]  # (their query and score are the same)
             doc = _move_tied_strings(doc, rows, moved)
@@ -428,10 +452,9 @@ class Run:
         """A run of the engine's search results as they are: their rankings are in the tie-rule order
         already, hold no duplicate, and their ids were hashed once per index, so nothing is sorted,
         hashed or checked again (equal to :meth:`from_dict` of the same results; the tests compare)."""
-        doc_nums = pa_indices(results.doc_nums)
         ids = results.doc_ids
-        return cls(results.qids, results.offsets.copy(), ids.column.take(doc_nums), ids.hashes[results.doc_nums],
-                   results.scores + 0.0, name)
+        return cls(results.qids, results.offsets.copy(), Strings.from_arrow(ids.column).take(results.doc_nums),
+                   ids.hashes[results.doc_nums], results.scores + 0.0, name)
 
     @classmethod
     def from_dict(cls, ranking: Mapping[str, Any], *, name: str = "") -> Run:
@@ -443,6 +466,8 @@ class Run:
         """
         if isinstance(ranking, Run):
             return ranking
+        from ..engine.records import Results  # the engine's result type, imported where a run may be one
+
         if isinstance(ranking, Results):
             return cls.from_results(ranking, name=name)
         qids, docs, values = _flatten(ranking)
@@ -463,12 +488,19 @@ class Run:
             return self
         offsets = np.zeros_like(self.offsets)
         np.cumsum(counts, out=offsets[1:])
+        from ..engine.postings import concat_ranges
+
         rows = concat_ranges(self.offsets[:-1], counts)
-        return Run(self.qids, offsets, _take(self.doc_ids, rows), self.doc_hash[rows], self.score[rows], self.name)
+        return Run(self.qids, offsets, self.docs.take(rows), self.doc_hash[rows], self.score[rows], self.name)
+
+    @cached_property
+    def doc_ids(self) -> pa.Array:
+        """The document ids as a pyarrow string array, on :attr:`docs`' bytes (pyarrow is imported then)."""
+        return self.docs.arrow()
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docid: score}}``, queries in order, documents in rank order."""
-        docs = self.doc_ids.to_pylist()
+        docs = self.docs.to_pylist()
         scores = self.score.tolist()
         bounds = zip(self.qids, self.offsets[:-1].tolist(), self.offsets[1:].tolist())
         return {qid: dict(zip(docs[start:stop], scores[start:stop])) for qid, start, stop in bounds}
@@ -477,7 +509,7 @@ class Run:
         """``[(docid, score), ...]`` of one query (by position or id), in rank order."""
         i = self.qids.index(query) if isinstance(query, str) else query
         start, stop = int(self.offsets[i]), int(self.offsets[i + 1])
-        docs = self.doc_ids.slice(start, stop - start).to_pylist()
+        docs = self.docs.slice(start, stop - start).to_pylist()
         return list(zip(docs, self.score[start:stop].tolist()))
 
     def __len__(self) -> int:
@@ -560,9 +592,10 @@ def tie_rule_order(q: np.ndarray, score: np.ndarray, doc: Any) -> np.ndarray | N
     Returns None when the rows are already in that order. A run written in rank order (rows grouped by
     query, scores non-increasing) costs one linear check; otherwise one integer argsort orders rows by
     (query, score). Then only tied rows (same query and score) are compared as strings, and sorted
-    by pyarrow when they are out of order. ``doc`` holds the document ids (pyarrow strings).
+    by pyarrow when they are out of order. ``doc`` holds the document ids (a :class:`Strings` column, pyarrow
+    strings or a sequence of ``str``).
     """
-    order, rows, source = _tie_rule_steps(q, score, doc)
+    order, rows, source = _tie_rule_steps(q, score, Strings.of(doc))
     if rows is None:
         return order
     order = np.arange(q.size, dtype=np.int64) if order is None else order
@@ -571,7 +604,7 @@ def tie_rule_order(q: np.ndarray, score: np.ndarray, doc: Any) -> np.ndarray | N
 
 
 def _tie_rule_steps(q: np.ndarray, score: np.ndarray,
-                    doc: Any) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+                    doc: Strings) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """:func:`tie_rule_order` in two steps: ``order`` (None: as they are) ranks the rows by query and score;
     then, among the rows so ordered, rows ``rows`` (None: none) take the place of rows ``source``: tied
     rows only (same query, same score), which documents alone tell apart. So a run written in rank order
@@ -592,19 +625,19 @@ def _tie_rule_steps(q: np.ndarray, score: np.ndarray,
     starts[1:] &= ~tied
     rows = np.flatnonzero(member)
     group = np.cumsum(starts[rows])
-    within = _descending_within_groups(group, _take(doc, rows if order is None else order[rows]))
+    within = _descending_within_groups(group, doc.take(rows if order is None else order[rows]))
     if within is None:
         return order, None, None
     return order, rows, rows[within]
 
 
-def _descending_within_groups(group: np.ndarray, docs: Any) -> np.ndarray | None:
-    """Permutation sorting ``docs`` descending within each run of equal ``group``; None if already so."""
+def _descending_within_groups(group: np.ndarray, strings: Strings) -> np.ndarray | None:
+    """Permutation sorting ``strings`` descending within each run of equal ``group``; None if already so
+    (pyarrow compares and sorts them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(docs, pa.ChunkedArray):
-        docs = docs.combine_chunks()
+    docs = strings.arrow()
     same = group[1:] == group[:-1]
     ascending = numpy_values(pc.less(docs.slice(0, len(docs) - 1), docs.slice(1)))
     if not (same & ascending).any():
@@ -613,26 +646,18 @@ def _descending_within_groups(group: np.ndarray, docs: Any) -> np.ndarray | None
     return numpy_values(pc.sort_indices(table, sort_keys=[("group", "ascending"), ("doc", "descending")]))
 
 
-def _move_tied_strings(strings: pa.Array | pa.ChunkedArray, rows: np.ndarray, moved: np.ndarray,
-                       batch: int = 1 << 16) -> pa.Array:
+def _move_tied_strings(strings: Strings, rows: np.ndarray, moved: np.ndarray, batch: int = 1 << 16) -> Strings:
     """``strings.take(order)`` where ``order`` is the identity but for ``order[rows] = moved``: ``rows``
     ascending, ``moved`` a permutation of ``rows`` within each run of consecutive rows (tied rows: a
     query's rows of one score).
 
     Such a permutation leaves every other row's bytes where they are, and each run of rows the same
-    span of bytes. So the strings are copied once, end to end, into one array's buffers, and only the
+    span of bytes. So the strings are copied once, end to end, into a new column's arrays, and only the
     moved rows' offsets and bytes are rewritten there, ``batch`` rows (whole runs) at a time: a tenth of
-    the time of pyarrow's ``take`` (which copies every string one by one, across chunks) and no
-    row-sized temporary. Beyond 2 GiB of text (int32 offsets), the plain ``take``."""
-    import pyarrow as pa
-
-    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    plain = pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)
-    offsets, data = _string_buffers(chunks) if plain else (None, None)
-    if offsets is None or data is None:
-        order = np.arange(len(strings), dtype=np.int64)
-        order[rows] = moved
-        return _take(strings, order)
+    the time of a ``take`` (which copies every string one by one) and no row-sized temporary."""
+    lo, hi = int(strings.offsets[0]), int(strings.offsets[-1])
+    offsets = np.subtract(strings.offsets, lo, dtype=strings.offsets.dtype)
+    data = strings.data[lo:hi].copy()
     run_start = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1] + 1)))  # runs of consecutive rows
     edges = np.append(run_start, rows.size)  # batches of about ``batch`` rows, ending where runs end
     bounds = np.append(edges[np.searchsorted(run_start, np.arange(0, rows.size, batch))], rows.size)
@@ -649,33 +674,7 @@ def _move_tied_strings(strings: pa.Array | pa.ChunkedArray, rows: np.ndarray, mo
         taken = data[np.repeat(start - before, length) + at]
         offsets[target] = new_start
         data[np.repeat(new_start - before, length) + at] = taken
-    return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-
-
-def _string_buffers(chunks: Sequence[pa.Array]) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(int32 offsets from 0, bytes) of string chunks end to end, new arrays; (None, None) when the bytes
-    reach 2 GiB (beyond int32 offsets)."""
-    import pyarrow as pa
-
-    parts = []
-    for chunk in chunks:
-        kind = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        parts.append(np.frombuffer(chunk.buffers()[1], dtype=kind)[chunk.offset : chunk.offset + len(chunk) + 1])
-    sizes = [int(o[-1] - o[0]) if o.size else 0 for o in parts]
-    if sum(sizes) >= 2**31:
-        return None, None
-    offsets = np.zeros(sum(len(chunk) for chunk in chunks) + 1, dtype=np.int32)
-    data = np.empty(sum(sizes), dtype=np.uint8)
-    row, at = 0, 0
-    for chunk, part, size in zip(chunks, parts, sizes):
-        n = len(chunk)
-        if not n:
-            continue
-        np.add(part[1:], at - part[0], out=offsets[row + 1 : row + n + 1], casting="unsafe")
-        if size:
-            data[at : at + size] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[int(part[0]) : int(part[-1])]
-        row, at = row + n, at + size
-    return offsets, data
+    return Strings(offsets, data)
 
 
 def _query_score_order(q: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -962,13 +961,13 @@ def _lookup(
     candidates, wanted, at = candidates[hit], wanted[hit], at[hit]
 
     run_doc_rows = candidates if run_rows is None else run_rows[candidates]
-    same = _strings_equal(_take(run.doc_ids, run_doc_rows), _take(qrels.doc_ids, row[at]))
+    same = run.docs.same_at(run_doc_rows, qrels.docs, row[at])
     clustered = np.flatnonzero(np.searchsorted(keys, wanted, side="right") - at > 1)
     if clustered.size:  # several judgments share a key: find the one with the same string, if any
         for i in clustered.tolist():
-            doc = _take(run.doc_ids, run_doc_rows[i : i + 1])[0].as_py()
+            doc = _text_at(run.docs, int(run_doc_rows[i]))
             stop = int(np.searchsorted(keys, wanted[i], side="right"))
-            names = _take(qrels.doc_ids, row[at[i] : stop]).to_pylist()
+            names = qrels.docs.take(row[at[i] : stop]).to_pylist()
             same[i] = doc in names
             at[i] = at[i] + names.index(doc) if doc in names else at[i]
     return candidates[same], row[at[same]]
@@ -999,6 +998,8 @@ def _run_segments(run: Run, qids: Sequence[str]) -> tuple[np.ndarray | None, np.
     length[in_run] = np.diff(run.offsets)[position[in_run]]
     if int(length.sum()) == len(run) and bool((np.diff(start[in_run]) >= 0).all()):
         return None, length, in_run
+    from ..engine.postings import concat_ranges
+
     return concat_ranges(start, length), length, in_run
 
 
@@ -1021,5 +1022,7 @@ def _qrels_segments(qrels: Qrels, qids: Sequence[str], labels: np.ndarray) -> tu
     if n == 0:
         return position, position, position.astype(np.float64)
     length = np.diff(qrels.offsets)[position]
+    from ..engine.postings import concat_ranges
+
     rows = concat_ranges(qrels.offsets[:-1][position], length)
     return np.repeat(np.arange(n, dtype=np.int64), length), rows, labels[rows]

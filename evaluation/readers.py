@@ -62,9 +62,12 @@ the document ids (the hash :func:`~bm25lab.engine.columns.string_hashes` gives),
 (exactly: the float64 Python's ``float`` gives, which it calls for the spellings the core leaves to it),
 looks for a document repeated within a query's rows and puts each query's rows in the tie-rule order
 (a run whose queries' rows lie in several places is ordered as a whole by the core's ``order_run``), so
-that the run needs no further sort, hashing or duplicate check. Any line the other paths would refuse,
-and any repeated document, sends the file to them (they name the line). Otherwise (other formats, or no
-core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
+that the run needs no further sort, hashing or duplicate check. TREC qrels likewise, by the core's qrels
+reader (the same file: one pass numbers the query ids, copies and hashes the document ids, reads each
+relevance as a number and as ``atol`` reads it). Neither needs pyarrow: the document ids stay in numpy
+arrays (:class:`~bm25lab.engine.columns.Strings`). Any line the other paths would refuse, and any
+repeated document (conflicting judgments), sends the file to them (they name the line). Otherwise (other
+formats, or no core) the fast path hands the bytes to pyarrow's CSV reader, whose delimiter is a single character: it
 is taken when the fields are separated by single spaces (or single tabs), with no comment lines.
 Whenever it cannot parse a file, or finds anything wrong in it, the file is parsed again line by line
 in Python, which defines the accepted syntax and names the line of the first error. All split fields on ASCII whitespace only (C's ``isspace``), so an
@@ -91,7 +94,7 @@ from typing import IO, Any, Callable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from ..engine.columns import arrow_array, numpy_values
+from ..engine.columns import Strings, numpy_values
 from ..engine.compressed import decompress
 from ..engine.errors import InputWarning, cr_line_ends
 from .conventions import DEFAULT_TREC_EVAL, atol, get_rules
@@ -230,6 +233,10 @@ def read_qrels(path: str | Path, *, format: str = "auto", trec_eval: int = DEFAU
         return Qrels.from_columns(qids, docs, np.ones(len(qids)), integer_labels=np.ones(len(qids), dtype=np.int64),
                                   source=path, lines=np.array(lines, dtype=np.int64))
     assert isinstance(layout, _Layout)
+    if layout is TREC_QRELS:
+        qrels = _compiled_qrels(data, path, by_atol)
+        if qrels is not None:
+            return qrels
     first = _first_fields(data)
     header = layout is BEIR_QRELS and first is not None and len(first[1]) == 3 and not _is_number(first[1][2])
     adjust = _QRELS_ADJUSTERS.get(chosen)
@@ -281,9 +288,10 @@ def _sample_rows(data: bytes, limit: int = 2000) -> list[list[bytes]]:
 
 def _is_json(data: bytes, block_size: int = 1 << 22) -> bool:
     """Whether the first byte that is not whitespace opens a JSON object (found by numpy a block of
-    bytes at a time: no copy of ``data``, no Python step per blank line)."""
-    for lo in range(0, len(data), block_size):
-        block = np.frombuffer(data, dtype=np.uint8, count=min(block_size, len(data) - lo), offset=lo)
+    bytes at a time, the blocks growing from 64 KiB to ``block_size``: no copy of ``data``, no Python step per
+    blank line, and a file that starts with a field costs one small block)."""
+    for lo, hi in _blocks(len(data), block_size):
+        block = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
         filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace
         if filled.size:
             return bool(block[filled[0]] == ord("{"))
@@ -759,9 +767,11 @@ def _last_fields(data: bytes) -> list[bytes] | None:
 
 def _last_content_end(data: bytes, end: int, block_size: int = 1 << 22) -> int:
     """One past the last byte before ``end`` that is not whitespace (0: none), found by numpy a
-    block of bytes at a time from the end."""
+    block of bytes at a time from the end, the blocks growing from 64 KiB to ``block_size``."""
+    step = min(1 << 16, block_size)
     while end > 0:
-        lo = max(0, end - block_size)
+        lo = max(0, end - step)
+        step = min(2 * step, block_size)
         block = np.frombuffer(data, dtype=np.uint8, count=end - lo, offset=lo)
         filled = np.flatnonzero(~((block - np.uint8(9) <= 4) | (block == 32)))  # C's isspace, as below
         if filled.size:
@@ -1007,14 +1017,16 @@ _SEEN_DOCUMENTS = 1 << 16  # the reader's hash set of a segment's documents: seg
 
 @dataclass(frozen=True)
 class _Chunk:
-    """One chunk's columns as the core's ``read_trec_run`` left them: its rows' query codes, hashes and scores
-    at ``base`` in the arrays shared by all chunks, its document ids, its query ids in first-appearance order,
-    how many segments (runs of rows of one query) it has, and whether each query id is one segment which the
-    reader checked for repeated documents."""
+    """One chunk's columns as the core's ``read_trec_run`` left them: its rows' query codes, hashes, scores and
+    document ids' offsets (from 0) at ``base`` in the arrays shared by all chunks, the ``used`` bytes of its
+    document ids at ``byte_base`` in the bytes shared by all, its query ids in first-appearance order, how many
+    segments (runs of rows of one query) it has, and whether each query id is one segment which the reader
+    checked for repeated documents."""
 
     base: int
     rows: int
-    docs: Any
+    byte_base: int
+    used: int
     qids: list[str]
     segments: int
     grouped: bool
@@ -1040,14 +1052,11 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
     read = _compiled_chunks(box[0], core)
     if read is None:
         return None
-    chunks, codes, hashes, scores = read
+    chunks, codes, hashes, scores, docs = read
     box.clear()
     codes, qids, single = _global_codes(chunks, codes)
     checked = single and all(chunk.grouped for chunk in chunks)
     ranked = single and all(chunk.ranked for chunk in chunks) and _ranked_across_chunks(chunks, codes, scores)
-    import pyarrow as pa
-
-    docs = pa.chunked_array([chunk.docs for chunk in chunks], type=pa.string())
     if checked and _repeated_across_chunks(chunks, codes, docs, hashes, len(qids)):
         box.append(_load(path))
         return None
@@ -1068,38 +1077,58 @@ def _compiled_run(box: list[Any], name: str, path: str | Path) -> Run | None:
         return None
 
 
-def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Any, hashes: np.ndarray,
-             scores: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray] | tuple[()] | None:
-    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
-    hashes and scores; None when a query lists a document twice; ``()`` when the core cannot order them (the
-    ids' bytes reach 2 GiB: one int32-offset array cannot hold them), for :meth:`Run.from_encoded` to do."""
-    import pyarrow as pa
+def _compiled_qrels(data: Any, path: str | Path, by_atol: bool) -> Qrels | None:
+    """TREC qrels read by the compiled core's reader (``read_trec_qrels``), or None when the core is not built
+    or the file needs the usual readers (a line they would refuse, conflicting judgments: they name the line).
+    The same qrels as :func:`_parse_and_build` gives: the query ids in first-appearance order, the document ids
+    and their hashes, the grades as ``float`` reads them, the labels as trec_eval's rules read the text
+    (``by_atol``: C's ``atol``, else the grade truncated)."""
+    from ..engine.core import kernels
 
+    core = kernels()
+    if core is None or len(data) >= 2**31:
+        return None
+    array = np.frombuffer(data, dtype=np.uint8)
+    room = _count_lines(array, 0, array.size) + 1
+    codes, hashes, grades, offsets = _row_columns(room)
+    labels = np.empty(room, dtype=np.int64)
+    doc_bytes = np.empty(array.size, dtype=np.uint8)
+    status, rows, qids = core.read_trec_qrels(array, 0, array.size, codes, offsets, doc_bytes, hashes, grades, labels)
+    if status != 0:
+        return None
+    docs = Strings(offsets[: rows + 1], doc_bytes[: int(offsets[rows])])
+    grades = grades[:rows]
+    integer = labels[:rows] if by_atol else np.trunc(grades).astype(np.int64)
     try:
-        combined = docs.combine_chunks()
-    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return Qrels.from_encoded(codes[:rows], tuple(qids), docs, hashes[:rows], grades, integer, source=path)
+    except InputError:  # conflicting judgments: the usual readers name the line
+        return None
+
+
+def _ordered(core: Any, codes: np.ndarray, queries: int, docs: Strings, hashes: np.ndarray,
+             scores: np.ndarray) -> tuple[np.ndarray, Strings, np.ndarray, np.ndarray] | tuple[()] | None:
+    """The columns of a run put in the tie-rule order by the core (``order_run``): query codes, document ids,
+    hashes and scores; None when a query lists a document twice; ``()`` when there is nothing to order."""
+    if len(docs) == 0:
         return ()
-    if not pa.types.is_string(combined.type) or len(combined) == 0:
-        return ()
-    buffers = combined.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32)[combined.offset : combined.offset + len(combined) + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
-    order = np.empty(len(combined), dtype=np.int64)
-    if core.order_run(codes, queries, scores, hashes, offsets, data, order):
+    order = np.empty(len(docs), dtype=np.int64)
+    if core.order_run(codes, queries, scores, hashes, docs.offsets, docs.data, order):
         return None
     counts = np.bincount(codes, minlength=queries)
     ordered_codes = np.repeat(np.arange(queries, dtype=np.int32), counts)
-    return ordered_codes, combined.take(arrow_array(order)), hashes[order], scores[order]
+    return ordered_codes, docs.take(order), hashes[order], scores[order]
 
 
-def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray] | None:
+def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np.ndarray, np.ndarray, Strings] | None:
     """The chunks of ``data`` read by the core, two at a time on threads when the file is large, with the query
-    codes, hashes and scores of all their rows, in order; None when a chunk is refused.
+    codes, hashes, scores and document ids of all their rows, in order; None when a chunk is refused.
 
     Each chunk's lines are counted first (numpy), so that every chunk writes its rows straight into the arrays
     of the whole file, where they belong when no line is blank or a comment (else the later chunks' rows are
     moved up, within memory already written): fresh memory, which the kernel zeroes page by page, costs as
-    much as the parsing on a busy machine; rows written at a bound and then moved would touch a third more."""
+    much as the parsing on a busy machine; rows written at a bound and then moved would touch a third more.
+    The document ids' bytes likewise: each chunk writes them at its own place in one array (its lines' bytes
+    bound them), later chunks' moved up behind the first's."""
     array = np.frombuffer(data, dtype=np.uint8)
     spans = list(itertools.pairwise(_line_chunks(data, _pieces(len(data)))))
 
@@ -1108,29 +1137,40 @@ def _compiled_chunks(data: Any, core: Any) -> tuple[list[_Chunk], np.ndarray, np
 
     def read(k: int) -> _Chunk | None:
         window = slice(bases[k], bases[k + 1])
-        return _read_chunk(core, array, data, *spans[k], bases[k], codes[window], hashes[window], scores[window])
+        lo, hi = spans[k]
+        return _read_chunk(core, array, data, lo, hi, bases[k], codes[window], hashes[window], scores[window],
+                           offsets[bases[k] : bases[k + 1] + 1], doc_bytes[lo:hi])
 
+    doc_bytes = np.empty(len(data), dtype=np.uint8)
     if len(spans) == 1:
         bases = [0, count(spans[0])]
-        codes, hashes, scores = _row_columns(bases[-1])
+        codes, hashes, scores, offsets = _row_columns(bases[-1])
         chunks = [read(0)]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(2) as pool:  # numpy and the core let go of the interpreter
             bases = np.concatenate(([0], np.cumsum(list(pool.map(count, spans))))).tolist()
-            codes, hashes, scores = _row_columns(bases[-1])
+            codes, hashes, scores, offsets = _row_columns(bases[-1])
             chunks = list(pool.map(read, range(len(spans))))
     if any(chunk is None for chunk in chunks):
         return None
-    rows = 0
+    rows = used = 0
     for chunk in chunks:  # each chunk's rows moved to follow the previous chunk's
         assert chunk is not None
         if chunk.base != rows:
             for column in (codes, hashes, scores):
                 column[rows : rows + chunk.rows] = column[chunk.base : chunk.base + chunk.rows]
-        rows += chunk.rows
-    return chunks, codes[:rows], hashes[:rows], scores[:rows]  # type: ignore[return-value]
+        if used + chunk.used >= 2**31 and offsets.dtype == np.int32:  # beyond int32 offsets
+            offsets = offsets.astype(np.int64)
+        if chunk.base != rows or used:
+            offsets[rows + 1 : rows + chunk.rows + 1] = offsets[chunk.base + 1 : chunk.base + chunk.rows + 1] + used
+        if chunk.byte_base != used:
+            doc_bytes[used : used + chunk.used] = doc_bytes[chunk.byte_base : chunk.byte_base + chunk.used]
+        rows, used = rows + chunk.rows, used + chunk.used
+    offsets[0] = 0
+    docs = Strings(offsets[: rows + 1], doc_bytes[:used])
+    return chunks, codes[:rows], hashes[:rows], scores[:rows], docs  # type: ignore[return-value]
 
 
 def _pieces(size: int) -> int:
@@ -1140,9 +1180,10 @@ def _pieces(size: int) -> int:
     return max(1 if size < _THREADED_FROM else 2, -(-size // _CHUNK_LIMIT))
 
 
-def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The query codes, hashes and scores of ``rows`` rows, uninitialised."""
-    return np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.float64)
+def _row_columns(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The query codes, hashes, scores and document ids' offsets (one more) of ``rows`` rows, uninitialised."""
+    return (np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.uint64), np.empty(rows, dtype=np.float64),
+            np.empty(rows + 1, dtype=np.int32))
 
 
 _COUNT_BLOCK = 1 << 20
@@ -1198,14 +1239,11 @@ def _next_query(data: Any, at: int) -> int:
 
 
 def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base: int, codes: np.ndarray,
-                hashes: np.ndarray, scores: np.ndarray) -> _Chunk | None:
-    """One chunk, ``data[lo:hi]``, read by the core into ``codes``, ``hashes`` and ``scores``, the scores it
-    leaves to Python read by ``float`` (:func:`_score`); None when the core refused the chunk or a score is
-    not one the usual readers accept."""
-    import pyarrow as pa
-
-    offsets = np.empty(codes.size + 1, dtype=np.int32)
-    doc_bytes = np.empty(hi - lo, dtype=np.uint8)
+                hashes: np.ndarray, scores: np.ndarray, offsets: np.ndarray, doc_bytes: np.ndarray) -> _Chunk | None:
+    """One chunk, ``data[lo:hi]``, read by the core into ``codes``, ``hashes``, ``scores`` and the document ids'
+    ``offsets`` and ``doc_bytes`` (at ``lo`` in the bytes of all chunks), the scores it leaves to Python read
+    by ``float`` (:func:`_score`); None when the core refused the chunk or a score is not one the usual readers
+    accept."""
     room = _SLOW_SCORES + codes.size // 64
     slow = tuple(np.empty(room, dtype=np.int64) for _ in range(3))
     status, rows, n_slow, segments, qids, checked, ranked = core.read_trec_run(
@@ -1217,9 +1255,8 @@ def _read_chunk(core: Any, array: np.ndarray, data: Any, lo: int, hi: int, base:
             scores[row] = _score(data[start:end], "", None) + 0.0  # -0.0 -> 0.0, as C compares them equal
         except InputError:
             return None
-    docs = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets[: rows + 1]),
-                                       pa.py_buffer(doc_bytes[: int(offsets[rows])]))
-    return _Chunk(base, rows, docs, qids, segments, checked and segments == len(qids), ranked and segments == len(qids))
+    return _Chunk(base, rows, lo, int(offsets[rows]), qids, segments, checked and segments == len(qids),
+                  ranked and segments == len(qids))
 
 
 def _global_codes(chunks: list[_Chunk], codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...], bool]:
@@ -1251,7 +1288,7 @@ def _ranked_across_chunks(chunks: list[_Chunk], codes: np.ndarray, scores: np.nd
     return True
 
 
-def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Any, hashes: np.ndarray,
+def _repeated_across_chunks(chunks: list[_Chunk], codes: np.ndarray, docs: Strings, hashes: np.ndarray,
                             queries: int) -> bool:
     """Whether a document repeats within a query whose segment two chunks share (the kernel saw each
     half apart)."""

@@ -31,7 +31,8 @@ WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 COMMON = ["-std=c11", "-pthread", "-ffp-contract=off", "-fPIC"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
 DEFAULT_TESTS = ["tests/engine/test_core_fuzz.py", "tests/engine/test_backends.py", "tests/engine/test_build_paths.py",
-                 "tests/engine/test_cut_core.py", "tests/evaluation/test_compiled_reader.py"]
+                 "tests/engine/test_cut_core.py", "tests/engine/test_strings.py",
+                 "tests/evaluation/test_compiled_reader.py", "tests/evaluation/test_compiled_qrels.py"]
 # The child's first act: the sanitized module in place of the installed one (argv[1]), then pytest.
 CHILD = """
 import importlib.util, sys

@@ -79,3 +79,21 @@ def test_the_checkout_itself_imports_as_the_installation_does() -> None:
     front, engine, index = done.stdout.split()
     assert Path(front) == root / "bm25lab" / "__init__.py" and Path(engine) == root / "engine" / "__init__.py"
     assert index == "bm25lab.engine.index"
+
+
+def test_indexing_searching_and_evaluating_english_never_import_numba(tmp_path: Path) -> None:
+    # a user's process with the defaults: an English corpus indexed, saved, loaded, searched one query and
+    # a batch at a time, the run written and evaluated: the compiled core throughout, no JIT compiler
+    code = ("import sys\n"
+            "from bm25lab import Index, Tokenizer, corpora, evaluate, read_qrels, read_run, write_run\n"
+            "cranfield = corpora.get('cranfield')\n"
+            "Index.build(cranfield.documents(), Tokenizer('en')).save('idx')\n"
+            "index = Index.load('idx')\n"
+            "assert index.backend == 'core' and index.search('boundary layer', k=5)\n"
+            "write_run(index.search_many(cranfield.queries(), k=100), 'bm25.run')\n"
+            "result = evaluate(read_qrels(cranfield.qrels_path), read_run('bm25.run'), ['nDCG@10', 'AP'])\n"
+            "assert 0.3 < result.mean['nDCG@10'] < 0.4\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))\n")
+    done = run_python("-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -33,7 +33,7 @@ def settle_memory_for_large_files(paths: Iterable[Any] = ()) -> None:
     process-wide choice, so made by those commands, never on import; the memory is returned when the
     command ends. Nothing is done when ``paths`` are given and add up to less than :data:`_LARGE_FILES`
     bytes (files that are not there count as large): small files need no settings, and the settings'
-    imports (numpy, ctypes, pyarrow) would cost a small evaluation a fifth of its time.
+    imports (numpy, ctypes) would cost a small evaluation a fifth of its time.
 
     - Freed memory is kept for reuse instead of handed back to the system at once. Reading a
       10-million-line run makes many column-sized arrays (80 MB each) one after another. By default
@@ -67,9 +67,19 @@ def settle_memory_for_large_files(paths: Iterable[Any] = ()) -> None:
         return
     if mallopt(_M_MMAP_THRESHOLD, _KEPT_BYTES) and mallopt(_M_TRIM_THRESHOLD, _KEPT_BYTES):
         mallopt(_M_ARENA_MAX, 1)
+        _pyarrow_through_glibc()
+
+
+def _pyarrow_through_glibc() -> None:
+    """pyarrow allocates through glibc (its system pool): set now where pyarrow is loaded, else by the variable
+    Arrow reads when it first allocates (the compiled readers need no pyarrow: it is imported, 0.1 s, only by
+    a reader that needs it)."""
+    if "pyarrow" in sys.modules:
         import pyarrow as pa
 
         pa.set_memory_pool(pa.system_memory_pool())
+    else:
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
 _LARGE_FILES = 1 << 26
@@ -162,8 +172,15 @@ def console(stderr: bool = False) -> Any:
 
 
 def say(message: str, stderr: bool = False) -> None:
-    """Print one plain line whole (never wrapped at the terminal's width: a pipe gets it as one line)."""
-    console(stderr).print(message, soft_wrap=True)
+    """Print one plain line whole (never wrapped at the terminal's width: a pipe gets it as one line): as rich
+    prints it, by rich on a terminal, without it elsewhere (:mod:`bm25lab.cli.plain`)."""
+    from .plain import line_text, plain_width, write
+
+    text = line_text(message) if plain_width(stderr) is not None else None
+    if text is None:
+        console(stderr).print(message, soft_wrap=True)
+    else:
+        write(text, stderr)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -1,4 +1,5 @@
-"""`bm25lab index`, `search`, `run` and `info`: the engine from the terminal."""
+"""`bm25lab index`, `run` and `info`: the engine from the terminal (`search` is :mod:`bm25lab.cli.search_cmds`:
+it reads no documents or queries files)."""
 from __future__ import annotations
 
 import json
@@ -14,22 +15,16 @@ from .feedback_opts import BO1_OPT, FB_DOCS_OPT, FB_TERMS_OPT, OQW_OPT, RM3_OPT,
 from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_NAME, DELTA_OPT, FIELD_B_OPT,
                      FIELD_WEIGHTS_OPT, K1_OPT, K3_OPT, LANGUAGE_HELP, VARIANT_OPT, WHERE_NOT_OPT, WHERE_OPT,
                      BackendName, Language, TableFormat, VariantName,
-                     QUIET_OPT, backend_name, console, document_progress, handles_errors, human_bytes, note,
+                     QUIET_OPT, backend_name, document_progress, handles_errors, human_bytes, note,
                      query_progress, report_duplicates, say)
 from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
+from .search_cmds import check_order, with_filter
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
                      QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TITLE_FIELD_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
                      QueryIds, RunWriter)
 
 if TYPE_CHECKING:
     from ..engine import Index, Tokenizer
-    from ..engine.scoring import Params
-
-
-class SearchFormat(str, Enum):
-    table = "table"
-    json = "json"
-    trec = "trec"
 
 
 def make_tokenizer(language: Enum, stem: Optional[bool], stopwords: Optional[Path],
@@ -130,93 +125,9 @@ def _remove_if_empty(folder: Path) -> None:
         pass
 
 
-def _is_index(path: Path) -> bool:
-    from ..engine.storage import MANIFEST
-
-    return path.is_dir() and ((path / MANIFEST).is_file() or distributed_cmds.is_sharded(path))
-
-
-def check_order(directory: Path, other: str, usage: str) -> None:
-    """Arguments given the wrong way round (``run QUERIES DIR``): one line saying so, with the usage."""
-    if not _is_index(directory) and _is_index(Path(other)):
-        from ..engine.errors import InputError
-
-        raise InputError(f"not an index, but {other} is: the index comes first ({usage})", directory)
-
-
 def load_index(directory: Path, backend: Optional[BackendName] = None) -> "Index":
     """The index in ``directory``, ordinary or sharded, searched in this process."""
     return distributed_cmds.open_index(directory, backend_name(backend), None)
-
-
-@handles_errors
-def search(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Index directory.")],
-    query: Annotated[str, typer.Argument(help="Query text.")],
-    k: Annotated[int, typer.Option("-k", help="Number of results.", min=1)] = 10,
-    variant: Annotated[VariantName, VARIANT_OPT] = DEFAULT_VARIANT_NAME,
-    k1: Annotated[float, K1_OPT] = DEFAULT_K1,
-    b: Annotated[float, B_OPT] = DEFAULT_B,
-    delta: Annotated[Optional[float], DELTA_OPT] = None,
-    k3: Annotated[Optional[float], K3_OPT] = None,
-    field_weights: Annotated[Optional[str], FIELD_WEIGHTS_OPT] = None,
-    field_b: Annotated[Optional[str], FIELD_B_OPT] = None,
-    where: Annotated[Optional[list[str]], WHERE_OPT] = None,
-    where_not: Annotated[Optional[list[str]], WHERE_NOT_OPT] = None,
-    format: Annotated[SearchFormat, typer.Option("--format", help="table, json or trec.")] = SearchFormat.table,
-    qid: Annotated[str, typer.Option("--qid", help="Query id of the --format trec lines.")] = "1",
-    tag: Annotated[str, typer.Option("--tag", help="Run tag of the --format trec lines.")] = "bm25lab",
-    backend: Annotated[Optional[BackendName], BACKEND_OPT] = None,
-    cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
-    rm3: Annotated[bool, RM3_OPT] = False,
-    bo1: Annotated[bool, BO1_OPT] = False,
-    rocchio: Annotated[bool, ROCCHIO_OPT] = False,
-    fb_docs: Annotated[Optional[int], FB_DOCS_OPT] = None,
-    fb_terms: Annotated[Optional[int], FB_TERMS_OPT] = None,
-    original_query_weight: Annotated[Optional[float], OQW_OPT] = None,
-) -> None:
-    """Search an index and show the best documents with titles and highlighted snippets.
-
-    Example: bm25lab search my-index "boundary layer transition" -k 5 --where 'year>=1990'
-    """
-    check_order(directory, query, 'bm25lab search DIR "QUERY"')
-    feedback = chosen_feedback(rm3, bo1, rocchio, fb_docs, fb_terms, original_query_weight)
-    idx = distributed_cmds.open_index(directory, backend_name(backend), cluster)
-    if feedback is None:
-        hits = idx.search(query, k=k, variant=variant.value, k1=k1, b=b, delta=delta, k3=k3,
-                          field_weights=field_weights, field_b=field_b, where=where or None,
-                          where_not=where_not or None)
-    else:
-        from ..engine.feedback import search_many
-
-        params = _with_filter(idx.params(variant.value, k1, b, delta, k3, field_weights, field_b), where, where_not)
-        hits = search_many(idx, {qid: query}, k, params, feedback)[qid]
-    if format is SearchFormat.json:
-        rows = [{"rank": r, "doc_id": h.doc_id, "score": h.score, "title": h.title} for r, h in enumerate(hits, 1)]
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=1))
-        return
-    if format is SearchFormat.trec:  # the run writer's lines: an id that a TREC line cannot hold is refused
-        import io
-
-        from ..evaluation import write_run
-
-        text = io.StringIO()  # printed once whole: nothing of a refused run reaches the terminal
-        write_run({qid: hits}, text, tag=tag)
-        typer.echo(text.getvalue(), nl=False)
-        return
-    from rich.table import Table
-
-    from .snippets import snippet
-
-    terms = set(idx.tokenizer.tokenize(query))
-    table = Table(title=f"{len(hits)} results for {query!r}", show_lines=False)
-    for name, justify in (("rank", "right"), ("doc_id", "left"), ("score", "right"), ("title", "left"), ("snippet", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
-    for r, h in enumerate(hits, 1):
-        doc = h.document
-        table.add_row(str(r), h.doc_id, f"{h.score:.4f}", doc.title if doc else "",
-                      snippet(doc.text if doc else "", terms, idx.tokenizer))
-    console().print(table)
 
 
 QUERIES_HELP = ("Queries: TSV qid<TAB>text, JSONL {_id|id, text}, TREC topics or SMART (.I/.W), or a bundled "
@@ -270,7 +181,7 @@ def run(
     if feedback is not None:
         from ..engine.feedback import search_many
 
-        params = _with_filter(idx.params(variant.value, k1, b, delta, k3, field_weights, field_b), where, where_not)
+        params = with_filter(idx.params(variant.value, k1, b, delta, k3, field_weights, field_b), where, where_not)
         results = search_many(idx, topics, k, params, feedback)
     else:
         with query_progress(quiet=quiet) as advance:
@@ -287,15 +198,6 @@ LISTED = 10  # query ids a note names before "..."
 
 def _listed(qids: list[str]) -> str:
     return ", ".join(qids[:LISTED]) + (", ..." if len(qids) > LISTED else "")
-
-
-def _with_filter(params: "Params", where: Optional[list[str]], where_not: Optional[list[str]]) -> "Params":
-    """``params`` with the filter of --where and --where-not (feedback's searches take one Params)."""
-    from dataclasses import replace
-
-    from ..engine.filters import Filter
-
-    return replace(params, where=Filter.of(where or None, where_not or None))
 
 
 def without_blank_queries(topics: dict[str, str], source: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""`bm25lab evaluate`, `compare`, `measures` and `link-prediction`: runs against qrels, runs against a
-baseline, the measures' registry, and ranked positives."""
+"""`bm25lab evaluate`, `measures` and `link-prediction`: runs against qrels, the measures' registry, and ranked
+positives (``compare``, runs against a baseline, is :mod:`bm25lab.cli.compare_cmds`: its tests and corrections
+are not imported to evaluate)."""
 from __future__ import annotations
 
 import math
@@ -10,12 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Sequence
 import typer
 
 from ..engine.errors import ParameterError
-from ..evaluation.compare import DEFAULT_MEASURES as COMPARE_MEASURES
 from ..evaluation.conventions import DEFAULT_TREC_EVAL, RULES
 from ..evaluation.measures import DEFAULT_MEASURES, MISSING_RATINGS
 from ..evaluation.ranking import FRACTIONS
-from ..evaluation.corrections import CORRECTIONS
-from ..evaluation.significance import FAMILY_TESTS
 from .common import TableFormat, _choices, console, handles_errors, note, say, settle_memory_for_large_files
 from .inputs import QRELS_FORMAT_OPT, RUN_FORMAT_OPT, QrelsFormat, RunFormat
 
@@ -31,16 +29,6 @@ class EvalFormat(str, Enum):
     csv = "csv"
 
 
-class CompareFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    latex = "latex"
-
-
-TestName = _choices("TestName", FAMILY_TESTS)
-CorrectionName = _choices("CorrectionName", CORRECTIONS)
-PairsMode = _choices("PairsMode", ["baseline", "all"])
 TrecEvalRules = _choices("TrecEvalRules", [str(version) for version in RULES])
 MissingRatings = _choices("MissingRatings", MISSING_RATINGS)
 Fractions = _choices("Fractions", FRACTIONS)
@@ -90,14 +78,14 @@ def per_query_grid(name: str, result: "EvaluationResult") -> "Grid":
 def print_evaluation_tables(named: Sequence[tuple[str, "EvaluationResult"]], per_query: bool) -> None:
     """The per-query tables (when asked) and the table of means, laid out to fit the terminal: a row per run,
     or a row per measure when that needs fewer tables (many measures, as with all_trec)."""
-    from .tables import fit, print_grid
+    from .tables import parts, print_grid, screen_width
 
-    out = console()
+    width = screen_width()
     if per_query:
         for name, result in named:
-            print_grid(per_query_grid(name, result), out)
+            print_grid(per_query_grid(name, result))
     wide, tall = means_grid(named), means_grid(named, transposed=True)
-    print_grid(tall if len(fit(tall, out.width)) < len(fit(wide, out.width)) else wide, out)
+    print_grid(tall if parts(tall, width) < parts(wide, width) else wide)
 
 
 def warn_if_unjudged(named: Sequence[tuple[str, "EvaluationResult"]]) -> None:
@@ -266,105 +254,6 @@ def _collection_size(given: Optional[int], index: Optional[Path]) -> Optional[in
 evaluate_cmd.__doc__ = evaluate_cmd.__doc__.format(defaults=" ".join(DEFAULT_MEASURES))
 
 
-def comparison_grid(result: Any, rules: int) -> "Grid":
-    """The comparison as a table that fits: run and measure repeat when its columns need several tables."""
-    from ..evaluation import report
-    from ..evaluation.compare import _cells, _headers, notes
-    from .tables import Column, Grid
-
-    headers = _headers(result)
-    columns = [Column(h, "left" if h in ("run", "measure", "sig") else "right") for h in headers]
-    rows = [_cells(result, row, "▲", "▼") for row in result.rows]
-    caption = "\n".join([*notes(result), report.RULES_NAMES.get(rules, "").join(("Computed by ", "."))])
-    return Grid(f"Runs against {result.baseline}", columns, rows, caption, keys=2)
-
-
-@handles_errors
-def compare_cmd(
-    qrels: Annotated[str, QRELS_ARG],
-    baseline: Annotated[Path, typer.Argument(help="Baseline run (TREC, MS MARCO or ranx JSON).")],
-    runs: Annotated[list[Path], RUNS_ARG],
-    measure: Annotated[Optional[list[str]], MEASURE_OPT] = None,
-    test: Annotated[TestName, typer.Option("--test", help="Significance test: t (paired t), wilcoxon (signed rank), randomization, bootstrap, tukey (Tukey's HSD over all the runs).")] = TestName("t"),
-    correction: Annotated[CorrectionName, typer.Option("--correction", help="Multiple-comparison correction over the runs (or pairs) of each measure: none, bonferroni, holm, bh (Benjamini-Hochberg). Tukey's HSD needs none.")] = CorrectionName("holm"),
-    pairs: Annotated[PairsMode, typer.Option("--pairs", help="baseline: every run against the first; all: every pair, as a table of means with superscripts (ranx's report).")] = PairsMode("baseline"),
-    trials: Annotated[int, typer.Option("--trials", help="Trials of the randomization/bootstrap tests and of the CI.", min=100)] = 10_000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level, between 0 and 1.")] = 0.05,
-    complete: Annotated[bool, typer.Option("--complete", "-c", help="Count every judged query (trec_eval -c).")] = False,
-    trec_eval: Annotated[TrecEvalRules, TREC_EVAL_OPT] = TrecEvalRules(str(DEFAULT_TREC_EVAL)),
-    format: Annotated[CompareFormat, typer.Option("--format", help="table, json, markdown or latex.")] = CompareFormat.table,
-    qrels_format: Annotated[QrelsFormat, QRELS_FORMAT_OPT] = QrelsFormat("auto"),
-    run_format: Annotated[RunFormat, RUN_FORMAT_OPT] = RunFormat("auto"),
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Per-query differences of every measure and the PR curves. " + PLOT_HELP)] = None,
-    dpi: Annotated[int, DPI_OPT] = 150,
-) -> None:
-    """Compare runs with a baseline: deltas, p-values (corrected), bootstrap CIs, wins/ties/losses; or every pair.
-
-    A run's name is its file's stem. Only queries evaluated in every run are compared.
-
-    Example: bm25lab compare qrels.trec bm25.run tuned.run rm3.run --test randomization
-    """
-    from ..evaluation import evaluate
-    from ..evaluation.compare import compare, notes, to_json, to_latex, to_markdown
-    from .tables import print_grid
-    from ..evaluation.evaluator import precision_recall_curve
-    from ..evaluation.measures import expand_measures
-    from .inputs import qrels as read_judgments, run as read_a_run
-
-    if plot is not None:
-        from ..evaluation.plots import check_plot_path
-
-        check_plot_path(plot)
-    measures = list(expand_measures(measure or COMPARE_MEASURES).names)
-    rules = int(trec_eval.value)
-    settle_memory_for_large_files([qrels, baseline, *runs])
-    judgments = read_judgments(qrels, qrels_format, trec_eval=rules)
-    names = [baseline.stem] + [p.stem for p in runs]
-    if len(set(names)) != len(names):
-        raise ParameterError(f"two runs have the same name (file stem): {', '.join(names)}")
-    loaded = {p.stem: read_a_run(p, run_format) for p in [baseline, *runs]}
-    per_query = {name: evaluate(judgments, run, measures, complete=complete, trec_eval=rules).per_query
-                 for name, run in loaded.items()}
-    if pairs.value == "all":
-        if plot is not None:
-            raise ParameterError("--plot draws the differences against the baseline: not with --pairs all")
-        _render_all_pairs(per_query, measures, test.value, correction.value, trials, seed, alpha, format)
-        return
-    result = compare(per_query[baseline.stem], {p.stem: per_query[p.stem] for p in runs}, measures,
-                     test=test.value, trials=trials, seed=seed, alpha=alpha, baseline_name=baseline.stem,
-                     correction=correction.value)
-    if format is CompareFormat.table:
-        print_grid(comparison_grid(result, rules))
-    else:
-        render = {CompareFormat.json: to_json, CompareFormat.markdown: to_markdown, CompareFormat.latex: to_latex}
-        typer.echo(render[format](result))
-        if format is CompareFormat.json:  # markdown and latex carry the notes in their text
-            for line in notes(result):  # e.g. how many queries were compared
-                say(line, stderr=True)
-    if plot is not None:
-        from ..evaluation.plots import plot_comparison
-
-        curves = {name: precision_recall_curve(judgments, run, complete=complete, trec_eval=rules)
-                  for name, run in loaded.items()}
-        plot_comparison(result, curves, plot, dpi=dpi)
-        say(f"plot -> {plot}", stderr=True)
-
-
-def _render_all_pairs(per_query: dict, measures: list[str], test: str, correction: str, trials: int, seed: int,
-                      alpha: float, format: CompareFormat) -> None:
-    from ..evaluation.pairwise import TEXT_RENDERERS, all_pairs, notes, to_rich_table
-
-    report = all_pairs(per_query, measures, test=test, correction=correction, trials=trials, seed=seed, alpha=alpha)
-    if format is CompareFormat.table:
-        console().print(to_rich_table(report))
-        return
-    typer.echo(TEXT_RENDERERS[format.value](report), nl=False)
-    if format is CompareFormat.json:
-        for line in notes(report):
-            console(stderr=True).print(line)
-
-
 @handles_errors
 def measures_cmd(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
@@ -398,7 +287,7 @@ def measures_cmd(
     if format == "json":
         typer.echo(json.dumps({"measures": rows, "trec_eval_nicknames": list(TREC_NICKNAMES)}, indent=1))
         return
-    from .tables import Column, Grid, print_grid
+    from .tables import Column, Grid, print_grid, print_text
 
     grid = Grid("measures (bm25lab -m NAME; names are case-insensitive)",
                 [Column("name", wrap=True), Column("also written", wrap=True), Column("range"),
@@ -408,10 +297,10 @@ def measures_cmd(
         grid.add_row(row["forms"], "\n".join(filter(None, also)), row["kind"], row["definition"])
     print_grid(grid)
     renamed = ", ".join(f"trec_eval's {trec} is {ours}" for trec, ours in TREC_RENAMED.items())
-    console().print("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000), parameter lists "
-                    f"(ndcg_1=3,2=9, utility_2,-1,0,0) and nicknames ({', '.join(TREC_NICKNAMES)}; {renamed}); "
-                    "ir_measures' parameters P(rel=2)@5, RR(judged_only=True), nDCG(dcg='exp-log2')@10; ranx's "
-                    "relevance level map@100-l2 and rbp.95. Definitions: docs/measures.md.", highlight=False)
+    print_text("Also: trec_eval's lists and families (-m P.5,10; -m P = P_5..P_1000), parameter lists "
+               f"(ndcg_1=3,2=9, utility_2,-1,0,0) and nicknames ({', '.join(TREC_NICKNAMES)}; {renamed}); "
+               "ir_measures' parameters P(rel=2)@5, RR(judged_only=True), nDCG(dcg='exp-log2')@10; ranx's "
+               "relevance level map@100-l2 and rbp.95. Definitions: docs/measures.md.")
 
 
 @handles_errors

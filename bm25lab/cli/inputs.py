@@ -84,10 +84,12 @@ RUN_FORMAT_OPT = typer.Option("--run-format", help="Run file format (default: de
 def bundled(name: str) -> Optional[str]:
     """``name`` when it names a bundled collection (or an ir_datasets one, ``irds:ID``) and no file or folder of
     that name exists."""
+    if Path(name).exists():
+        return None
     from .. import corpora
     from ..corpora.irds import is_irds
 
-    return name if not Path(name).exists() and (name in corpora.names() or is_irds(name)) else None
+    return name if name in corpora.names() or is_irds(name) else None
 
 
 def _neither(spec: str, what: str) -> InputError:
@@ -165,12 +167,13 @@ def check_no_query_fields(name: str, id_field: Optional[str], text_fields: Optio
 def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
     """The qrels of a file, or of a bundled collection, labels read by the rules of ``trec_eval`` (9 or
     10; None: the default rules)."""
-    from .. import corpora
     from ..evaluation.readers import read_qrels
 
     rules = {} if trec_eval is None else {"trec_eval": trec_eval}
     name = bundled(spec)
     if name is not None:
+        from .. import corpora
+
         if format.value not in ("auto", "trec"):
             raise ParameterError(f"{name} is a bundled collection, whose qrels are TREC qrels: --qrels-format "
                                  f"{format.value} is for qrels files")
@@ -181,9 +184,13 @@ def qrels(spec: str, format: Enum, *, trec_eval: int | None = None) -> "Qrels":
 
 
 def run(path: Path, format: Enum) -> "Run":
+    """The run of a file; one without a single run line (blank lines and comments only) is an error naming it."""
     from ..evaluation.readers import read_run
 
-    return read_run(path, format=format.value)
+    found = read_run(path, format=format.value)
+    if not found.num_queries:
+        raise InputError("holds no run line (only blank lines or comments)", path)
+    return found
 
 
 def _check_topic_field(topic_field: str) -> None:

@@ -2,6 +2,7 @@
 
 A word of the text is highlighted when the index's own tokenizer turns it into a query term, so
 stemmed and case-folded forms match. Chinese query terms are highlighted where they occur verbatim.
+A snippet is :class:`~bm25lab.cli.plain.Marked` text: rich shows its marks in bold yellow on a terminal.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rich.text import Text
+from .plain import Marked, Span
 
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")  # Han, kana, Hangul: found verbatim
@@ -69,14 +70,8 @@ def snippet_window(text: str, terms: set[str], tokenizer: Any, width: int = 160)
     return Window(prefix + flat[start:end] + ("…" if end < len(flat) else ""), tuple(kept))
 
 
-def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Text:
-    """About ``width`` characters of ``text`` around the first highlighted term, those in bold."""
+def snippet(text: str, terms: set[str], tokenizer: Any, width: int = 160) -> Marked:
+    """About ``width`` characters of ``text`` around the first highlighted term, those marked (in bold on a
+    terminal)."""
     window = snippet_window(text, terms, tokenizer, width)
-    out = Text()
-    cursor = 0
-    for s, e in window.highlights:
-        out.append(window.text[cursor:s])
-        out.append(window.text[s:e], style="bold yellow")
-        cursor = e
-    out.append(window.text[cursor:])
-    return out
+    return Marked(window.text, tuple(Span(s, e) for s, e in window.highlights))

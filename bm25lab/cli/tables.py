@@ -1,23 +1,28 @@
 """Tables that fit the terminal: every column kept, every number and name whole.
 
 A :class:`Grid` is what a command shows (a title, column headers, rows of text cells, a caption);
-:func:`fit` lays it out as one or more rich tables no wider than the console. Numbers and names are
-never wrapped or cut: a table too wide for the terminal is split into several, each repeating the
-key columns (the run, the query, the measure...) beside as many other columns as fit. Only text
-columns marked ``wrap`` (a licence, a description) wrap, at spaces, never inside a word.
+:func:`fit` lays it out as one or more tables (:class:`~bm25lab.cli.plain.Sheet`, rich's tables) no wider
+than the console. Numbers and names are never wrapped or cut: a table too wide for the terminal is split
+into several, each repeating the key columns (the run, the query, the measure...) beside as many other
+columns as fit. Only text columns marked ``wrap`` (a licence, a description) wrap, at spaces, never inside
+a word.
 
-Only rich is imported, when a table is drawn.
+rich draws them on a terminal; where it would print plain text (a pipe, a file), :mod:`bm25lab.cli.plain`
+lays them out as rich does, without importing it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from . import plain
+from .plain import Field, Sheet, cell_length, sheet_lines, text_lines, write
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["Column", "Grid", "fit", "print_grid"]
+__all__ = ["Column", "Grid", "fit", "parts", "print_grid", "print_sheet", "print_text", "screen_width"]
 
 _EDGE = 3  # a column's padding (1 + 1) and its border (the table's last border is counted once)
 
@@ -46,9 +51,7 @@ class Grid:
 
 
 def _cell_width(text: str) -> int:
-    from rich.cells import cell_len
-
-    return max((cell_len(line) for line in text.splitlines()), default=0)
+    return max((cell_length(line) for line in text.splitlines()), default=0)
 
 
 def _narrowest(column: Column, cells: Sequence[str]) -> int:
@@ -98,32 +101,51 @@ def _wrap_widths(columns: Sequence[Column], cells: Sequence[Sequence[str]], widt
     return fixed
 
 
-def fit(grid: Grid, width: int) -> list["Table"]:
-    """The grid as rich tables no wider than ``width``: one when it fits, else the value columns split
-    over several tables, each with the key columns. The caption is not theirs: :func:`print_grid` prints it
-    under the last, as wide as the terminal."""
-    from rich.table import Table
+def parts(grid: Grid, width: int) -> int:
+    """How many tables the grid takes at ``width``."""
+    return len(_parts(grid, width))
 
+
+def sheets(grid: Grid, width: int) -> list[Sheet]:
+    """The grid as tables no wider than ``width``: one when it fits, else the value columns split over
+    several tables, each with the key columns. The caption is not theirs: :func:`print_grid` prints it
+    under the last, as wide as the terminal."""
     least = [_narrowest(c, [row[i] for row in grid.rows]) for i, c in enumerate(grid.columns)]
-    parts = _parts(grid, width)
+    split = _parts(grid, width)
     tables = []
-    for n, part in enumerate(parts):
-        title = grid.title if len(parts) == 1 else f"{grid.title} ({n + 1} of {len(parts)})"
-        table = Table(title=title)
+    for n, part in enumerate(split):
+        title = grid.title if len(split) == 1 else f"{grid.title} ({n + 1} of {len(split)})"
         shown = [*range(grid.keys), *part]
         fixed = _wrap_widths([grid.columns[i] for i in shown], [[row[i] for row in grid.rows] for i in shown], width)
-        for i, fixed_width in zip(shown, fixed):
-            column = grid.columns[i]
-            table.add_column(column.header, justify=column.justify, no_wrap=not column.wrap, min_width=least[i],
-                             width=fixed_width, overflow="fold")  # type: ignore[arg-type]
-        for row in grid.rows:
-            table.add_row(*(row[i] for i in [*range(grid.keys), *part]))
-        tables.append(table)
+        fields = [Field(grid.columns[i].header, grid.columns[i].justify, not grid.columns[i].wrap, least[i], fixed_width)
+                  for i, fixed_width in zip(shown, fixed)]
+        tables.append(Sheet(title, fields, [[row[i] for i in shown] for row in grid.rows]))
     return tables
+
+
+def fit(grid: Grid, width: int) -> list["Table"]:
+    """The grid as rich tables no wider than ``width`` (:func:`sheets`)."""
+    return [sheet.rich() for sheet in sheets(grid, width)]  # type: ignore[misc]
+
+
+def screen_width() -> int:
+    """The width of stdout, as rich measures it (without rich where it prints plain text)."""
+    width = plain.plain_width()
+    if width is None:
+        from .common import console
+
+        width = console().width
+    return width
 
 
 def print_grid(grid: Grid, out: "Console | None" = None) -> None:
     """Print the grid on ``out`` (stdout's console by default), split to fit its width."""
+    width = plain.plain_width() if out is None else None
+    if width is not None:
+        lines = _grid_lines(grid, width)
+        if lines is not None:
+            write("".join(line + "\n" for line in lines))
+            return
     from .common import console
 
     out = out or console()
@@ -131,3 +153,44 @@ def print_grid(grid: Grid, out: "Console | None" = None) -> None:
         out.print(table)
     if grid.caption:
         out.print(grid.caption, highlight=False, markup=False)
+
+
+def _grid_lines(grid: Grid, width: int) -> list[str] | None:
+    """The lines rich prints for the grid and its caption at ``width``, where it prints plain text; None
+    where rich must (:mod:`bm25lab.cli.plain`)."""
+    lines: list[str] = []
+    for sheet in sheets(grid, width):
+        drawn = sheet_lines(sheet, width)
+        if drawn is None:
+            return None
+        lines += drawn
+    if grid.caption:
+        caption = text_lines(grid.caption, width)
+        if caption is None:
+            return None
+        lines += caption
+    return lines
+
+
+def print_sheet(sheet: Sheet) -> None:
+    """Print one table on stdout as rich draws it."""
+    width = plain.plain_width()
+    drawn = None if width is None else sheet_lines(sheet, width)
+    if drawn is not None:
+        write("".join(line + "\n" for line in drawn))
+        return
+    from .common import console
+
+    console().print(sheet.rich())
+
+
+def print_text(text: str) -> None:
+    """Print a paragraph on stdout, wrapped at the terminal's width, as rich prints it (no highlighting)."""
+    width = plain.plain_width()
+    lines = None if width is None else text_lines(text, width)
+    if lines is not None:
+        write("".join(line + "\n" for line in lines))
+        return
+    from .common import console
+
+    console().print(text, highlight=False)

@@ -126,7 +126,7 @@ def tune(
         from ..evaluation.plots import check_plot_path
 
         check_plot_path(plot)
-    from .engine_cmds import check_order
+    from .search_cmds import check_order
 
     check_order(directory, queries, "bm25lab tune DIR QUERIES QRELS")
     judgments = read_judgments(qrels, qrels_format)

@@ -34,7 +34,6 @@ from ..records import RankedRows
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
 from .base import Backend, Ranked
-from .numpy_backend import NumpyBackend
 
 if TYPE_CHECKING:
     from ..retrieval import PreparedWeights, QueryTerms, Scorer
@@ -130,8 +129,18 @@ class CoreBackend(Backend):
 
     def __init__(self) -> None:
         self._core = _core()
-        self._numpy = NumpyBackend()  # BM25F weights past 2**32 postings (int64 codes) are searched by numpy
+        self._fallback: Backend | None = None
         self._state: PerScorer[SearchState] = PerScorer(SearchState)
+
+    @property
+    def _numpy(self) -> Backend:
+        """The numpy backend, which searches BM25F weights past 2**32 postings (int64 codes); made, and its
+        module imported, when first needed (a search imports only the chosen backend)."""
+        if self._fallback is None:
+            from .numpy_backend import NumpyBackend
+
+            self._fallback = NumpyBackend()
+        return self._fallback
 
     # ------------------------------------------------------------------ searching
     def term_batch(self, scorer: Scorer, queries: Sequence[Sequence[str]]) -> TermBatch:

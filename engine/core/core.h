@@ -51,5 +51,6 @@ extern PyMethodDef core_build_methods[];
 int core_build_init(PyObject *module); /* adds the Vocabulary type */
 extern PyMethodDef core_cut_methods[];
 extern PyMethodDef core_runreader_methods[];
+extern PyMethodDef core_strings_methods[];
 
 #endif

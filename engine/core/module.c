@@ -11,7 +11,9 @@
  *              the postings' pair codes, code point order                  core_build_methods
  *   cut.c      jieba's precise cut (a trie of its dictionary, route, HMM) and
  *              auto's split of mixed text                                  core_cut_methods
- *   runreader.c  the TREC run reader: rows, scores, ids, the tie rule's order core_runreader_methods
+ *   runreader.c  the TREC run and qrels readers: rows, scores, ids, the tie
+ *              rule's order                                             core_runreader_methods
+ *   strings.c  string columns: taking rows, comparing rows                 core_strings_methods
  *   args.c     taking array arguments (core.h)
  *
  * Build with -ffp-contract=off and never -ffast-math: float64 results must be the specification's.
@@ -30,7 +32,8 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
-    PyMethodDef *tables[] = {core_search_methods, core_build_methods, core_cut_methods, core_runreader_methods};
+    PyMethodDef *tables[] = {core_search_methods, core_build_methods, core_cut_methods, core_runreader_methods,
+                            core_strings_methods};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (PyModule_AddFunctions(module, tables[i]) < 0) {
             Py_DECREF(module);

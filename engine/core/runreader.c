@@ -1,6 +1,6 @@
 /*
- * runreader.c: the TREC run reader (read_trec_run) and its pieces, exposed for the tests
- * (string_hash, parse_score, valid_utf8).
+ * runreader.c: the TREC run reader (read_trec_run), the TREC qrels reader (read_trec_qrels) and their pieces,
+ * exposed for the tests (string_hash, parse_score, valid_utf8).
  *
  * read_trec_run reads one line-aligned chunk of a TREC run's bytes in one pass, as the Python reader of
  * bm25lab.evaluation.readers (its specification) splits and reads it:
@@ -44,6 +44,15 @@
  * document repeated within a segment stop the reading with REFUSED: the caller then reads the file the
  * usual way, which names the line. More scores for Python than slow_rows has room for: TOO_MANY_SLOW.
  *
+ * read_trec_qrels reads TREC qrels (qid iteration docid relevance) as the Python reader does with
+ * trec_eval's rules: lines, comments and fields as above, exactly four fields a line; query ids numbered in
+ * first-appearance order and document ids copied, checked and hashed as above; the relevance read as a grade
+ * (parse_score: a finite float64 of magnitude 2^53 at most) and as C's atol reads its text (trec_eval 10.0's
+ * label: the sign and leading digits, 0 without digits). Anything else (another number of fields, an id
+ * that is not UTF-8, a relevance parse_score leaves to Python, larger than 2^53, or whose leading digits
+ * need more than 18 digits) stops the reading with REFUSED: the usual readers then name the line. Repeated
+ * (query, document) pairs are the caller's to find.
+ *
  * order_run orders a whole run whose queries' rows are not each in one chunk's segment, in tie-rule order
  * (runs shuffled across queries): rows grouped by query code (a counting sort, file order kept), each query's
  * checked for a repeated document (a hash set, strings compared where hashes match) and sorted by score key
@@ -52,6 +61,7 @@
  * Python API (buffer protocol; the GIL is released while reading):
  *   read_trec_run(data, lo, hi, codes, doc_offsets, doc_bytes, hashes, scores, slow_rows, slow_starts,
  *                 slow_ends, seen_limit) -> (status, rows, slow, segments, qids, checked, ranked)
+ *   read_trec_qrels(data, lo, hi, codes, doc_offsets, doc_bytes, hashes, grades, labels) -> (status, rows, qids)
  *   order_run(codes, n_queries, scores, hashes, doc_offsets, doc_bytes, order) -> status
  *   string_hash(data) -> int;  parse_score(data) -> float | None;  valid_utf8(data) -> bool
  */
@@ -373,8 +383,9 @@ typedef struct {
     int32_t *codes, *doc_offsets;
     uint8_t *doc_bytes;
     uint64_t *hashes;
-    double *scores;
+    double *scores;                               /* a run's scores, qrels' grades */
     int64_t *slow_rows, *slow_starts, *slow_ends;
+    int64_t *labels;                              /* qrels' labels as atol reads them */
     /* out, own (freed by chunk_free) */
     Py_ssize_t *seg_rows, *seg_starts, *seg_ends; /* each segment's first row, where its query id is */
     Py_ssize_t seg_cap;
@@ -830,6 +841,105 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* reading qrels                                                                              */
+
+#define MAX_LABEL 9007199254740992.0 /* 2^53: larger relevance values are the Python reader's errors */
+
+/* C's atol of a field (no whitespace in it): the sign and leading digits, 0 without digits, into *value;
+ * 0 when more than 18 significant digits would be needed (Python's int must judge: the caller refuses). */
+static int field_atol(const uint8_t *p, Py_ssize_t n, int64_t *value)
+{
+    Py_ssize_t i = 0;
+    const int negative = n > 0 && p[0] == '-';
+    if (n > 0 && (p[0] == '+' || p[0] == '-'))
+        i++;
+    int64_t v = 0;
+    int digits = 0;
+    for (; i < n && (uint8_t)(p[i] - '0') <= 9; i++) {
+        if ((digits || p[i] != '0') && ++digits > 18)
+            return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    *value = negative ? -v : v;
+    return 1;
+}
+
+/* The fields of the line at i (at its first field) up to four, their bounds into starts/ends; the position
+ * after the line's last field; *fields: how many (5 for more than four). */
+ALWAYS_INLINE Py_ssize_t qrels_fields(const uint8_t *data, Py_ssize_t i, Py_ssize_t hi, Py_ssize_t *starts,
+                                      Py_ssize_t *ends, int *fields)
+{
+    *fields = 0;
+    for (;;) {
+        if (*fields == 4) {
+            *fields = 5;
+            return i;
+        }
+        starts[*fields] = i;
+        i = ends[*fields] = field_end(data, i, hi);
+        (*fields)++;
+        while (i < hi && data[i] != '\n' && is_space(data[i]))
+            i++;
+        if (i >= hi || data[i] == '\n')
+            return i;
+    }
+}
+
+/* Read the qrels lines of data[lo:hi] into the chunk's outputs: codes, document ids, hashes, grades (scores)
+ * and labels (see the notes at the top). */
+static int read_qrels_lines(Chunk *c)
+{
+    const uint8_t *data = c->data;
+    const Py_ssize_t hi = c->hi;
+    Py_ssize_t used = 0, previous_start = -1, previous_length = -1;
+    c->doc_offsets[0] = 0;
+    for (Py_ssize_t i = c->lo; i < hi;) {
+        while (i < hi && is_space(data[i]))
+            i++;
+        if (i >= hi)
+            break;
+        if (data[i] == '#') { /* a comment line */
+            i = line_end(data, i, hi);
+            continue;
+        }
+        Py_ssize_t starts[4], ends[4];
+        int fields;
+        i = qrels_fields(data, i, hi, starts, ends, &fields);
+        if (fields != 4)
+            return STATUS_REFUSED;
+        if (c->rows == c->room)
+            return STATUS_FULL;
+        const Py_ssize_t q0 = starts[0], q_length = ends[0] - starts[0];
+        if (q_length != previous_length || !same_bytes(data + q0, data + previous_start, q_length)) {
+            if (grow_segments(c) < 0)
+                return STATUS_NOMEM;
+            c->seg_rows[c->segments] = c->rows;
+            c->seg_starts[c->segments] = q0;
+            c->seg_ends[c->segments] = ends[0];
+            c->segments++;
+            previous_start = q0;
+            previous_length = q_length;
+        }
+        const Py_ssize_t d_length = ends[2] - starts[2];
+        uint64_t high;
+        c->hashes[c->rows] = copy_and_hash(data + starts[2], d_length, c->doc_bytes + used, &high);
+        if (high && !valid_utf8(data + starts[2], d_length))
+            return STATUS_REFUSED;
+        used += d_length;
+        c->doc_offsets[c->rows + 1] = (int32_t)used;
+        const uint8_t *value = data + starts[3];
+        const Py_ssize_t v_length = ends[3] - starts[3];
+        double grade;
+        if (!parse_score(value, v_length, &grade) || !(fabs(grade) <= MAX_LABEL) ||
+            !field_atol(value, v_length, &c->labels[c->rows]))
+            return STATUS_REFUSED;
+        c->scores[c->rows] = grade;
+        c->rows++;
+    }
+    return intern_queries(c);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* ordering a whole run                                                                       */
 
 enum { ORDER_OK = 0, ORDER_DUPLICATE = 1, ORDER_NOMEM = -1, ORDER_BAD_CODE = -2, ORDER_BAD_OFFSETS = -3 };
@@ -1110,6 +1220,86 @@ static PyObject *py_read_trec_run(PyObject *self, PyObject *pyargs, PyObject *kw
     return result;
 }
 
+enum { Q_DATA, Q_CODES, Q_OFFSETS, Q_BYTES, Q_HASHES, Q_GRADES, Q_LABELS, Q_ARGS };
+
+/* the rows read_trec_qrels's outputs have room for */
+static Py_ssize_t qrels_room(const Arg *a)
+{
+    Py_ssize_t room = a[Q_OFFSETS].n - 1;
+    const int outputs[] = {Q_CODES, Q_HASHES, Q_GRADES, Q_LABELS};
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++)
+        if (a[outputs[k]].n < room)
+            room = a[outputs[k]].n;
+    return room;
+}
+
+static PyObject *py_read_trec_qrels(PyObject *self, PyObject *pyargs, PyObject *kwargs)
+{
+    (void)self;
+    static char *kwlist[] = {"data", "lo", "hi", "codes", "doc_offsets", "doc_bytes", "hashes", "grades", "labels",
+                             NULL};
+    Arg a[Q_ARGS] = {
+        [Q_DATA] = IN("data", UNSIGNED, SIZE_1),
+        [Q_CODES] = OUT("codes", SIGNED, SIZE_4),
+        [Q_OFFSETS] = OUT("doc_offsets", SIGNED, SIZE_4),
+        [Q_BYTES] = OUT("doc_bytes", UNSIGNED, SIZE_1),
+        [Q_HASHES] = OUT("hashes", UNSIGNED, SIZE_8),
+        [Q_GRADES] = OUT("grades", FLOAT, SIZE_8),
+        [Q_LABELS] = OUT("labels", SIGNED, SIZE_8),
+    };
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OnnOOOOOO:read_trec_qrels", kwlist, &a[Q_DATA].obj, &lo, &hi,
+                                     &a[Q_CODES].obj, &a[Q_OFFSETS].obj, &a[Q_BYTES].obj, &a[Q_HASHES].obj,
+                                     &a[Q_GRADES].obj, &a[Q_LABELS].obj))
+        return NULL;
+    if (acquire_args(a, Q_ARGS) < 0)
+        return NULL;
+    const char *problem = NULL;
+    if (lo < 0 || hi < lo || hi > a[Q_DATA].n)
+        problem = "lo and hi must satisfy 0 <= lo <= hi <= len(data)";
+    else if (hi - lo > INT32_MAX)
+        problem = "qrels must be shorter than 2**31 bytes (int32 offsets)";
+    else if (a[Q_OFFSETS].n < 1)
+        problem = "doc_offsets must have room for one offset at least";
+    else if (a[Q_BYTES].n < hi - lo)
+        problem = "doc_bytes must have room for hi - lo bytes";
+    if (problem != NULL) {
+        release_args(a, Q_ARGS);
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    Chunk c = {
+        .data = BUF(a, Q_DATA, const uint8_t), .lo = lo, .hi = hi, .room = qrels_room(a),
+        .codes = BUF(a, Q_CODES, int32_t), .doc_offsets = BUF(a, Q_OFFSETS, int32_t),
+        .doc_bytes = BUF(a, Q_BYTES, uint8_t), .hashes = BUF(a, Q_HASHES, uint64_t), .scores = BUF(a, Q_GRADES, double),
+        .labels = BUF(a, Q_LABELS, int64_t),
+    };
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = read_qrels_lines(&c);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (status == STATUS_NOMEM) {
+        PyErr_NoMemory();
+    } else if (status == STATUS_FULL) {
+        PyErr_Format(PyExc_ValueError, "codes, doc_offsets, hashes, grades and labels have room for %zd rows; the "
+                     "qrels have more", c.room);
+    } else if (status != STATUS_OK) {
+        result = Py_BuildValue("(in[])", status, c.rows);
+    } else {
+        PyObject *qids = query_list(&c);
+        if (qids == NULL) { /* not UTF-8 after all: cannot happen (checked), but refused as such */
+            PyErr_Clear();
+            result = Py_BuildValue("(in[])", STATUS_REFUSED, c.rows);
+        } else {
+            result = Py_BuildValue("(inN)", status, c.rows, qids);
+        }
+    }
+    chunk_free(&c);
+    release_args(a, Q_ARGS);
+    return result;
+}
+
 /* the pieces, for the tests: one bytes-like argument each */
 static int take_bytes(PyObject *obj, Py_buffer *view)
 {
@@ -1221,6 +1411,12 @@ PyMethodDef core_runreader_methods[] = {
      "(doc_bytes[doc_offsets[r]:doc_offsets[r + 1]]), its hash and its score, or its score's text bounds in "
      "slow_* for Python's float. status 0 read, 1 refused (the Python reader must name the line), 2 too many "
      "scores for Python's float; qids: the chunk's query ids in first-appearance order."},
+    {"read_trec_qrels", (PyCFunction)(void (*)(void))py_read_trec_qrels, METH_VARARGS | METH_KEYWORDS,
+     "read_trec_qrels(data, lo, hi, codes, doc_offsets, doc_bytes, hashes, grades, labels) -> (status, rows, qids)"
+     "\n\nRead the TREC qrels lines of data[lo:hi] (qid iteration docid relevance): each row's query code (int32), "
+     "document id (doc_bytes[doc_offsets[r]:doc_offsets[r + 1]]), its hash, its relevance as a number (grades) "
+     "and as C's atol reads it (labels). status 0 read, 1 refused (the Python reader must name the line); qids: "
+     "the query ids in first-appearance order."},
     {"order_run", (PyCFunction)(void (*)(void))py_order_run, METH_VARARGS | METH_KEYWORDS,
      "order_run(codes, n_queries, scores, hashes, doc_offsets, doc_bytes, order) -> status\n\n"
      "order: the rows by query code, then score descending, then document id descending (trec_eval's tie rule); "

@@ -516,3 +516,13 @@ def test_loading_a_fuzz_baseline_works(fuzz_source) -> None:
     index = Index.load(source)
     assert index.num_segments == 2 and manifest["segments"][0]["deleted"]["count"] == 1
     assert index.tokenizer.config() == Tokenizer.from_config(manifest["tokenizer"]).config()
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_run_of_blank_lines_and_comments_is_named(tmp_path: Path, command: str) -> None:
+    # a run without a single line to read: one line naming the file, not "the run holds no query"
+    good, empty = tmp_path / "good.run", tmp_path / "empty.run"
+    good.write_text("1 Q0 184 1 2.5 t\n")
+    empty.write_text("\n  \n# only a comment\n\n")
+    runs = [str(empty)] if command == "evaluate" else [str(good), str(empty)]
+    fails([command, "cranfield", *runs], f"{empty}: holds no run line")

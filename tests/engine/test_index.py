@@ -179,12 +179,17 @@ def test_corrupted_array_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cores", [1, 2, 4])
-def test_the_first_damaged_file_is_named_whatever_the_threads(tmp_path: Path, monkeypatch, cores: int) -> None:
-    # the checksums are computed in threads, largest file first; the error still names the first
-    # damaged file in the manifest's order, as checking them one by one does
-    from bm25lab.engine import tokenization
+@pytest.mark.parametrize("threaded_from", [0, None])
+def test_the_first_damaged_file_is_named_whatever_the_threads(tmp_path: Path, monkeypatch, cores: int,
+                                                              threaded_from: int | None) -> None:
+    # the checksums are computed in threads, largest file first (from 0 bytes; by default a small index's
+    # in one thread); the error still names the first damaged file in the manifest's order, as checking
+    # them one by one does
+    from bm25lab.engine import storage, tokenization
 
     monkeypatch.setattr(tokenization, "usable_cores", lambda: cores)
+    if threaded_from is not None:
+        monkeypatch.setattr(storage, "_THREADED_HASHING", threaded_from)
     path = _saved(tmp_path)
     for name in ("tfs.npy", "doc_nums.npy", "terms.txt"):
         (damaged,) = path.glob(f"seg-*/{name}")

@@ -350,7 +350,7 @@ def test_a_file_cut_into_chunks_numbers_its_queries_in_first_appearance_order(mo
     content = b"b Q0 x 1 1 t\na Q0 x 1 1 t\nc Q0 x 1 1 t\na Q0 y 1 1 t\nd Q0 x 1 1 t\nb Q0 y 1 1 t\n"
     for limit in (1 << 30, 13, 26, 39):
         _chunked(monkeypatch, limit)
-        chunks, codes, _, _ = readers._compiled_chunks(content, core)
+        chunks, codes, *_ = readers._compiled_chunks(content, core)
         codes, qids, grouped = readers._global_codes(chunks, codes)
         assert qids == ("b", "a", "c", "d") and codes.tolist() == [0, 1, 2, 1, 3, 0] and not grouped
 
@@ -591,14 +591,12 @@ def _columns(qids: list[int], docs: list[str], scores: list[float]) -> dict:
 @given(st.lists(st.tuples(st.integers(0, 4), st.text(alphabet="abAB01é", min_size=0, max_size=4),
                           st.sampled_from([0.0, 1.0, 2.5, -1.0, math.inf, -math.inf, 1e-300])), max_size=60))
 def test_order_run_is_the_tie_rule_and_finds_repeated_documents(rows):
-    import pyarrow as pa
-
-    from bm25lab.evaluation.ranking import _repeated_pairs, tie_rule_order
+    from bm25lab.evaluation.ranking import Strings, _repeated_pairs, tie_rule_order
 
     qids, docs, scores = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
     columns = _columns(qids, docs, scores)
     status = core.order_run(**columns)
-    array = pa.array(docs, type=pa.string())
+    array = Strings.of(docs)
     repeated = _repeated_pairs(columns["codes"].astype(np.int64), array, columns["hashes"], columns["n_queries"])
     assert status == int(bool(repeated))
     if not repeated:

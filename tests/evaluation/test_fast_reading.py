@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bm25lab.evaluation import InputError, Qrels, Run, evaluate, read_qrels, read_run
 from bm25lab.evaluation import ranking, readers
+from bm25lab.engine.columns import Strings
 
 
 def tie_rule_rows(rows: list[tuple[str, str, float]], qids: list[str]) -> list[tuple[str, str, float]]:
@@ -69,7 +70,7 @@ def test_every_row_order_gives_the_tie_rule_order(seed, layout):
 def test_a_run_in_the_tie_rule_order_is_not_sorted_again():
     rows = tie_rule_rows(_rows(1), [f"q{i}" for i in range(6)])
     _, codes = np.unique([r[0] for r in rows], return_inverse=True)
-    steps = ranking._tie_rule_steps(codes, np.array([r[2] + 0.0 for r in rows]), pa.array([r[1] for r in rows]))
+    steps = ranking._tie_rule_steps(codes, np.array([r[2] + 0.0 for r in rows]), Strings.of([r[1] for r in rows]))
     assert steps == (None, None, None)
 
 
@@ -115,16 +116,15 @@ def test_moving_tied_strings_is_pyarrows_take(data):
         return
     rows_array = np.array(rows, dtype=np.int64)
     batch = data.draw(st.sampled_from([1, 2, 3, 1 << 16]))
-    moved = ranking._move_tied_strings(strings, rows_array, order[rows_array], batch=batch)
+    moved = ranking._move_tied_strings(Strings.of(strings), rows_array, order[rows_array], batch=batch)
     assert moved.to_pylist() == strings.take(pa.array(order)).to_pylist()
-    assert moved.type == pa.string()
+    assert moved.offsets[0] == 0 and moved.arrow().type == pa.string()
 
 
-def test_moving_tied_strings_beyond_int32_offsets_takes_the_plain_path(monkeypatch):
-    monkeypatch.setattr(ranking, "_string_buffers", lambda chunks: (None, None))
-    strings = pa.array(["a", "bb", "c", "dd"])
+def test_moving_tied_strings_with_int64_offsets():
+    strings = Strings(np.array([2, 3, 5, 6, 8], dtype=np.int64), np.frombuffer(b"xxabbcddyy", dtype=np.uint8))
     moved = ranking._move_tied_strings(strings, np.array([0, 1, 2, 3]), np.array([1, 0, 3, 2]))
-    assert moved.to_pylist() == ["bb", "a", "dd", "c"]
+    assert moved.to_pylist() == ["bb", "a", "dd", "c"] and moved.offsets.dtype == np.int64
 
 
 # ---------------------------------------------------------------------------------------------

@@ -629,7 +629,7 @@ def test_processes_that_read_qrels_and_a_run_exit_cleanly(tmp_path: Path) -> Non
 
     def one(_: int) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", _EXITING, str(qrels), str(run)], capture_output=True, text=True,
-                              timeout=300)
+                              timeout=300, cwd=tmp_path)  # not the checkout's root: the installed bm25lab
 
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(one, range(30)))
