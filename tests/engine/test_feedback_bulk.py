@@ -3,7 +3,8 @@ the postings by engine/lookups.py, Index and ShardedIndex) equals feedback as it
 (search_many_reference: expand and second_pass query by query, every statistic a single-term search): the
 same documents in the same order with the same float64 scores, bit for bit, on Cranfield for RM3, Bo1 and
 Rocchio with default and other parameters, on a plain, a segmented (several segments, deletions) and a
-sharded index. Each protocol method also equals its definition by single-term searches."""
+sharded index. Each protocol method also equals its definition by single-term searches, and a DistributedIndex
+(which runs the definitions) gives the sharded index's results."""
 from __future__ import annotations
 
 from collections import Counter
@@ -16,7 +17,7 @@ from bm25lab.engine.feedback import Feedback, FeedbackStatistics, search_many, s
 from bm25lab.engine.scoring import Params
 from bm25lab.engine.shards import ShardedIndex
 
-QUERIES = 60  # of Cranfield's 225 for every combination; all of them for the default run of the plain index
+QUERIES = 40  # of Cranfield's 225 for every combination; all of them for the default run of the plain index
 OTHER = Params("bm25l", 1.1, 0.6, 0.4, k3=8.0)  # an absent-term part (the definition's own second pass) and k3
 RUNS = [
     (Feedback("rm3"), None),
@@ -122,3 +123,18 @@ def test_document_terms_are_the_indexed_tokens(cranfield_index):
     text = cranfield_index.document(doc).full_text
     assert cranfield_index.document_terms([doc, "missing"]) == [Counter(cranfield_index.tokenizer.tokenize(text)),
                                                                  Counter()]
+
+
+def test_distributed_index_runs_the_definitions(docs, queries, cases):
+    """A DistributedIndex answers the protocol by its definitions (single-term searches on the workers): the
+    same results as the sharded index's bulk path."""
+    distributed = pytest.importorskip("distributed")
+    import bm25lab.distributed as bd
+
+    sharded = cases["sharded"].index
+    few = dict(list(queries.items())[:1])  # every statistic a search through the scheduler: one query only
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        index = bd.DistributedIndex(sharded.path, client)
+        feedback = Feedback("rocchio", 2, 5)  # statistics, weights and the weighted search: all the protocol
+        assert bits(search_many(index, few, 100, None, feedback)) == bits(search_many(sharded, few, 100, None, feedback))
