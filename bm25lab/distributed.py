@@ -14,16 +14,27 @@ under the same name: a shared file system, or a cluster on one machine. Building
 worker reads a file the client wrote and writes one the client reads) and opening an index checks
 that every worker reads the same ``shards.json``; otherwise one clear error says which worker cannot.
 
-**Build** (:func:`build`). The client reads the documents as a stream and sends them to the workers
-in partitions (``partition_docs`` documents, at most two partitions per worker in flight: the client
-never holds the corpus). Each partition is a task that analyses its documents (jieba included) and
-writes, for every shard, one segment into a staging folder; one task per shard then merges its
+**Build** (:func:`build`). Given files (a file, a folder, a Parquet dataset or a glob pattern), the
+client cuts them into pieces by their names and sizes (:mod:`bm25lab.engine.sources.pieces`: whole
+files, runs of a folder's small files, byte ranges of big uncompressed JSONL/TSV files) and sends each
+worker names, never documents: a read task reads its piece itself. Given documents (or a bundled
+collection), the client reads them as a stream and sends them to the workers in partitions
+(``partition_docs`` documents, at most two partitions per worker in flight: the client never holds the
+corpus). Each piece or partition is a task that analyses its documents (jieba included) and writes,
+for every shard, one segment into a staging folder; the client places each one's documents after
+those before it in input order; one task per shard then merges its
 segments into an ordinary index folder; the shards' term counts are added up by a tree of tasks into
 the global statistics, written by a last task. The client then commits ``shards.json``, under the
 folder's writer lock, which it holds from the start. A worker that dies mid-build has its tasks run
 again on another worker (Dask's retries: a task's output goes to new files, and what a dead attempt
 wrote is removed with the staging folder); when the cluster gives up (``KilledWorker``), or anything
 else fails, the build ends with one error and the folder holds the old index, or nothing.
+
+**Changes** (:func:`add_documents`, :func:`delete_documents`, :func:`optimize`). The new documents are
+staged as a build stages them; under the writer's lock, held here, tasks check every shard and the
+statistics, one task a changed shard writes its new segment or deletions
+(:mod:`bm25lab.engine.shards.changes`), a task writes the new statistics, and the client commits: the
+index the same change gives in one process.
 
 **Search** (:class:`DistributedIndex`). The client tokenizes the queries once and sends them to one
 task per shard, twice (:func:`bm25lab.engine.shards.search_shards`: first the terms' global ids and
@@ -59,13 +70,15 @@ if TYPE_CHECKING:
 
     from .engine.filters import Filter
     from .engine.records import Document, Hits, Results
+    from .engine.segments import Change
     from .engine.retrieval import CollectionStatistics
     from .engine.segments import DocLike
     from .engine.shards import GlobalTerms, PartitionSegments, Shard, ShardHits, ShardRecord, TermCounts
+    from .engine.sources.pieces import Piece
     from .engine.tokenization import Tokenizer
 
-__all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "build", "connect", "parse_address",
-           "worker_count"]
+__all__ = ["ADDRESS_FORMS", "DEFAULT_PARTITION_DOCS", "DistributedIndex", "Reading", "add_documents", "build", "connect",
+           "delete_documents", "optimize", "parse_address", "worker_count"]
 
 DEFAULT_PARTITION_DOCS = 10_000
 # the forms of a cluster address, with what each means
@@ -115,9 +128,10 @@ def connect(address: "str | Client") -> Iterator["Client"]:
     dask = _dask()
     cluster = None
     try:
-        if kind == "local":
+        if kind == "local":  # its workers' logs kept quiet: a worker's heartbeat failing as the cluster closes is no news
+
             cluster = dask.LocalCluster(n_workers=int(where), threads_per_worker=1, processes=True, host="127.0.0.1",
-                                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                                        dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL)
             client = dask.Client(cluster)
         else:
             client = dask.Client(str(where), timeout=_CONNECT_SECONDS)
@@ -284,21 +298,24 @@ def _statistics_task(directory: str, counts: "TermCounts", name: str) -> dict[st
 def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, shards: int, client: "Client",
           tokenizer: "Tokenizer | None" = None, overwrite: bool = False,
           partition_docs: int = DEFAULT_PARTITION_DOCS, backend: str | None = None,
-          progress: Callable[[int], None] | None = None, source_name: str | Path | None = None) -> Path:
+          progress: Callable[[int], None] | None = None, source_name: str | Path | None = None,
+          partition_bytes: int | None = None, format: str | None = None, id_field: str | None = None,
+          text_fields: "str | Sequence[str] | None" = None, title_field: str | None = None) -> Path:
     """Build a sharded index of ``shards`` shards in ``directory`` on the cluster of ``client`` (see the
-    module docstring); ``source`` is a file, folder or bundled corpus name, or documents (read from the
-    file ``source_name``, which errors then name). ``progress`` is called with the number of documents
-    indexed so far. Returns the index folder."""
-    from .corpora import documents_of
+    module docstring). ``source`` is a file, a folder or a glob pattern (``"docs-*.jsonl.gz"``), which
+    the workers read (the client sends them names: :mod:`bm25lab.engine.sources.pieces`, pieces of about
+    ``partition_bytes``; ``format``, ``id_field``, ``text_fields`` and ``title_field`` as the command
+    line's options), a bundled corpus name, or documents (read here and sent in partitions of
+    ``partition_docs``; from the file ``source_name``, which errors then name). ``progress`` is called
+    with the number of documents indexed so far. Returns the index folder. The index is the one
+    :func:`bm25lab.engine.shards.build` writes of the same documents in the same order."""
     from .engine.shards import building, check_shard_count
     from .engine.tokenization import Tokenizer
 
     shards = check_shard_count(shards)
     if isinstance(partition_docs, bool) or not isinstance(partition_docs, int) or partition_docs < 1:
         raise ParameterError(f"partition_docs must be a positive integer, got {partition_docs!r}")
-    named = isinstance(source, (str, Path))
-    docs = documents_of(source) if named else source
-    where = str(source) if named else None if source_name is None else str(source_name)
+    reading, docs, where = _source(source, source_name, format, id_field, text_fields, title_field, partition_bytes)
     tokenizer = tokenizer or Tokenizer()
     config = tokenizer.config()
     run = _token()
@@ -306,14 +323,101 @@ def build(source: "str | Path | Iterable[DocLike]", directory: str | Path, *, sh
     with building(directory, overwrite) as new, _cluster_errors(f"building {new.directory}"):
         try:
             check_shared(client, new.staging)
-            parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
-                                      backend, progress, run)
+            if reading is not None:
+                parts = _read_partitions(client, reading, tokenizer, shards, str(new.staging), backend, progress, run)
+            else:
+                parts = _write_partitions(client, docs, tokenizer, shards, str(new.staging), partition_docs, where,
+                                          backend, progress, run)
             new.commit(config, *_assemble(client, new, parts, shards, config, where, run, held))
         except BaseException:
             held.clear()
             _wait_idle(client, run)  # no task of this build writes into the folder while it is cleaned
             raise
     return new.directory
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A source the workers read (a file, a folder or a glob pattern) and how: its format (None:
+    detected), the field mapping and the title field, pieces of about ``partition_bytes``."""
+
+    source: str
+    format: str | None = None
+    id_field: str | None = None
+    text_fields: "str | Sequence[str] | None" = None
+    title_field: str | None = None
+    partition_bytes: int | None = None
+
+    def pieces(self) -> list["Piece"]:
+        """The pieces, planned from the files' names and sizes (:func:`bm25lab.engine.sources.pieces.plan`);
+        a folder's field mapping is checked here, as reading it in one process checks it."""
+        from .engine.sources import read_documents
+        from .engine.sources.pieces import DEFAULT_PARTITION_BYTES, is_glob, plan
+
+        if not is_glob(self.source) and Path(self.source).is_dir():
+            read_documents(self.source, format=self.format, id_field=self.id_field, text_fields=self.text_fields)
+        return plan(self.source, self.format, self.partition_bytes or DEFAULT_PARTITION_BYTES)
+
+    def documents(self, piece: "Piece") -> Iterator["Document"]:
+        """On a worker: the documents of one piece."""
+        from .engine.sources.pieces import read_piece, with_titles
+
+        docs = read_piece(piece, self.id_field, self.text_fields)
+        return docs if self.title_field is None else with_titles(docs, self.title_field)
+
+
+def _read_task(reading: Reading, piece: "Piece", tokenizer: "Tokenizer", shards: int, staging: str,
+               backend: str | None) -> "PartitionSegments | BM25LabError":
+    """On a worker: read one piece of the source, analyse it and stage one segment a shard (its
+    documents' places in the input are set by the client once every piece is counted). Bad input is
+    returned, not raised: the client raises it (one line), and the worker logs no failed task."""
+    from .engine.shards import write_partition
+
+    try:
+        return write_partition(reading.documents(piece), tokenizer, shards, Path(staging), first=0, workers=1,
+                               source=str(piece), backend=backend)
+    except BM25LabError as exc:
+        return exc
+
+
+def _read_partitions(client: "Client", reading: Reading, tokenizer: "Tokenizer", shards: int, staging: str,
+                     backend: str | None, progress: Callable[[int], None] | None,
+                     run: str) -> list["PartitionSegments"]:
+    """One task a piece of the source, all sent at once (a piece is a name and a range: the client
+    reads no document); their records in input order, each placed after the documents of the pieces
+    before it. The first piece (in input order) that fails raises its error; a source without a
+    document, or a file cut into ranges without one, is an InputError."""
+    from dataclasses import replace
+
+    from .engine.errors import InputError
+
+    pieces = reading.pieces()
+    futures = [client.submit(_read_task, reading, piece, tokenizer, shards, staging, backend,
+                             key=f"bm25lab-read-{i}-{run}", pure=False) for i, piece in enumerate(pieces)]
+    done: list[PartitionSegments] = []
+    first = 0
+    per_file: dict[str, int] = {}
+    for piece, future in zip(pieces, futures):
+        try:
+            result = future.result()
+            if isinstance(result, BM25LabError):
+                raise result
+        except BaseException:
+            client.cancel(futures)  # the pieces not begun are dropped (the build then waits for those running)
+            raise
+        part = replace(result, first=first)
+        first += part.count
+        done.append(part)
+        if piece.ranged:
+            per_file[piece.files[0]] = per_file.get(piece.files[0], 0) + part.count
+        if progress is not None:
+            progress(first)
+    empty = next((file for file, count in per_file.items() if not count), None)
+    if empty is not None:
+        raise InputError("no documents found", empty)
+    if not first:
+        raise InputError("no documents found", reading.source)
+    return done
 
 
 def _assemble(client: "Client", new: Any, parts: list["PartitionSegments"], shards: int, config: dict[str, Any],
@@ -394,6 +498,198 @@ def _tree(client: "Client", items: list["Future"], run: str, fan_in: int = 8) ->
                                pure=False) for i in range(0, len(items), fan_in)]
         level += 1
     return items[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Changing: add, delete and optimize a shard a task
+
+
+def _answer(task: Callable[..., Any], *args: Any) -> Any:
+    """On a worker: ``task(*args)``, bad input or a damaged index returned as a value (the client raises
+    it: one line, and no failed task in the worker's log)."""
+    try:
+        return task(*args)
+    except BM25LabError as exc:
+        return exc
+
+
+def _results(client: "Client", futures: list["Future"]) -> list[Any]:
+    """The answers of ``futures`` in order; the first error among them raised (the others let go of)."""
+    answers = []
+    for future in futures:
+        try:
+            answer = future.result()
+        except BaseException:
+            client.cancel(futures)
+            raise
+        if isinstance(answer, BM25LabError):
+            client.cancel(futures)
+            raise answer
+        answers.append(answer)
+    return answers
+
+
+def _checked(client: "Client", directory: Path, manifest: dict[str, Any], verify: bool, run: str,
+             ids: dict[int, list[str]] | None = None) -> list[str]:
+    """Every shard and the statistics checked by tasks (:func:`bm25lab.engine.shards.check_shard`, as a
+    change in one process checks them before it writes anything), then the shards' ``index.json``
+    brought to their copies here; with ``ids`` (per shard), the ids no shard holds."""
+    from .engine.shards import check_statistics, unknown_ids
+    from .engine.shards.manifest import sync_shards
+
+    futures = [client.submit(_answer, unknown_ids, directory, manifest, position, (ids or {}).get(position, []),
+                             verify, key=f"bm25lab-check-{position}-{run}", pure=False)
+               for position in range(len(manifest["shards"]))]
+    futures.append(client.submit(_answer, check_statistics, directory, manifest, verify,
+                                 key=f"bm25lab-check-statistics-{run}", pure=False))
+    answers = _results(client, futures)
+    sync_shards(directory, manifest)
+    return [doc_id for found in answers[:-1] for doc_id in found]
+
+
+def _committed(client: "Client", directory: Path, manifest: dict[str, Any], futures: list["Future"],
+               run: str) -> "Change":
+    """The shards' changes (``futures``), the statistics they make (a task), and the commit (here)."""
+    from .engine.shards import changed_statistics, commit_changes
+
+    changes = _results(client, futures)
+    statistics = _results(client, [client.submit(_answer, changed_statistics, directory, manifest, changes,
+                                                 key=f"bm25lab-statistics-{run}", pure=False)])[0]
+    return commit_changes(directory, manifest, changes, statistics)
+
+
+def add_documents(directory: str | Path, source: "str | Path | Iterable[DocLike]", *, client: "Client",
+                  verify: bool = True, partition_docs: int = DEFAULT_PARTITION_DOCS, partition_bytes: int | None = None,
+                  format: str | None = None, id_field: str | None = None,
+                  text_fields: "str | Sequence[str] | None" = None, title_field: str | None = None,
+                  backend: str | None = None, progress: Callable[[int], None] | None = None,
+                  source_name: str | Path | None = None) -> "Change":
+    """:func:`bm25lab.engine.shards.add_documents` on the cluster: the workers read ``source`` (a file, a
+    folder or a glob pattern; or documents, sent from here) and stage its documents by shard, then,
+    under the writer's lock held here, one task a shard that got some adds them as one new segment
+    (replacing the documents of the same ids), a task writes the statistics, and this process commits.
+    The same index as the add in one process."""
+    from dataclasses import replace
+
+    from .engine.locking import check_unlocked
+    from .engine.scratch import Scratch
+    from .engine.shards import add_to_shard, changing, read_manifest
+    from .engine.tokenization import Tokenizer
+
+    directory = Path(directory).absolute()
+    manifest = read_manifest(directory)
+    tokenizer = Tokenizer.from_config(manifest["tokenizer"])
+    count = len(manifest["shards"])
+    reading, docs, where = _source(source, source_name, format, id_field, text_fields, title_field, partition_bytes)
+    check_unlocked(directory)
+    run = _token()
+    staging = Scratch(directory)
+    try:
+        with _cluster_errors(f"adding to {directory}"):
+            check_shared(client, staging.path)
+            if reading is not None:
+                parts = _read_partitions(client, reading, tokenizer, count, str(staging.path), backend, progress, run)
+            else:
+                parts = _write_partitions(client, docs, tokenizer, count, str(staging.path), partition_docs, where,
+                                          backend, progress, run)
+            added = sum(p.count for p in parts)
+            with changing(directory, manifest["tokenizer"], count) as current:
+                _checked(client, directory, current, verify, run)
+                futures = [client.submit(_answer, add_to_shard, directory, current, position, staging.path,
+                                         [(p.first, p.count, p.segments[position]) for p in parts
+                                          if position in p.segments], where,
+                                         key=f"bm25lab-add-{position}-{run}", pure=False)
+                           for position in range(count) if any(position in p.segments for p in parts)]
+                change = _committed(client, directory, current, futures, run)
+        return replace(change, added=added)
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+    finally:
+        staging.cleanup()
+
+
+def delete_documents(directory: str | Path, doc_ids: Iterable[str], *, client: "Client",
+                     verify: bool = True) -> "Change":
+    """:func:`bm25lab.engine.shards.delete_documents` on the cluster: one task a shard checks it and
+    finds its ids, then (every id found) one task a shard that holds some deletes them, a task writes
+    the statistics, and this process commits. An unknown id deletes nothing."""
+    from dataclasses import replace
+
+    from .engine.errors import InputError
+    from .engine.shards import changing, delete_from_shard, read_manifest, route
+
+    directory = Path(directory).absolute()
+    read_manifest(directory)
+    wanted = list(dict.fromkeys(doc_ids))
+    run = _token()
+    try:
+        with _cluster_errors(f"deleting from {directory}"), changing(directory) as current:
+            by_shard: dict[int, list[str]] = {}
+            for doc_id in wanted:
+                by_shard.setdefault(route(doc_id, len(current["shards"])), []).append(doc_id)
+            unknown = _checked(client, directory, current, verify, run, by_shard)
+            if unknown:
+                unknown.sort(key=wanted.index)
+                shown = ", ".join(repr(u) for u in unknown[:10]) + \
+                    (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                raise InputError(f"no such document{'s' if len(unknown) > 1 else ''} in the index: {shown}; "
+                                 f"nothing was deleted", directory)
+            futures = [client.submit(_answer, delete_from_shard, directory, current, position, ids,
+                                     key=f"bm25lab-delete-{position}-{run}", pure=False)
+                       for position, ids in sorted(by_shard.items())]
+            change = _committed(client, directory, current, futures, run)
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+    return replace(change, deleted=len(wanted))
+
+
+def optimize(directory: str | Path, *, client: "Client", verify: bool = True) -> "Change":
+    """:func:`bm25lab.engine.shards.optimize` on the cluster: one task a shard merges its segments into
+    one without its deleted documents (the statistics do not change), and this process commits."""
+    from .engine.scratch import Scratch
+    from .engine.shards import changing, optimize_shard, read_manifest
+
+    directory = Path(directory).absolute()
+    read_manifest(directory)
+    run = _token()
+    try:
+        with _cluster_errors(f"optimizing {directory}"), changing(directory) as current:
+            _checked(client, directory, current, verify, run)
+            scratch = Scratch(directory)
+            try:
+                futures = [client.submit(_answer, optimize_shard, directory, current, position, scratch.path,
+                                         key=f"bm25lab-optimize-{position}-{run}", pure=False)
+                           for position in range(len(current["shards"]))]
+                return _committed(client, directory, current, futures, run)
+            except BaseException:
+                _wait_idle(client, run)
+                raise
+            finally:
+                scratch.cleanup()
+    except BaseException:
+        _wait_idle(client, run)
+        raise
+
+
+def _source(source: Any, source_name: Any, format: str | None, id_field: str | None, text_fields: Any,
+            title_field: str | None, partition_bytes: int | None) -> tuple["Reading | None", Any, str | None]:
+    """(what the workers read, or None; the documents this process reads, or None; the source's name)."""
+    from .corpora import documents_of
+    from .engine.sources.pieces import is_glob
+
+    named = isinstance(source, (str, Path))
+    where = str(source) if named else None if source_name is None else str(source_name)
+    if named and (is_glob(source) or Path(source).exists()):
+        if partition_bytes is not None and (isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int)
+                                            or partition_bytes < 1):
+            raise ParameterError(f"partition_bytes must be a positive integer, got {partition_bytes!r}")
+        return Reading(str(source), format, id_field, text_fields, title_field, partition_bytes), None, where
+    if format is not None or id_field is not None or text_fields is not None or title_field is not None:
+        raise ParameterError("format, id_field, text_fields and title_field are for a file, a folder or a glob "
+                             "pattern")
+    return None, documents_of(source) if named else source, where
 
 
 # ---------------------------------------------------------------------------------------------

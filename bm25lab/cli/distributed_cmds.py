@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 import typer
 
@@ -22,7 +23,12 @@ CLUSTER_OPT = typer.Option("--cluster", metavar="ADDRESS",
                            help=f"Run on a Dask cluster: {_FORMS}. Needs the index on a path every worker shares.")
 SHARDS_OPT = typer.Option("--shards", min=1, help="Build a sharded index of N shards (default with --cluster: one "
                                                   "per worker).")
-PARTITION_OPT = typer.Option("--partition-docs", min=1, help="Documents sent to a worker at a time (--cluster).")
+PARTITION_OPT = typer.Option("--partition-docs", min=1, help="Documents sent to a worker at a time (--cluster, when "
+                                                             "this process reads the documents: a bundled collection, "
+                                                             "--duplicates first/last).")
+PARTITION_BYTES_OPT = typer.Option("--partition-bytes", min=1, help="Bytes of input a worker reads at a time (--cluster "
+                                                                    "with files: big uncompressed JSONL/TSV files are "
+                                                                    "cut in ranges, small files grouped). Default 64 MiB.")
 
 
 def is_sharded(directory: Path) -> bool:
@@ -72,6 +78,28 @@ def growth(directory: Path) -> ModuleType:
     return segments
 
 
+@contextmanager
+def on_cluster(directory: Path, cluster: Optional[str]) -> Iterator[tuple[Optional[ModuleType], Any]]:
+    """`add`, `delete`, `optimize --cluster ADDRESS`: (:mod:`bm25lab.distributed`, a client) for a sharded
+    index, connected for the ``with`` block; (None, None) without ``cluster``."""
+    if cluster is None:
+        yield None, None
+        return
+    from ..engine.errors import IndexFormatError
+
+    if not is_sharded(directory):
+        if (directory / "index.json").is_file():
+            raise IndexFormatError(f"{directory}: an ordinary index; a cluster changes a sharded index (build one "
+                                   f"with --shards N)")
+        from ..engine.shards import read_manifest
+
+        read_manifest(directory.absolute())  # the one-line error of a folder holding no index
+    from .. import distributed
+
+    with distributed.connect(cluster) as client:
+        yield distributed, client
+
+
 def index_sharded(source: str, docs: Iterable["Document"], count: Optional[Callable[[], Optional[int]]], out: Path,
                   tokenizer: "Tokenizer", *, shards: Optional[int], cluster: Optional[str], partition_docs: int,
                   workers: Optional[int], overwrite: bool, backend: Optional[str], started: float) -> None:
@@ -97,6 +125,25 @@ def index_sharded(source: str, docs: Iterable["Document"], count: Optional[Calla
             sharding.build(docs, out, shards, tokenizer, overwrite=overwrite, workers=workers,
                            progress=advance, source=source, backend=backend)
     report_duplicates(docs)
+    report_built(out, time.perf_counter() - started)
+
+
+def index_read_by_workers(source: str, out: Path, tokenizer: "Tokenizer", *, shards: Optional[int], cluster: str,
+                          partition_bytes: Optional[int], format: Optional[str], id_field: Optional[str],
+                          text_fields: Optional[str], title_field: Optional[str], overwrite: bool,
+                          backend: Optional[str], started: float) -> None:
+    """`bm25lab index FILES --cluster ADDRESS` (a file, a folder or a glob pattern): the workers read the
+    files (this process sends them names and byte ranges, never documents)."""
+    from .. import distributed
+    from ..engine.shards import check_target
+
+    check_target(out, overwrite)
+    with distributed.connect(cluster) as client, \
+            document_progress(f"indexing {source} on {cluster} (the workers read it)", None) as advance:
+        distributed.build(source, out, shards=shards or distributed.worker_count(client), client=client,
+                          tokenizer=tokenizer, overwrite=overwrite, backend=backend, progress=advance,
+                          partition_bytes=partition_bytes, format=format, id_field=id_field, text_fields=text_fields,
+                          title_field=title_field)
     report_built(out, time.perf_counter() - started)
 
 

@@ -17,7 +17,7 @@ from .common import (B_OPT, BACKEND_OPT, DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT_
                      BackendName, Language, TableFormat, VariantName,
                      QUIET_OPT, backend_name, document_progress, handles_errors, human_bytes, note,
                      query_progress, report_duplicates, say)
-from .distributed_cmds import CLUSTER_OPT, PARTITION_OPT, SHARDS_OPT
+from .distributed_cmds import CLUSTER_OPT, PARTITION_BYTES_OPT, PARTITION_OPT, SHARDS_OPT
 from .search_cmds import check_order, with_filter
 from .inputs import (DUPLICATES_OPT, FORMAT_OPT, ID_FIELD_OPT, QUERY_FORMAT_OPT, QUERY_ID_FIELD_OPT, QUERY_IDS_OPT,
                      QUERY_TEXT_FIELDS_OPT, TEXT_FIELDS_OPT, TITLE_FIELD_OPT, TOPIC_FIELD_OPT, DocumentFormat, Duplicates, QueryFormat,
@@ -34,8 +34,8 @@ def make_tokenizer(language: Enum, stem: Optional[bool], stopwords: Optional[Pat
     return Tokenizer(language.value, stem=stem, stopwords=stopwords if stopwords else "default", user_dict=user_dict)
 
 
-SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W) or a folder of .txt files (or .gz of any), or a bundled "
-               "collection's name.")
+SOURCE_HELP = ("JSONL, TSV, CSV, TREC, SMART (.I/.T/.W), Parquet or a folder of .txt files (or .gz of any), a glob "
+               "pattern of such files ('docs-*.jsonl.gz', quoted), or a bundled collection's name.")
 
 
 @handles_errors
@@ -57,18 +57,20 @@ def index(
     shards: Annotated[Optional[int], SHARDS_OPT] = None,
     cluster: Annotated[Optional[str], CLUSTER_OPT] = None,
     partition_docs: Annotated[int, PARTITION_OPT] = 10_000,
+    partition_bytes: Annotated[Optional[int], PARTITION_BYTES_OPT] = None,
     title_field: Annotated[Optional[str], TITLE_FIELD_OPT] = None,
     quiet: Annotated[bool, QUIET_OPT] = False,
 ) -> None:
     """Build an index from SOURCE into --out.
 
     Example: bm25lab index cran.all.1400 --out cran-idx --language en
-    Sharded, on a Dask cluster: bm25lab index docs.jsonl --out my-index --shards 3 --cluster tcp://HOST:8786
+    Sharded, on a Dask cluster: bm25lab index 'docs-*.jsonl.gz' --out my-index --shards 3 --cluster tcp://HOST:8786
+    (the workers read the files; the index folder and the files on paths every worker shares)
     """
     from ..engine import Index
     from ..engine.errors import InputError, ParameterError
     from ..engine.storage import MANIFEST, check_target, size_on_disk
-    from .inputs import documents
+    from .inputs import documents, is_files
 
     if (out / MANIFEST).exists() and not overwrite:
         raise InputError("an index exists already; add --overwrite to replace it", out)
@@ -81,6 +83,11 @@ def index(
         if fields is not None:
             raise ParameterError("--fields (BM25F) builds an ordinary index: a sharded index (--shards, --cluster) "
                                  "has no fields")
+        if cluster is not None and duplicates.value == "error" and is_files(source):  # the workers read it
+            return distributed_cmds.index_read_by_workers(
+                source, out, tokenizer, shards=shards, cluster=cluster, partition_bytes=partition_bytes,
+                format=None if format.value == "auto" else format.value, id_field=id_field, text_fields=text_fields,
+                title_field=title_field, overwrite=overwrite, backend=backend_name(backend), started=started)
         docs, count = documents(source, format, id_field, text_fields, duplicates, title_field)
         return distributed_cmds.index_sharded(source, docs, count, out, tokenizer, shards=shards, cluster=cluster,
                                               partition_docs=partition_docs, workers=workers, overwrite=overwrite,

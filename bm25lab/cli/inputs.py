@@ -98,6 +98,13 @@ def _neither(spec: str, what: str) -> InputError:
     return InputError(f"no such {what}, nor a bundled collection ({', '.join(corpora.names())})", spec)
 
 
+def is_files(source: str) -> bool:
+    """Whether ``source`` names files (a file, a folder, a glob pattern), not a bundled collection."""
+    from ..engine.sources.pieces import is_glob
+
+    return bundled(source) is None and (Path(source).exists() or is_glob(source))
+
+
 def documents(source: str, format: Enum, id_field: Optional[str], text_fields: Optional[str],
               duplicates: Enum, title_field: Optional[str] = None
               ) -> tuple[Iterator["Document"], Optional[Callable[[], Optional[int]]]]:
@@ -115,6 +122,10 @@ def documents(source: str, format: Enum, id_field: Optional[str], text_fields: O
             return corpus.documents(), None
         docs = read_documents(corpus.docs_path, format="jsonl", duplicates=duplicates.value)
         return docs, lambda: corpus.num_docs
+    from ..engine.sources.pieces import is_glob
+
+    if is_glob(source):  # the matching files, one after another
+        return _glob_documents(source, format, id_field, text_fields, duplicates, title_field), None
     if not Path(source).exists():
         raise _neither(source, "file or folder")
     docs = read_documents(source, format=None if format.value == "auto" else format.value, id_field=id_field,
@@ -124,6 +135,21 @@ def documents(source: str, format: Enum, id_field: Optional[str], text_fields: O
     from ..experiments import titled
 
     return titled(docs, title_field), docs.count
+
+
+def _glob_documents(source: str, format: Enum, id_field: Optional[str], text_fields: Optional[str],
+                    duplicates: Enum, title_field: Optional[str]) -> Iterator["Document"]:
+    from ..engine.sources.pieces import read_source
+
+    if duplicates.value != "error":
+        raise ParameterError(f"--duplicates {duplicates.value} reads one file or folder, not a glob pattern")
+    docs = read_source(source, format=None if format.value == "auto" else format.value, id_field=id_field,
+                       text_fields=text_fields)
+    if title_field is None:
+        return docs
+    from ..experiments import titled
+
+    return iter(titled(docs, title_field))
 
 
 def check_file(path: Path) -> None:

@@ -61,12 +61,14 @@ and the commit names them: a failure leaves the old index, or no folder.
 
 The package's modules follow the job: :mod:`.manifest` (``shards.json``, routing, the statistics),
 :mod:`.build` (building), :mod:`.shard` (a shard and the two rounds of a search), :mod:`.changes` (add,
-delete, optimize) and :mod:`.sharded` (the :class:`ShardedIndex`); this module only hands their names on.
+delete, optimize; and their steps a shard at a time, which :mod:`bm25lab.distributed` runs as tasks) and :mod:`.sharded` (the :class:`ShardedIndex`); this module only hands their names on.
 """
 from __future__ import annotations
 
 from .build import Build, PartitionSegments, assemble_shard, build, building, check_target, write_partition
-from .changes import add_documents, delete_documents, optimize
+from .changes import (ShardChange, add_documents, add_to_shard, changed_statistics, changing, check_shard,
+                      check_statistics, commit_changes, delete_documents, delete_from_shard, optimize, optimize_shard,
+                      unknown_ids)
 from .manifest import (DF_FILE, FORMAT_VERSION, MANIFEST, ShardRecord, TermCounts, check_shard_count, is_sharded,
                        load_counts, parse_manifest, read_manifest, read_manifest_bytes, route, settle, size_on_disk,
                        write_statistics)
@@ -74,9 +76,11 @@ from .shard import (GlobalTerms, Shard, ShardHits, code_point_ranks, load_shard,
                     search_params, search_shards)
 from .sharded import ShardedIndex, ShardedIndexInfo
 
-__all__ = ["Build", "DF_FILE", "FORMAT_VERSION", "GlobalTerms", "MANIFEST", "PartitionSegments", "Shard", "ShardHits", "ShardRecord", "ShardedIndex",
-           "ShardedIndexInfo", "TermCounts", "add_documents", "assemble_shard", "build", "building", "check_shard_count",
-           "check_target", "code_point_ranks", "delete_documents", "is_sharded", "load_counts", "load_shard",
-           "load_shards", "merge_hits", "optimize", "parse_manifest", "read_manifest", "read_manifest_bytes",
-           "results_of", "route", "search_params", "search_shards", "settle", "size_on_disk", "write_partition",
-           "write_statistics"]
+__all__ = ["Build", "DF_FILE", "FORMAT_VERSION", "GlobalTerms", "MANIFEST", "PartitionSegments", "Shard",
+           "ShardChange", "ShardHits", "ShardRecord", "ShardedIndex", "ShardedIndexInfo", "TermCounts",
+           "add_documents", "add_to_shard", "assemble_shard", "build", "building", "changed_statistics",
+           "changing", "check_shard", "check_shard_count", "check_statistics", "check_target",
+           "code_point_ranks", "commit_changes", "delete_documents", "delete_from_shard", "is_sharded",
+           "load_counts", "load_shard", "load_shards", "merge_hits", "optimize", "optimize_shard",
+           "parse_manifest", "read_manifest", "read_manifest_bytes", "results_of", "route", "search_params",
+           "search_shards", "settle", "size_on_disk", "unknown_ids", "write_partition", "write_statistics"]

@@ -3,9 +3,10 @@ commit under the writer's lock (:func:`add_documents`, :func:`delete_documents`,
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 
 from .. import backends, segments, storage
@@ -100,16 +101,24 @@ def _check_whole(tx: _Transaction) -> None:
     and journal what a writer may write to. A change to any shard is refused while another is damaged
     (a file changed, a shard folder replaced by another build's), as searching and ``info`` refuse the
     index; nothing is written into a damaged shard (not even its ``index.json`` brought to its copy)."""
-    for position, entry in enumerate(tx.manifest["shards"]):
-        shard_dir = tx.directory / entry["name"]
-        check_folder(shard_dir)
-        storage.Journal(shard_dir).names()  # a journal that is no regular file is refused now, not after the commit
-        parts = tx.parts(position)
-        if sum(p.num_live for p in parts) != entry["manifest"]["counts"]["documents"]:
-            raise IndexFormatError(f"{shard_dir}: its segments hold {sum(p.num_live for p in parts)} documents, "
-                                   f"{tx.directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
-                                   f"rebuild the index")
+    for position in range(tx.num_shards):
+        tx._parts[position] = check_shard(tx.directory, tx.manifest, position, tx.verify)
     load_counts(tx.directory, tx.manifest["statistics"], verify=tx.verify)
+
+
+def check_shard(directory: Path, manifest: Mapping[str, Any], position: int, verify: bool) -> list[Part]:
+    """Shard ``position`` of the (checked) ``manifest``, read as :func:`_check_whole` reads each shard
+    (its folder, its journal, its segments against its counts); its parts."""
+    entry = manifest["shards"][position]
+    shard_dir = directory / entry["name"]
+    check_folder(shard_dir)
+    storage.Journal(shard_dir).names()  # a journal that is no regular file is refused now, not after the commit
+    parts = segments.load_parts(shard_dir, entry["manifest"], verify=verify, root=directory)
+    if sum(p.num_live for p in parts) != entry["manifest"]["counts"]["documents"]:
+        raise IndexFormatError(f"{shard_dir}: its segments hold {sum(p.num_live for p in parts)} documents, "
+                               f"{directory / MANIFEST} says {entry['manifest']['counts']['documents']}; "
+                               f"rebuild the index")
+    return parts
 
 
 def _after(manifest: Mapping[str, Any]) -> tuple[int, int]:
@@ -209,3 +218,147 @@ def optimize(directory: str | Path, *, verify: bool = True) -> Change:
             scratch.cleanup()
     documents, segs = _after(read_manifest(directory))
     return Change(merged=merged, purged=purged, documents=documents, segments=segs)
+
+
+# ---------------------------------------------------------------------------------------------
+# A change a shard at a time: the steps of add, delete and optimize that a cluster's workers run, each
+# on one shard (bm25lab.distributed), between the holder's lock (changing) and its commit
+
+
+@dataclass(frozen=True)
+class ShardChange:
+    """What a change wrote into shard ``position``: its new manifest (sealed; None: unchanged), the
+    counts of its live documents before and after (None: the same documents), and what it did."""
+
+    position: int
+    manifest: dict[str, Any] | None
+    before: TermCounts | None = None
+    after: TermCounts | None = None
+    replaced: int = 0
+    merged: int = 0
+    purged: int = 0
+
+
+@contextmanager
+def changing(directory: str | Path, tokenizer_config: dict[str, Any] | None = None,
+             shards: int | None = None) -> Iterator[dict[str, Any]]:
+    """The writer's lock of the sharded index in ``directory`` held, what an earlier writer left
+    settled, and its manifest (with ``tokenizer_config``/``shards``: still the index the new documents
+    were analysed and routed for). The holder checks every shard and the statistics
+    (:func:`check_shard`, :func:`check_statistics`), then calls :func:`sync_shards`, then changes
+    shards (:func:`add_to_shard`, ...) and commits (:func:`commit_changes`); on failure what was
+    written is removed."""
+    directory = Path(directory).absolute()
+    with write_lock(directory):
+        storage.settle(directory)
+        manifest = read_manifest(directory)
+        if tokenizer_config is not None and (config_key(manifest["tokenizer"]) != config_key(tokenizer_config)
+                                             or len(manifest["shards"]) != shards):
+            raise IndexFormatError(f"{directory}: the index was replaced by another while the documents were "
+                                   f"being analysed; run the command again")
+        try:
+            yield manifest
+        except BaseException:
+            settle_after_failure(directory)
+            raise
+
+
+def check_statistics(directory: Path, manifest: Mapping[str, Any], verify: bool) -> None:
+    load_counts(directory, manifest["statistics"], verify=verify)
+
+
+def unknown_ids(directory: Path, manifest: Mapping[str, Any], position: int, doc_ids: Sequence[str],
+                verify: bool) -> list[str]:
+    """Check shard ``position`` (:func:`check_shard`); the ids of ``doc_ids`` that it holds no live document of."""
+    located = segments.locate(check_shard(directory, manifest, position, verify), list(doc_ids))
+    return [doc_id for doc_id in doc_ids if doc_id not in located]
+
+
+def _rewritten(directory: Path, manifest: Mapping[str, Any], position: int, parts: list[Part], changed: list[Part],
+               move_stores: bool, counts: bool, **done: int) -> ShardChange:
+    entry = manifest["shards"][position]
+    if counts:
+        for part in parts:
+            part.check()  # damaged data never gets fresh statistics
+    new = sealed(segments.manifest_of(directory / entry["name"], entry["manifest"], changed, move_stores))
+    before, after = (TermCounts.of_parts(parts), TermCounts.of_parts(changed)) if counts else (None, None)
+    return ShardChange(position, new, before, after, **done)
+
+
+def _parts(directory: Path, manifest: Mapping[str, Any], position: int) -> list[Part]:
+    entry = manifest["shards"][position]
+    return segments.load_parts(directory / entry["name"], entry["manifest"], verify=False, root=directory)
+
+
+def add_to_shard(directory: Path, manifest: Mapping[str, Any], position: int, staging: Path,
+                 pieces: Sequence[tuple[int, int, dict[str, Any]]], source: str | Path | None) -> ShardChange:
+    """Add to shard ``position`` the documents staged for it in ``<staging>/shard-<position>/`` (``pieces``:
+    ``(first, count, entry)`` of each partition of the input that sent it some, in input order), as one
+    new segment (a document whose id the shard holds replaces it), as :func:`add_documents` adds them."""
+    from .build import check_unique_ids
+
+    folder = staging / f"shard-{position}"
+    staged = segments.load_parts(folder, {"segments": [entry for _, _, entry in pieces]}, verify=len(pieces) > 1)
+    check_unique_ids(staged, pieces, source)
+    work = Scratch(staging)
+    try:
+        new = segments.merged_part(staged, work.path)
+        parts = _parts(directory, manifest, position)
+        changed, replaced = segments.with_added(parts, new)
+        return _rewritten(directory, manifest, position, parts, changed, True, True, replaced=replaced)
+    finally:
+        work.cleanup()
+
+
+def delete_from_shard(directory: Path, manifest: Mapping[str, Any], position: int,
+                      doc_ids: Sequence[str]) -> ShardChange:
+    """Delete ``doc_ids`` (each a live document of shard ``position``: :func:`unknown_ids`) from it."""
+    parts = _parts(directory, manifest, position)
+    return _rewritten(directory, manifest, position, parts, segments.with_deleted(parts, doc_ids)[0], False, True)
+
+
+def optimize_shard(directory: Path, manifest: Mapping[str, Any], position: int, scratch: Path) -> ShardChange:
+    """Shard ``position``'s segments merged into one without its deleted documents (in a scratch folder
+    inside ``scratch``), as :func:`optimize` merges them; unchanged (``manifest`` None) when it is one
+    segment without deletions."""
+    parts = _parts(directory, manifest, position)
+    deleted = sum(int(p.deleted.shape[0]) for p in parts)
+    if len(parts) <= 1 and not deleted:
+        return ShardChange(position, None)
+    work = Scratch(scratch)
+    try:
+        changed = [segments.merged_part(parts, work.path)] if sum(p.num_live for p in parts) else []
+        return _rewritten(directory, manifest, position, parts, changed, True, False, merged=len(parts),
+                          purged=deleted)
+    finally:
+        work.cleanup()
+
+
+def changed_statistics(directory: Path, manifest: Mapping[str, Any], changes: Sequence[ShardChange]
+                       ) -> dict[str, Any]:
+    """The statistics after ``changes`` (derived from the old ones, verified, and the changed shards'
+    counts before and after), written under a journaled name; the old record when no live document changed."""
+    counted = [c for c in changes if c.manifest is not None and c.before is not None and c.after is not None]
+    if not counted:
+        return dict(manifest["statistics"])
+    old = load_counts(directory, manifest["statistics"], verify=True)
+    items = [old] + [c.before for c in counted] + [c.after for c in counted]
+    signs = [1] + [-1] * len(counted) + [1] * len(counted)
+    return write_statistics(directory, TermCounts.total(items, signs),  # type: ignore[arg-type]
+                            journaled_name(directory, "stats"))
+
+
+def commit_changes(directory: Path, manifest: Mapping[str, Any], changes: Sequence[ShardChange],
+                   statistics: Mapping[str, Any]) -> Change:
+    """Commit the shards' new manifests and ``statistics`` (:func:`changed_statistics`) as the next
+    generation (nothing to commit when no shard changed); the index after it."""
+    written = [c for c in changes if c.manifest is not None]
+    if written:
+        shards = [dict(entry) for entry in manifest["shards"]]
+        for change in written:
+            shards[change.position]["manifest"] = change.manifest
+        commit(directory, dict(manifest, generation=manifest["generation"] + 1, shards=shards,
+                               statistics=dict(statistics)))
+    documents, segs = _after(read_manifest(directory))
+    return Change(replaced=sum(c.replaced for c in written), merged=sum(c.merged for c in written),
+                  purged=sum(c.purged for c in written), documents=documents, segments=segs)

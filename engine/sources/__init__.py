@@ -50,6 +50,10 @@ Document formats (``read_documents``; the format is detected from the name and t
     header are metadata), NPL ``doc-text`` (the number on a line, the text, a line ``/``) and LISA
     (``Document N``, the title up to a blank line, the abstract, a line of asterisks; a folder of
     ``LISA0.001`` .. ``LISA5.850`` is one corpus in sorted name order).
+``parquet``
+    A ``.parquet`` file or a folder of them (a dataset: its files in sorted order), read through
+    ``pyarrow.dataset``; a row is a record with JSON Lines' columns (``id``, ``text``, ``title``, the
+    rest metadata; ``id_field``/``text_fields`` choose others); errors name the file and the row.
 
 Detection: a folder reads as ``folder`` when it holds a ``.txt`` file, else as the one format its
 files show (``lisa``, ``trec``); a file by its extension (``.jsonl .json .ndjson .tsv .csv
@@ -100,7 +104,7 @@ from typing import Iterable, Iterator
 
 from ..errors import InputError, ParameterError
 from ..records import Document
-from . import delimited, folder, glasgow, jsonl, smart, trec
+from . import delimited, folder, glasgow, jsonl, parquet, smart, trec
 from .base import (QUERY_ID_KEYS, QUERY_TEXT_KEYS, DocumentFormat, FieldMap, QueryFormat, check_exists, first_bytes,
                    format_extension, is_txt, walk_files)
 from .smart import SMART_FIELDS
@@ -120,6 +124,7 @@ DOCUMENT_FORMATS: dict[str, DocumentFormat] = {
     "time": glasgow.TIME_DOCUMENTS,
     "npl": glasgow.NPL_DOCUMENTS,
     "lisa": glasgow.LISA_DOCUMENTS,
+    "parquet": parquet.DOCUMENTS,
 }
 """Every document format by name (``read_documents(format=)``, ``--format``): see :class:`DocumentFormat`."""
 

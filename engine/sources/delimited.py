@@ -26,12 +26,15 @@ def tsv_header(fields: list[str]) -> list[str] | None:
     return ["id", *roles]  # type: ignore[list-item]
 
 
-def read_tsv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[Document]:
+def read_tsv_documents(path: Path, mapping: FieldMap = FieldMap(),
+                       lines: Iterable[tuple[int, str]] | None = None) -> Iterator[Document]:
+    """``lines``: the (number, line) pairs to read instead of the file's (the first line, then a byte range
+    of the file: :mod:`.pieces`)."""
     if not mapping.default:
-        yield from _read_named_tsv_documents(path, mapping)
+        yield from _read_named_tsv_documents(path, mapping, lines)
         return
     roles: list[str] | None = None
-    for lineno, line in read_lines(path):
+    for lineno, line in read_lines(path) if lines is None else lines:
         content = strip_eol(line)
         if not content.strip():
             continue
@@ -57,11 +60,12 @@ def read_tsv_documents(path: Path, mapping: FieldMap = FieldMap()) -> Iterator[D
         )
 
 
-def _read_named_tsv_documents(path: Path, mapping: FieldMap) -> Iterator[Document]:
+def _read_named_tsv_documents(path: Path, mapping: FieldMap,
+                              lines: Iterable[tuple[int, str]] | None = None) -> Iterator[Document]:
     """A TSV whose first line names its columns, mapped by ``--id-field`` / ``--text-fields``."""
     header: list[str] | None = None
     id_col = 0
-    for lineno, line in read_lines(path):
+    for lineno, line in read_lines(path) if lines is None else lines:
         content = strip_eol(line)
         if not content.strip():
             continue

@@ -3,7 +3,7 @@ LeCaRD's raw queries); the id and text fields found by their usual names or chos
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..errors import InputError
 from ..records import Document
@@ -14,9 +14,11 @@ from .base import (CONTENT_LINE, DOC_ID_KEYS, DOC_TEXT_KEYS, ID_OPTION, QUERY_ID
 # --------------------------------------------------------------------------- document readers
 
 
-def read_jsonl_documents(path: Path, fields: FieldMap = FieldMap()) -> Iterator[Document]:
+def read_jsonl_documents(path: Path, fields: FieldMap = FieldMap(),
+                         lines: Iterable[tuple[int, str]] | None = None) -> Iterator[Document]:
+    """``lines``: the (number, line) pairs to read instead of the file's (a byte range of it: :mod:`.pieces`)."""
     id_keys = DOC_ID_KEYS if fields.id_field is None else (fields.id_field,)
-    for lineno, line in read_lines(path):
+    for lineno, line in read_lines(path) if lines is None else lines:
         if not line.strip():
             continue
         obj = parse_json_object(line, path, lineno)

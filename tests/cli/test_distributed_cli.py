@@ -159,6 +159,40 @@ def test_cluster_errors_are_one_line(workdir: Path, tmp_path: Path, address: str
     assert result.exit_code == 1 and "an ordinary index; a cluster searches a sharded index" in one_error_line(result)
 
 
+def test_files_read_by_the_workers_and_changes_on_a_cluster(tmp_path: Path, address: str) -> None:
+    """`index 'docs-*.jsonl' --cluster`: the workers read the files, and the index is the one `index
+    'docs-*.jsonl' --shards` writes here; `add`, `delete`, `optimize --cluster` change it as they change it
+    here; a bad line is one error naming the file and the line, exit 1, no folder."""
+    from test_distributed_files import normal, write_corpus  # type: ignore[import-not-found]
+
+    corpus = write_corpus(tmp_path / "corpus", per_file=40)
+    pattern = str(corpus / "docs-*.jsonl*")
+    common = ["--shards", "3", "--language", "en"]
+    ok("index", pattern, "--out", str(tmp_path / "here"), *common, "--workers", "1")
+    built = ok("index", pattern, "--out", str(tmp_path / "there"), *common, "--cluster", address,
+               "--partition-bytes", "1500")
+    assert "indexed 160 documents into 3 shards" in built.output
+    assert normal(tmp_path / "there") == normal(tmp_path / "here")
+    (tmp_path / "new.jsonl").write_text("".join(json.dumps({"id": f"j0-{j}", "text": "wind wave"}) + "\n"
+                                                for j in range(0, 80, 4)), encoding="utf-8")
+    for cluster in ([], ["--cluster", address]):
+        target = str(tmp_path / ("there" if cluster else "here"))
+        assert "added 20 documents (10 replaced)" in ok("add", target, str(tmp_path / "new.jsonl"), *cluster).output
+        assert "deleted 2 documents" in ok("delete", target, "j1-3", "j3-5", *cluster).output
+        assert "no such document in the index: 'nope'" in one_error_line(invoke("delete", target, "nope", *cluster))
+        assert "dropped 12 deleted documents" in ok("optimize", target, *cluster).output
+    assert normal(tmp_path / "there") == normal(tmp_path / "here")
+    lines = (corpus / "docs-3.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[30] = "{not json\n"
+    (corpus / "docs-3.jsonl").write_text("".join(lines), encoding="utf-8")
+    failed = invoke("index", pattern, "--out", str(tmp_path / "bad"), *common, "--cluster", address,
+                    "--partition-bytes", "1500")
+    assert failed.exit_code == 1 and not (tmp_path / "bad").exists()
+    assert f"{corpus / 'docs-3.jsonl'}:31: invalid JSON" in one_error_line(failed)
+    refused = invoke("optimize", str(tmp_path / "there" / "nothing"), "--cluster", address)
+    assert refused.exit_code == 1 and "no such index directory" in one_error_line(refused)
+
+
 # ---------------------------------------------------------------------------------------------- the bar
 def unseen_collection(folder: Path) -> tuple[Path, Path]:
     """A collection no part of bm25lab has seen: 3,000 seeded documents of English and Chinese words."""
@@ -208,8 +242,9 @@ def test_the_bar_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
             assert done.returncode == 0, done.stderr
             return done.stdout
 
+        pieces = -(-docs.stat().st_size // 150_000)  # the workers read the file in byte ranges of 150,000
         assert "into 3 shards" in bm25lab("index", str(docs), "--out", "sharded", "--shards", "3", "--cluster", address,
-                                          "--partition-docs", "700")
+                                          "--partition-bytes", "150000")
         bm25lab("run", "sharded", str(queries), "--out", "cluster.run", "--cluster", address)
         bm25lab("index", str(docs), "--out", "single", "--workers", "1")
         bm25lab("run", "single", str(queries), "--out", "single.run")
@@ -219,7 +254,7 @@ def test_the_bar_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
             saw = client.run_on_scheduler(lambda dask_scheduler: {
                 name: dict(p.state_counts) for name, p in dask_scheduler.task_prefixes.items()})
             workers = client.run(lambda dask_worker: dask_worker.state.executed_count)
-        assert saw["bm25lab-partition"]["memory"] == 5  # 3,000 documents, 700 a partition
+        assert pieces >= 3 and saw["bm25lab-read"]["memory"] == pieces  # the client sent names and ranges
         for prefix in ("bm25lab-shard", "bm25lab-statistics", "bm25lab-look-up", "bm25lab-top-k"):
             assert saw[prefix]["memory"] >= 1, saw
         assert len(workers) == 2 and all(count > 0 for count in workers.values()), workers  # both did work

@@ -409,7 +409,8 @@ def test_fuzz_folder(tmp_path_factory, files):
 
 
 def test_registries_cover_the_documented_formats():
-    assert sorted(DOCUMENT_FORMATS) == ["csv", "folder", "jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
+    assert sorted(DOCUMENT_FORMATS) == ["csv", "folder", "jsonl", "lisa", "npl", "parquet", "smart", "time",
+                                      "trec", "tsv"]
     assert sorted(QUERY_FORMATS) == ["jsonl", "lisa", "npl", "smart", "time", "trec", "tsv"]
     # every row says what it is, and what tells it: a name, or its first bytes (a folder: what it holds)
     for name, row in [*DOCUMENT_FORMATS.items(), *QUERY_FORMATS.items()]:
