@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .scoring import Params
     from .segments import Part
 
-__all__ = ["document_numbers", "ordering_upper", "posting_positions", "term_counts", "term_ids", "term_weights", "weighted_batch"]
+__all__ = ["document_numbers", "ordering_upper", "posting_positions", "term_counts", "term_ids", "term_weights",
+           "weighted_batch"]
 
 
 def term_ids(backend: Backend, scorer: Scorer, terms: Sequence[str]) -> np.ndarray:

@@ -84,6 +84,10 @@ def test_all_queries_plain_rm3(cranfield_index, queries):
     assert bits(search_many(cranfield_index, queries, 1000, None, Feedback("rm3"))) == bits(expected)
 
 
+def weight_bits(weights: dict) -> dict:
+    return {t: np.float64(w).view(np.int64) for t, w in weights.items()}
+
+
 def _by_search(index, monkeypatch):
     """``index`` answering the protocol by its definitions (single-term searches) only."""
     for hook in ("_term_statistics", "_term_weights", "_retrieve_weighted"):
@@ -112,8 +116,8 @@ def test_protocol_equals_definitions(cases, kind, monkeypatch):
     assert stats.df[vocabulary.index("zzz-unknown")] == 0
     for p in params:
         weights, searched = found[p]
-        assert [{t: np.float64(w).view(np.int64) for t, w in d.items()} for d in weights] == \
-               [{t: np.float64(w).view(np.int64) for t, w in d.items()} for d in index.term_weights(docs, lists, params=p)]
+        defined_weights = index.term_weights(docs, lists, params=p)
+        assert [weight_bits(d) for d in weights] == [weight_bits(d) for d in defined_weights]
         assert searched == bits(index.search_weighted(weighted, 50, params=p))
     assert weights[-1] == {t: 0.0 for t in lists[-1]}
 
@@ -133,8 +137,18 @@ def test_distributed_index_runs_the_definitions(docs, queries, cases):
 
     sharded = cases["sharded"].index
     few = dict(list(queries.items())[:1])  # every statistic a search through the scheduler: one query only
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         index = bd.DistributedIndex(sharded.path, client)
         feedback = Feedback("rocchio", 2, 5)  # statistics, weights and the weighted search: all the protocol
-        assert bits(search_many(index, few, 100, None, feedback)) == bits(search_many(sharded, few, 100, None, feedback))
+        expected = bits(search_many(sharded, few, 100, None, feedback))
+        assert bits(search_many(index, few, 100, None, feedback)) == expected
+
+
+def test_numpy_backend(docs, queries):
+    """The numpy backend's weighted search (the specification of the kernels) orders the terms the same way."""
+    index = Index.build(docs, tokenizer=Tokenizer("en"), backend="numpy")
+    first, stats = dict(list(queries.items())[:QUERIES]), FeedbackStatistics(index)
+    for feedback, params in [(Feedback("rm3"), None), (Feedback("rocchio", 4, 15, 0.7), Params("robertson", 0.8, 0.3))]:
+        expected = search_many_reference(index, first, 1000, params, feedback, stats)
+        assert bits(search_many(index, first, 1000, params, feedback)) == bits(expected)
