@@ -10,10 +10,16 @@ the BM25 weight of t in d under the run's parameters (one single-term search per
 every query of a batch), added in the expanded query's order (weight descending, then term); top k by the tie
 rule (score descending, document id descending).
 
-Statistics come from searches too, so every kind of index gives the same figures: N is ``num_docs``; a term's
-document frequency is the number of documents a single-term search returns at k = N, and each document's tf is
-read back exactly from the ``lucene`` weight at k1 = 1, b = 0 (w = idf tf / (tf + 1), so tf = r / (1 - r) with
-r = w / idf, rounded); the collection frequency (Bo1's F) and the collection's tokens are their sums.
+Statistics are defined by searches, so every kind of index gives the same figures: N is ``num_docs``; a
+term's document frequency is the number of documents a single-term search returns at k = N, and each
+document's tf is read back exactly from the ``lucene`` weight at k1 = 1, b = 0 (w = idf tf / (tf + 1), so tf =
+r / (1 - r) with r = w / idf, rounded); the collection frequency (Bo1's F) and the collection's tokens are their
+sums. :func:`search_many_reference` (with :class:`FeedbackStatistics`, :func:`expand`, :func:`second_pass`)
+computes everything so, query by query: the specification. :func:`search_many` runs a batch in bulk through
+the index's protocol (:mod:`~bm25lab.engine.searching`): one first-pass batch, the statistics and Rocchio's
+weights of all the feedback documents' terms at once (an ``Index`` and a ``ShardedIndex`` read them from their
+postings), and the second pass as one batch of weighted queries searched by the compiled kernels, in the
+same order of terms; its results are the specification's, bit for bit (tests/engine/test_feedback_bulk.py).
 
 Deliberate differences from the references: float64 everywhere (Anserini and Terrier use float32 in places);
 ties where the references sort an unordered map (which terms survive a cut of equal weights) are broken by
@@ -27,6 +33,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
@@ -38,7 +45,8 @@ if TYPE_CHECKING:
     from .records import Results
     from .searching import Searcher
 
-__all__ = ["DEFAULTS", "METHODS", "Feedback", "FeedbackStatistics", "expand", "search_many"]
+__all__ = ["DEFAULTS", "METHODS", "BulkStatistics", "Feedback", "FeedbackStatistics", "expand", "search_many",
+           "search_many_reference", "second_pass"]
 
 _ASCII_TERM = re.compile(r"^[a-z0-9]+$")
 _STAT_PARAMS = Params("lucene", 1.0, 0.0)
@@ -103,6 +111,31 @@ class FeedbackStatistics:
             self._weights[key] = (hits.doc_ids, np.asarray(hits.scores, dtype=np.float64))
         return self._weights[key]
 
+    def weight(self, doc_id: str, term: str, params: Params) -> float:
+        """The BM25 weight of ``term`` in the document ``doc_id`` under ``params`` (0.0 if it lacks it)."""
+        ids, scores = self.weights(term, params)
+        return float(scores[ids.index(doc_id)]) if doc_id in ids else 0.0
+
+
+class BulkStatistics:
+    """The statistics a batch of feedback reads, fetched at once through the index's protocol
+    (:meth:`~bm25lab.engine.searching.Searcher.term_statistics`, :meth:`~.Searcher.term_weights`): the same
+    numbers as :class:`FeedbackStatistics`, which finds them one single-term search at a time."""
+
+    def __init__(self, n_docs: int, df: Mapping[str, int], cf: Mapping[str, int],
+                 weights: Mapping[tuple[str, str], float]) -> None:
+        self.n_docs = n_docs
+        self._df, self._cf, self._weights = df, cf, weights
+
+    def df(self, term: str) -> int:
+        return self._df[term]
+
+    def cf(self, term: str) -> int:
+        return self._cf[term]
+
+    def weight(self, doc_id: str, term: str, params: Params) -> float:
+        return self._weights[doc_id, term]
+
 
 @dataclass(frozen=True)
 class FeedbackInput:
@@ -113,7 +146,7 @@ class FeedbackInput:
     doc_ids: Sequence[str]
     scores: Sequence[float]
     doc_terms: Sequence[Counter]
-    stats: FeedbackStatistics
+    stats: FeedbackStatistics | BulkStatistics
     feedback: Feedback
     params: Params
 
@@ -134,6 +167,7 @@ def _interpolate(query: Mapping[str, float], model: Mapping[str, float], alpha: 
     return {t: alpha * query.get(t, 0.0) + (1.0 - alpha) * model.get(t, 0.0) for t in {*query, *model}}
 
 
+@lru_cache(maxsize=1 << 16)
 def _anserini_term(term: str, df: int, n_docs: int) -> bool:
     """Anserini's feedback term filter: 2 to 20 characters, ``[a-z0-9]+`` (or no ASCII character at all:
     bm25lab's addition for Chinese), in at most 10% of the documents (float32, as Anserini compares)."""
@@ -197,6 +231,12 @@ def bo1(x: FeedbackInput) -> dict[str, float]:
     return {t: query.get(t, 0.0) + chosen.get(t, 0.0) for t in {*query, *chosen}}
 
 
+@lru_cache(maxsize=1 << 16)
+def _rocchio_term(term: str) -> bool:
+    """Rocchio's term filter: 2 to 20 characters, ``[a-z0-9]+`` or without an ASCII character."""
+    return 2 <= len(term) <= 20 and not (not _ASCII_TERM.match(term) and any(ch.isascii() for ch in term))
+
+
 def rocchio(x: FeedbackInput) -> dict[str, float]:
     """Rocchio (1971) as Anserini's ``RocchioReranker``: each feedback document's vector of BM25 term weights
     (its terms of 2 to 20 characters, ``[a-z0-9]+`` or without ASCII, weighted under the run's parameters) cut
@@ -208,10 +248,9 @@ def rocchio(x: FeedbackInput) -> dict[str, float]:
     for doc, terms in zip(x.doc_ids, x.doc_terms):
         weights = {}
         for t in terms:
-            if not 2 <= len(t) <= 20 or (not _ASCII_TERM.match(t) and any(ch.isascii() for ch in t)):
+            if not _rocchio_term(t):
                 continue
-            ids, scores = x.stats.weights(t, x.params)
-            weights[t] = float(scores[ids.index(doc)]) if doc in ids else 0.0
+            weights[t] = x.stats.weight(doc, t, x.params)
         vectors.append(_top(weights, f.fb_terms))
     mean = {t: math.fsum(v.get(t, 0.0) for v in vectors) / len(vectors) for t in {t for v in vectors for t in v}}
     return _interpolate(_unit(Counter(x.tokens)), _unit(_top(mean, f.fb_terms)), f.original_query_weight)
@@ -264,8 +303,51 @@ def second_pass(stats: FeedbackStatistics, weights: Mapping[str, float], params:
 
 def search_many(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: int = 1000,
                 params: Params | None = None, feedback: Feedback = Feedback()) -> Results:
-    """Search every query of ``{qid: text}`` with feedback: :func:`expand`, then the second pass. Returns
-    :class:`~bm25lab.engine.records.Results` in the queries' order."""
+    """Search every query of ``{qid: text}`` with feedback, the whole batch at once: the first pass as one
+    batch, the feedback documents' terms, their statistics (and Rocchio's weights) in bulk through the
+    index's protocol, each query's expansion (:data:`METHODS`), then the second pass as one batch of
+    weighted queries (:meth:`~bm25lab.engine.searching.Searcher.search_weighted`, the compiled kernels).
+    The same results, bit for bit, as :func:`search_many_reference` (:func:`expand` and :func:`second_pass`
+    query by query). Returns :class:`~bm25lab.engine.records.Results` in the queries' order."""
+    from .searching import as_query_mapping, check_k
+
+    k = check_k(k)
+    params = index.params() if params is None else index._checked(params, {})  # type: ignore[attr-defined]
+    feedback = feedback.resolved()
+    queries = as_query_mapping(queries)
+    qids = list(queries)
+    tokens = list(index.tokenizer.tokenize_many(queries[q] for q in qids))
+    if not qids:
+        return index.search_weighted({}, k, params=params)
+    first = index.search_tokens_many({str(i): t for i, t in enumerate(tokens)}, k=feedback.fb_docs, params=params)
+    hits = [first[str(i)] for i in range(len(tokens))]
+    docs = list(dict.fromkeys(d for h in hits for d in h.doc_ids))
+    terms_of = dict(zip(docs, index.document_terms(docs)))
+    vocabulary = sorted({t for d in docs for t in terms_of[d]})
+    counted = index.term_statistics(vocabulary, collection_frequencies=feedback.method == "bo1")
+    df = dict(zip(vocabulary, counted.df.tolist()))
+    cf = dict(zip(vocabulary, counted.cf.tolist())) if counted.cf is not None else {}
+    weights: dict[tuple[str, str], float] = {}
+    if feedback.method == "rocchio":
+        kept = [[t for t in terms_of[d] if _rocchio_term(t)] for d in docs]
+        for doc, found in zip(docs, index.term_weights(docs, kept, params=replace(params, where=None))):
+            weights.update(((doc, t), w) for t, w in found.items())
+    stats = BulkStatistics(int(counted.num_docs), df, cf, weights)
+    expanded = {}
+    for qid, query, found in zip(qids, tokens, hits):
+        ids = found.doc_ids
+        x = FeedbackInput(list(query), ids, found.scores, [terms_of[d] for d in ids], stats, feedback, params)
+        chosen = METHODS[feedback.method](x) if ids else dict(Counter(query))
+        expanded[qid] = {t: w for t, w in chosen.items() if w > 0.0}
+    return index.search_weighted(expanded, k, params=params)
+
+
+def search_many_reference(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: int = 1000,
+                          params: Params | None = None, feedback: Feedback = Feedback(),
+                          stats: FeedbackStatistics | None = None) -> Results:
+    """:func:`search_many` as it is defined: query by query, :func:`expand` then :func:`second_pass`, every
+    statistic read through single-term searches (:class:`FeedbackStatistics`; ``stats``: one to share).
+    The specification the tests hold :func:`search_many` to; far slower."""
     from .records import DocIds, Results
     from .searching import as_query_mapping, check_k
 
@@ -275,7 +357,7 @@ def search_many(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: 
     queries = as_query_mapping(queries)
     qids = list(queries)
     tokens = list(index.tokenizer.tokenize_many(queries[q] for q in qids))
-    stats = FeedbackStatistics(index)
+    stats = stats or FeedbackStatistics(index)
     ranked = [second_pass(stats, expand(index, t, params, feedback, stats), params, k) for t in tokens]
     ids = [doc for rows in ranked for doc, _ in rows]
     offsets = np.zeros(len(ranked) + 1, dtype=np.int64)

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import backends, segments, storage
+from . import backends, lookups, segments, storage
 from .backends import Backend, Ranked
 from .docstore import SegmentedStore
 from .errors import IndexFormatError, InputError, ParameterError
@@ -35,7 +35,7 @@ from .records import DocIds, Document, Hits, IndexInfo, Results
 from .retrieval import QueryBatch, Scorer
 from .scratch import Scratch
 from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, parse_field_values
-from .searching import FieldValues, Searcher, check_k
+from .searching import FieldValues, Searcher, TermStatistics, check_k
 from .segments import Change, DocLike, Part, Progress, as_document, worker_count
 from .tokenization import Tokenizer
 
@@ -350,6 +350,36 @@ class Index(Searcher["Sequence[Ranked]"]):
         docs, scores = self._backend.top_k(self._scorer, terms, k, params.of_documents(),
                                            self._masks.of(params.where))
         return Hits(docs, scores, self._segment.doc_ids, self._store.get)
+
+    # ------------------------------------------------------------------ feedback's reads, from the postings
+    def _retrieve_weighted(self, queries: list[dict[str, float]], k: int, params: Params,
+                           workers: int | None) -> Sequence[Ranked] | None:
+        """The weighted queries as one batch of the kernels' search, whose counts are the weights and every
+        term's largest weight one power of two above all of theirs (:func:`~.lookups.ordering_upper`): the
+        terms are added in the order weight descending, then term, the order of
+        :meth:`~.searching.Searcher.search_weighted`, and pruning stays exact."""
+        scoring = params.of_documents()
+        batch = lookups.weighted_batch(self._backend, self._scorer, queries)
+        largest = 0.0
+        if batch.term_ids.shape[0]:
+            if len(batch) > 1:
+                self._scorer.prepare(scoring, self._backend.pair_coder())
+            largest = float(self._scorer.term_upper(np.unique(batch.term_ids), scoring).max())
+        upper = lookups.ordering_upper(largest)
+        if not np.isfinite(upper * batch.counts).all():
+            return None
+        batch = replace(batch, upper=np.full(batch.term_ids.shape[0], upper))
+        return self._backend.top_k_batch(self._scorer, batch, k, scoring, worker_count(workers),
+                                         self._masks.of(params.where))
+
+    def _term_statistics(self, terms: list[str], collection_frequencies: bool) -> TermStatistics:
+        """N and each term's df (and cf) from the postings (:func:`~bm25lab.engine.lookups.term_counts`)."""
+        ids = lookups.term_ids(self._backend, self._scorer, terms)
+        df, cf = lookups.term_counts(self._scorer, ids, collection_frequencies)
+        return TermStatistics(self.num_docs, tuple(terms), df, cf)
+
+    def _term_weights(self, doc_ids: list[str], terms: list[list[str]], params: Params) -> list[np.ndarray]:
+        return lookups.term_weights(self._backend, self._scorer, self._parts, doc_ids, terms, params)
 
     def _hits(self, found: Sequence[Ranked]) -> Hits:
         (docs, scores), = found

@@ -5,6 +5,8 @@
     index.search_tokens(["boundary", "layer"], k=10)           # an analysed query
     index.search_many({"q1": "...", "q2": "..."}, k=1000)     # -> Results ({qid: Hits})
     index.retrieve_tokens([["boundary", "layer"], ...], 1000)  # the kind's own ranked rows
+    index.search_weighted({"q1": {"boundary": 0.7, "layer": 0.3}}, k=1000)  # weighted terms -> Results
+    index.term_statistics(["boundary", "layer"])               # df and cf -> TermStatistics
 
 The parameters of a search travel as one :class:`~bm25lab.engine.scoring.Params`: give it as
 ``params=`` (as the command line, the experiments and tuning do), or give its fields as keywords
@@ -14,24 +16,38 @@ filter (``where=``, ``where_not=``: :mod:`~bm25lab.engine.filters`) is parsed on
 (``Params.where``), and each kind of index applies it inside its top-k as a document mask. A kind of
 index says how it checks parameters (:meth:`Searcher.params`), how it searches a batch of analysed
 queries (:meth:`Searcher.retrieve`), and how its answers become hits and results; the rest is here.
+
+What pseudo-relevance feedback (:mod:`~bm25lab.engine.feedback`) reads of an index goes through four
+methods: the terms' document and collection frequencies (:meth:`Searcher.term_statistics`), the weight of
+terms in given documents (:meth:`Searcher.term_weights`), the feedback documents' terms
+(:meth:`Searcher.document_terms`: their stored text analysed by the index's tokenizer) and a search of
+weighted queries, ``{term: weight}`` (:meth:`Searcher.search_weighted`), whose score is defined as a sum
+of single-term searches' scores. Each is defined here through single-term searches, which every kind of
+index answers (the definition, and what a ``DistributedIndex`` runs); an ``Index`` and a ``ShardedIndex``
+answer from their postings in bulk (``_term_statistics``, ``_term_weights``) and search weighted queries
+with the compiled kernels (``_retrieve_weighted``), with the very same numbers: the tests compare them
+bit for bit.
 """
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from dataclasses import replace
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Sequence, TypeVar
 
+import numpy as np
+
 from .errors import ParameterError
-from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
+from .scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params, zero_tf_part
 
 if TYPE_CHECKING:
     from .filters import WhereSpec
-
-if TYPE_CHECKING:
-    from .records import Hits, Results
+    from .records import Document, Hits, Results
     from .tokenization import Tokenizer
 
-__all__ = ["FieldValues", "Searcher", "as_query_mapping", "check_k"]
+__all__ = ["FieldValues", "Searcher", "TermStatistics", "WeightedQuery", "as_query_mapping", "check_k",
+           "checked_weights"]
 
 FieldValues = str | Mapping[str, float] | None
 """Per-field values: ``{"title": 3, "text": 1}`` or ``"title=3,text=1"``."""
@@ -43,6 +59,23 @@ PROGRESS_STEP = 512
 """A batch searched with a progress callback is searched this many queries at a time (at least)."""
 
 Found = TypeVar("Found")  # a kind of index's answer to a batch of analysed queries
+
+WeightedQuery = Mapping[str, float]
+"""An analysed query as its terms' weights, ``{term: weight}``: searched as a query whose terms' counts are the
+weights (:meth:`Searcher.search_weighted`)."""
+
+
+@dataclass(frozen=True, eq=False)
+class TermStatistics:
+    """Collection statistics of ``terms``: the collection's live documents ``num_docs`` (N) and each term's
+    document frequency ``df`` and collection frequency ``cf`` (its occurrences in all documents; None when
+    not asked for), int64 arrays in the order of ``terms``, 0 for a term that no live document holds. A
+    sharded index's are the whole collection's: the sums over its shards."""
+
+    num_docs: int
+    terms: tuple[str, ...]
+    df: "np.ndarray"
+    cf: "np.ndarray | None" = None
 
 
 def check_k(k: int) -> int:
@@ -66,10 +99,38 @@ def as_query_mapping(queries: Mapping[str, str] | Sequence[str]) -> Mapping[str,
     raise ParameterError(f"search_many takes a {{qid: text}} mapping or a list of texts, not {type(queries).__name__}")
 
 
+def checked_weights(queries: Sequence[WeightedQuery]) -> list[dict[str, float]]:
+    """Each weighted query as a dict of float weights; a ParameterError unless every term is a string and
+    every weight a finite number above 0."""
+    out = []
+    for query in queries:
+        if not isinstance(query, Mapping):
+            raise ParameterError(f"a weighted query is a {{term: weight}} mapping, not {type(query).__name__}")
+        weights = {}
+        for term, weight in query.items():
+            if not isinstance(term, str) or isinstance(weight, bool) or not isinstance(weight, (int, float)):
+                raise ParameterError(f"a weighted query maps terms (str) to weights (numbers), got {term!r}: "
+                                     f"{weight!r}")
+            if not (math.isfinite(weight) and weight > 0):
+                raise ParameterError(f"a term's weight must be a finite number above 0, got {term!r}: {weight!r}")
+            weights[term] = float(weight)
+        out.append(weights)
+    return out
+
+
 class Searcher(ABC, Generic[Found]):
     """What every kind of index offers for searching (see the module docstring)."""
 
     tokenizer: Tokenizer
+
+    @property
+    @abstractmethod
+    def num_docs(self) -> int:
+        """The live documents."""
+
+    @abstractmethod
+    def document(self, doc_id: str) -> Document | None:
+        """The stored document, or None for an unknown or deleted id."""
 
     # ------------------------------------------------------------------ what a kind of index provides
     @abstractmethod
@@ -90,6 +151,21 @@ class Searcher(ABC, Generic[Found]):
     @abstractmethod
     def _results(self, qids: Sequence[str], found: Sequence[Found]) -> Results:
         """The results of ``qids``, whose answers are the parts ``found`` one after another."""
+
+    # ------------------------------------------------------------------ feedback's reads, in bulk (optional)
+    def _term_statistics(self, terms: list[str], collection_frequencies: bool) -> TermStatistics | None:
+        """:meth:`term_statistics` from the postings, or None (then single-term searches answer)."""
+        return None
+
+    def _term_weights(self, doc_ids: list[str], terms: list[list[str]], params: Params) -> list[np.ndarray] | None:
+        """:meth:`term_weights` (``params`` checked, without ``k3`` and filter) from the postings, or None."""
+        return None
+
+    def _retrieve_weighted(self, queries: list[dict[str, float]], k: int, params: Params,
+                           workers: int | None) -> Found | None:
+        """:meth:`search_weighted`'s answer for checked weights and parameters of a variant without an
+        absent-term part, by the kernels, or None (then single-term searches answer)."""
+        return None
 
     def _search_one(self, tokens: Sequence[str], k: int, params: Params) -> Hits:
         """One analysed query's hits (a kind of index may search a single query its own way)."""
@@ -184,6 +260,126 @@ class Searcher(ABC, Generic[Found]):
         checked = self._checked(params, dict(variant=variant, k1=k1, b=b, delta=delta, k3=k3,
                                              field_weights=field_weights, field_b=field_b), where, where_not)
         return self.retrieve(queries, check_k(k), checked, workers)
+
+    def search_tokens_many(self, queries: Mapping[str, Sequence[str]], k: int = 1000, *, params: Params | None = None,
+                           workers: int | None = None, **keywords: Any) -> Results:
+        """Like :meth:`search_many` for analysed queries, ``{qid: tokens}``, searched as one batch."""
+        checked = self._checked(params, _keywords(keywords))
+        qids = list(queries)
+        return self._results(qids, [self.retrieve([queries[q] for q in qids], check_k(k), checked, workers)])
+
+    def search_weighted(self, queries: Mapping[str, WeightedQuery] | Sequence[WeightedQuery], k: int = 1000, *,
+                        params: Params | None = None, workers: int | None = None, where: WhereSpec = None,
+                        where_not: WhereSpec = None, **keywords: Any) -> Results:
+        """Search every weighted query of ``{qid: {term: weight}}`` (or of a list of them, numbered by
+        position): score(d) = the sum over the query's terms t of weight_t x s_t(d), s_t(d) the score of d
+        in the single-term search of t under the parameters (``k3`` plays no part; ``bm25l``/``bm25+``'s
+        absent-term part is in s_t(d)), added from 0.0 in the order weight descending, then term
+        ascending; the documents that hold at least one of the terms and pass the filter, top ``k`` by the
+        tie rule (score descending, document id descending). Terms are not analysed (a term the index
+        lacks adds nothing). Feedback's second pass (:func:`bm25lab.engine.feedback.second_pass`)."""
+        checked = self._checked(params, _keywords(keywords), where, where_not)
+        k = check_k(k)
+        if isinstance(queries, Mapping):
+            qids = [str(q) for q in queries]
+            weighted = checked_weights(list(queries.values()))
+        elif isinstance(queries, (list, tuple)):
+            qids, weighted = [str(i) for i in range(len(queries))], checked_weights(queries)
+        else:
+            raise ParameterError("search_weighted takes {qid: {term: weight}} or a list of {term: weight}")
+        if not weighted:
+            return self._results_of_pairs([], [])
+        if not zero_tf_part(checked.of_documents()):
+            found = self._retrieve_weighted(weighted, k, checked, workers)
+            if found is not None:
+                return self._results(qids, [found])
+        single: dict[str, tuple[Sequence[str], np.ndarray]] = {}
+        ranked = []
+        for weights in weighted:
+            totals: dict[str, float] = {}
+            for term, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+                if term not in single:
+                    hits = self._search_one([term], max(int(self.num_docs), 1), replace(checked, k3=None))
+                    single[term] = (hits.doc_ids, np.asarray(hits.scores, dtype=np.float64))
+                ids, scores = single[term]
+                for doc, value in zip(ids, (weight * scores).tolist()):
+                    totals[doc] = totals.get(doc, 0.0) + value
+            by_id = sorted(totals.items(), key=lambda item: item[0], reverse=True)
+            ranked.append(sorted(by_id, key=lambda item: -item[1])[:k])
+        return self._results_of_pairs(qids, ranked)
+
+    def _results_of_pairs(self, qids: Sequence[str], ranked: Sequence[Sequence[tuple[str, float]]]) -> Results:
+        """:class:`Results` of ``qids`` from each one's (document id, score) pairs, best first."""
+        from .records import DocIds, Results
+
+        ids = [doc for rows in ranked for doc, _ in rows]
+        offsets = np.zeros(len(qids) + 1, dtype=np.int64)
+        np.cumsum([len(rows) for rows in ranked], out=offsets[1:])
+        scores = np.array([s for rows in ranked for _, s in rows], dtype=np.float64)
+        return Results(list(qids), offsets, np.arange(len(ids), dtype=np.int64), scores, DocIds(ids), self.document)
+
+    def term_statistics(self, terms: Sequence[str], collection_frequencies: bool = True) -> TermStatistics:
+        """N and every term's document frequency (and, with ``collection_frequencies``, its collection
+        frequency) among the live documents (see :class:`TermStatistics`). Defined by single-term
+        searches: a term's df is the number of documents its search returns at k = N, and each one's tf
+        is read back exactly from the ``lucene`` weight at k1 = 1, b = 0 (w = idf tf / (tf + 1), so
+        tf = r / (1 - r) with r = w / idf, rounded)."""
+        from .scoring import get_variant
+
+        terms = list(terms)
+        found = self._term_statistics(terms, collection_frequencies)
+        if found is not None:
+            return found
+        n = int(self.num_docs)
+        df = np.zeros(len(terms), dtype=np.int64)
+        cf = np.zeros(len(terms), dtype=np.int64) if collection_frequencies else None
+        for i, term in enumerate(terms):
+            hits = self._search_one([term], max(n, 1), Params("lucene", 1.0, 0.0).resolved())
+            scores = np.asarray(hits.scores, dtype=np.float64)
+            df[i] = len(set(hits.doc_ids))
+            if cf is not None and len(scores):
+                ratio = scores / float(get_variant("lucene").idf(np.array([len(scores)]), n)[0])
+                cf[i] = sum(dict(zip(hits.doc_ids, np.rint(ratio / (1.0 - ratio)).astype(np.int64).tolist())).values())
+        return TermStatistics(n, tuple(terms), df, cf)
+
+    def term_weights(self, doc_ids: Sequence[str], terms: Sequence[Sequence[str]], *, params: Params | None = None,
+                     **keywords: Any) -> list[dict[str, float]]:
+        """For each document of ``doc_ids``, ``{term: weight}`` of its ``terms`` (one sequence a document):
+        the document's score in the single-term search of each term under the parameters (``k3`` and the
+        filter play no part; ``bm25l``/``bm25+``'s absent-term part included), 0.0 for a term the document
+        lacks (or an unknown or deleted document)."""
+        checked = replace(self._checked(params, _keywords(keywords)), k3=None, where=None)
+        if len(doc_ids) != len(terms):
+            raise ParameterError(f"term_weights takes one sequence of terms a document: {len(doc_ids)} documents, "
+                                 f"{len(terms)} sequences")
+        lists = [list(dict.fromkeys(t)) for t in terms]
+        weights = self._term_weights(list(doc_ids), lists, checked)
+        if weights is None:
+            single: dict[str, dict[str, float]] = {}
+            weights = []
+            for doc, listed in zip(doc_ids, lists):
+                for term in listed:
+                    if term not in single:
+                        hits = self._search_one([term], max(int(self.num_docs), 1), checked)
+                        single[term] = dict(zip(hits.doc_ids, np.asarray(hits.scores, dtype=np.float64).tolist()))
+                weights.append(np.array([single[t].get(doc, 0.0) for t in listed], dtype=np.float64))
+        return [dict(zip(t, w.tolist())) for t, w in zip(lists, weights)]
+
+    def document_terms(self, doc_ids: Sequence[str]) -> list[Counter[str]]:
+        """Each document's terms and their frequencies: its stored text (:attr:`Document.full_text`) analysed
+        by the index's tokenizer, the tokens the index holds for it (empty for an unknown or deleted id)."""
+        documents = [self.document(d) for d in doc_ids]
+        return [Counter(self.tokenizer.tokenize(doc.full_text)) if doc is not None else Counter()
+                for doc in documents]
+
+
+def _keywords(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The search's parameters given as keywords, every other one at its default; a ParameterError names
+    a keyword that is not a parameter."""
+    unknown = sorted(set(given) - set(_DEFAULTS))
+    if unknown:
+        raise ParameterError(f"unknown search parameter {unknown[0]!r}; the parameters: {', '.join(_DEFAULTS)}")
+    return {**_DEFAULTS, **given}
 
 
 _DEFAULTS: dict[str, Any] = dict(variant=DEFAULT_VARIANT, k1=DEFAULT_K1, b=DEFAULT_B, delta=None, k3=None,

@@ -21,7 +21,7 @@ ENGINE_LAYERS = (
     ("retrieval", "searching", "filters"),                      # weights and the numpy search; the protocol
     ("backends", "feedback"),                                   # numpy or the core; feedback over searches
     ("storage",),                                               # index folders on disk
-    ("segments",),                                              # growing: segments and deletions
+    ("segments", "lookups"),                                    # growing: segments and deletions; feedback's reads
     ("index",),                                                 # the Index
     ("shards",),                                                # many indexes searched as one
 )

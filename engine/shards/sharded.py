@@ -8,17 +8,19 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .. import storage
+from .. import lookups, storage
 from .. import index as index_module
 from ..errors import IndexFormatError, InputError
 from ..records import Document, Hits, IndexInfo, Results
 from ..scoring import DEFAULT_B, DEFAULT_K1, DEFAULT_VARIANT, Params
-from ..searching import FieldValues, Searcher
+from ..retrieval import CollectionStatistics, _positions
+from ..searching import FieldValues, Searcher, TermStatistics
 from ..segments import Change, DocLike, Progress
 from ..tokenization import Tokenizer
 from .manifest import FORMAT_VERSION, MANIFEST, TermCounts, manifest_bytes, parse_manifest, read_manifest_bytes, route
 from .build import build
-from .shard import Shard, ShardHits, load_shards, results_of, search_params, search_shards, worker_count
+from .shard import (GlobalTerms, Shard, ShardHits, load_shards, merge_hits, results_of, search_params, search_shards,
+                    worker_count)
 from .changes import add_documents, delete_documents, optimize
 
 
@@ -157,6 +159,72 @@ class ShardedIndex(Searcher[ShardHits]):
     def _results(self, qids: Sequence[str], found: Sequence[ShardHits]) -> Results:
         return results_of(qids, found, self.document)
 
+    # ------------------------------------------------------------------ feedback's reads, from the shards' postings
+    def _term_statistics(self, terms: list[str], collection_frequencies: bool) -> TermStatistics:
+        """N and each term's df from the collection's statistics; its cf the sum of the shards' (each from
+        its postings: :func:`~bm25lab.engine.lookups.term_counts`)."""
+        statistics = self.counts_.statistics()
+        known, ids = _global_ids(statistics, terms)
+        df = np.zeros(len(terms), dtype=np.int64)
+        df[known] = statistics.df[ids[known]]
+        cf = None
+        if collection_frequencies:
+            cf = np.zeros(len(terms), dtype=np.int64)
+            for shard in self.shards:
+                if shard.scorer is not None:
+                    local = lookups.term_ids(shard.backend, shard.scorer, terms)
+                    cf += lookups.term_counts(shard.scorer, local, True)[1]
+        return TermStatistics(self.num_docs, tuple(terms), df, cf)
+
+    def _term_weights(self, doc_ids: list[str], terms: list[list[str]], params: Params) -> list[np.ndarray]:
+        """Each document's weights from the postings of its shard, scored with the collection's statistics."""
+        out: list[np.ndarray] = [np.zeros(len(t), dtype=np.float64) for t in terms]
+        by_shard: dict[int, list[int]] = {}
+        for position, doc_id in enumerate(doc_ids):
+            by_shard.setdefault(route(doc_id, self.num_shards), []).append(position)
+        for number, positions in by_shard.items():
+            shard = self.shards[number]
+            if shard.scorer is None:
+                continue
+            found = lookups.term_weights(shard.backend, shard.scorer, shard.parts, [doc_ids[i] for i in positions],
+                                         [terms[i] for i in positions], params)
+            for i, weights in zip(positions, found):
+                out[i] = weights
+        return out
+
+    def _retrieve_weighted(self, queries: list[dict[str, float]], k: int, params: Params,
+                           workers: int | None) -> ShardHits | None:
+        """The weighted queries in global term ids, every term's largest weight one power of two above all
+        of theirs in every shard (:func:`~bm25lab.engine.lookups.ordering_upper`: the terms are added by
+        weight descending, then term), searched by every shard's kernels and merged (as :meth:`retrieve`)."""
+        scoring = params.of_documents()
+        statistics = self.counts_.statistics()
+        flat = [t for q in queries for t in q]
+        known, ids = _global_ids(statistics, flat)
+        weights = np.fromiter((w for q in queries for w in q.values()), dtype=np.float64, count=len(flat))
+        which = np.repeat(np.arange(len(queries), dtype=np.int64), [len(q) for q in queries])
+        ids, weights, which = ids[known], weights[known], which[known]
+        order = np.lexsort((ids, which))
+        q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(which, minlength=len(queries)), out=q_ptr[1:])
+        largest = 0.0
+        held = sorted({flat[i] for i in np.flatnonzero(known).tolist()})
+        for shard in self.shards:
+            if shard.scorer is None or not held:
+                continue
+            local = lookups.term_ids(shard.backend, shard.scorer, held)
+            local = local[local >= 0]
+            if local.shape[0]:
+                if len(queries) > 1:
+                    shard.scorer.prepare(scoring, shard.backend.pair_coder())
+                largest = max(largest, float(shard.scorer.term_upper(local, scoring).max()))
+        upper = lookups.ordering_upper(largest)
+        if not np.isfinite(upper * weights).all():
+            return None
+        terms = GlobalTerms(q_ptr, ids[order], weights[order], np.full(ids.shape[0], upper))
+        count = worker_count(workers)
+        return merge_hits([shard.top_k(terms, k, scoring, count, params.where) for shard in self.shards], k)
+
     def batch(self, queries: Mapping[str, str]) -> Any:
         raise InputError("tuning searches one index; a sharded index cannot be tuned (tune an ordinary index "
                          "of a sample of the documents)", self.path)
@@ -185,6 +253,13 @@ class ShardedIndex(Searcher[ShardHits]):
 
     def __repr__(self) -> str:
         return f"ShardedIndex(documents={self.num_docs}, shards={self.num_shards}, path={str(self.path)!r})"
+
+
+def _global_ids(statistics: CollectionStatistics, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``terms`` the collection holds, and each one's position among the statistics' terms (-1
+    for the others)."""
+    ids = _positions(terms, statistics.terms) if len(terms) else np.zeros(0, dtype=np.int64)
+    return ids >= 0, ids
 
 
 def _manifest_changed(directory: Path, raw: bytes) -> bool:
