@@ -49,7 +49,7 @@ def term_counts(scorer: Scorer, ids: np.ndarray, collection_frequencies: bool = 
     cf = np.zeros(ids.shape[0], dtype=np.int64)
     held = known[df[known] > 0]
     if held.shape[0]:
-        tfs = np.asarray(scorer.postings.tfs)[concat_ranges(offsets[ids[held]], df[held])].astype(np.int64)
+        tfs = np.asarray(scorer.postings.tfs[concat_ranges(offsets[ids[held]], df[held])]).astype(np.int64)  # the terms' blocks only
         cf[held] = np.add.reduceat(tfs, np.cumsum(df[held]) - df[held])
     return df, cf
 
