@@ -31,6 +31,14 @@ void release_args(Arg *args, int n)
         PyBuffer_Release(&args[i].view);
 }
 
+int refuse(const char *problem)
+{
+    if (problem == NULL)
+        return 0;
+    PyErr_SetString(PyExc_ValueError, problem);
+    return -1;
+}
+
 /* what an argument must be, for the errors */
 static const char *kind_name(char kind, int sizes)
 {

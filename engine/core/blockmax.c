@@ -68,25 +68,6 @@ static void cursor_start(Cursor *c, const Term *term)
     c->shallow = term->b0;
 }
 
-/* The first block in j:b1 whose last document is >= d (b1 if none): exponential then binary search. */
-static inline int64_t block_of(const int32_t *last_docs, int64_t j, int64_t b1, int64_t d)
-{
-    if (j >= b1 || last_docs[j] >= d)
-        return j;
-    int64_t step = 1;
-    while (j + step < b1 && last_docs[j + step] < d)
-        step *= 2;
-    int64_t lo = j + step / 2, hi = min_i64(j + step, b1); /* last_docs[lo] < d; hi: b1 or >= d */
-    while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (last_docs[mid] < d)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
 /* Put the cursor at its first posting at or after document d (reading the block that holds it): 0,
  * or 1 when the term has none. */
 static int seek(Reader *r, Cursor *c, int64_t d)

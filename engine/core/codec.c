@@ -172,10 +172,8 @@ int block_set(BlockSet *bs, const Arg *last_docs, const Arg *positions, const Ar
         problem = "positions must hold one more entry than last_docs";
     else if (data->n < PAD)
         problem = "data is shorter than its padding";
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
+    if (refuse(problem) < 0)
         return -1;
-    }
     *bs = (BlockSet){last_docs->view.buf, positions->view.buf, data->view.buf, last_docs->n, data->n, n_docs};
     return 0;
 }

@@ -40,6 +40,8 @@ typedef struct {
 
 int acquire_args(Arg *args, int n);
 void release_args(Arg *args, int n);
+/* A ValueError saying problem and -1 when problem is set (a check failed), else 0. */
+int refuse(const char *problem);
 
 #define BUF(args, i, type) ((type *)(args)[i].view.buf)
 

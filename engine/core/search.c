@@ -735,26 +735,6 @@ _Thread_local int64_t blocks_read, postings_read;
 /* How many of the first candidates a threshold is taken from. */
 static inline int64_t subset(int64_t k) { return max_i64(4 * k, 4096); }
 
-/* The first block in j:b1 whose last document is >= d (b1 if none): an exponential then a binary
- * search over the blocks' last documents, cheap when successive targets are close. */
-static inline int64_t skip_blocks(const int32_t *last_docs, int64_t j, int64_t b1, int64_t d)
-{
-    if (j >= b1 || last_docs[j] >= d)
-        return j;
-    int64_t step = 1;
-    while (j + step < b1 && last_docs[j + step] < d)
-        step *= 2;
-    int64_t lo = j + step / 2, hi = min_i64(j + step, b1); /* last_docs[lo] < d; hi: b1 or >= d */
-    while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (last_docs[mid] < d)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
 /* The weights (times mult) of the postings of the block load_postings read into buf. */
 static void block_weights(const Index *ix, const Term *term, const BlockBuf *buf, double *restrict w)
 {
@@ -809,7 +789,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
         buf->j = -1;
         for (int64_t i = 0; i < n; i++) {
             const int64_t d = docs[i];
-            j = skip_blocks(last_docs, j, term->b1, d);
+            j = block_of(last_docs, j, term->b1, d);
             if (j >= term->b1)
                 break;
             if (buf->j != j) {
@@ -1162,10 +1142,8 @@ static int index_of(const IndexArgs *x, Py_ssize_t n_docs, Index *ix)
         problem = "grid, keys and table disagree (the grid needs 2**16 rows for 16-bit length ranks)";
     else if (a[X_BOUND_CODES].n < a[X_LAST_DOCS].n || a[X_BOUND_TABLE].n < 1)
         problem = "bound_codes or bound_table is too short";
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
+    if (refuse(problem) < 0)
         return -1;
-    }
     if (block_set(&ix->blocks, &a[X_LAST_DOCS], &a[X_POSITIONS], &a[X_DATA], n_docs) < 0)
         return -1;
     ix->offsets = a[X_OFFSETS].view.buf;
@@ -1422,11 +1400,7 @@ static int check_batch(const Arg *a, const Index *ix, Py_ssize_t k, int method)
     for (Py_ssize_t j = 0; problem == NULL && j < n_spans; j++)
         if (!term_ok(ix, term_ids[j]))
             problem = "a term id is out of range, or its postings disagree with its blocks";
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
-        return -1;
-    }
-    return 0;
+    return refuse(problem);
 }
 
 static PyObject *py_batch_top_k(PyObject *self, PyObject *pyargs, PyObject *kwargs)
@@ -1559,11 +1533,7 @@ static int check_query(const Arg *a, const Index *ix, Py_ssize_t n_docs, Py_ssiz
     for (Py_ssize_t j = 0; problem == NULL && j < m; j++)
         if (!term_ok(ix, term_ids[j]))
             problem = "a term id is out of range, or its postings disagree with its blocks";
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
-        return -1;
-    }
-    return 0;
+    return refuse(problem);
 }
 
 static PyObject *py_query_top_k(PyObject *self, PyObject *pyargs, PyObject *kwargs)

@@ -208,6 +208,26 @@ typedef struct {
     uint32_t tfs[BLOCK]; /* frequencies less one */
 } BlockBuf;
 
+/* The first block in j:b1 whose last document is >= d (b1 if none): an exponential then a binary
+ * search over the blocks' last documents, cheap when successive targets are close. */
+static inline int64_t block_of(const int32_t *last_docs, int64_t j, int64_t b1, int64_t d)
+{
+    if (j >= b1 || last_docs[j] >= d)
+        return j;
+    int64_t step = 1;
+    while (j + step < b1 && last_docs[j + step] < d)
+        step *= 2;
+    int64_t lo = j + step / 2, hi = min_i64(j + step, b1); /* last_docs[lo] < d; hi: b1 or >= d */
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (last_docs[mid] < d)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 /* The postings of block j of `term` (its k-th); j >= term->b0. */
 static inline int block_size(const Term *term, int64_t j)
 {

@@ -11,8 +11,8 @@ in a temporary folder with the parent's environment less any ``BM25LAB_*`` varia
 nothing of the system before its timed import. bm25lab is used as its README shows it: ``from
 bm25lab import Index, Tokenizer``, ``Index.build(zip(ids, texts), tokenizer=Tokenizer("whitespace",
 stopwords=None))``, ``index.search_many({qid: text}, k=k)``, every other argument at its default
-(``--systems`` may add ``bm25lab-numba``, the same with ``backend="numba"``, where ``Index.build``
-has that parameter).
+(``--systems`` may add ``bm25lab-numba``, the same with ``backend="numba"``, to time a version of
+bm25lab from before its compiled core, when numba was one of its backends).
 
 Same tokens: the synthetic Zipf collection of ``benchlib.make_synthetic`` is generated here, once,
 and written to a temporary folder as one line of space-joined tokens per document and a JSON list of
@@ -70,7 +70,7 @@ import benchlib as bl  # noqa: E402  (sibling module; see its docstring)
 
 RUNNER = HERE / "engine_runner.py"
 SYSTEMS = ("bm25lab", "bm25lab-numba", "pisa", "tantivy", "bm25s", "rank-bm25")
-DEFAULT_SYSTEMS = ("bm25lab", "bm25lab-numba", "pisa", "tantivy", "bm25s", "rank-bm25")
+DEFAULT_SYSTEMS = ("bm25lab", "pisa", "tantivy", "bm25s", "rank-bm25")  # bm25lab-numba: versions that had numba
 KS = (10, 1000)
 K1, B = 0.9, 0.4
 
