@@ -10,10 +10,8 @@ after importing the library, after loading the index, and after one batch of the
 at k = 10 in that process (bm25lab ``retrieve_tokens(workers=1)``; bm25s with its numpy backend and,
 as ``bm25s-numba``, with the numba backend that the speed benchmarks time). Reported: the RSS added
 by the load and by the batch, the whole process's RSS after the batch, the load time, and the
-index's size on disk; and, once, what numba's runtime alone adds to a new process that has numpy (``import
-numba`` and loading one of bm25lab's cached kernels): memory that bm25lab's search paid with numba's
-kernels, and no longer pays with its C extension (``auto``'s search when it is built). Each process runs ``--reps`` times, rotating the
-systems; medians.
+index's size on disk, and whether bm25lab's process loaded numba (it must not: its search runs on its
+compiled core). Each process runs ``--reps`` times, rotating the systems; medians.
 """
 from __future__ import annotations
 
@@ -123,11 +121,8 @@ def report(results: dict[str, Any]) -> str:
         f"load + batch: {bl.ratio(lab['load_mb'] + lab['batch_mb'], peer['load_mb'] + peer['batch_mb'])}; "
         f"whole process: {bl.ratio(lab['total_mb'], peer['total_mb'])} (bm25s numba backend: "
         f"{bl.ratio(lab['total_mb'], jitted['total_mb'])})",
-        f"numba's runtime alone in a new process (import numba, load one cached bm25lab kernel): "
-        f"{results['numba_runtime_mb']:.0f} MiB; " + (
-            f"bm25lab's load + batch without it: {lab['load_mb'] + lab['batch_mb'] - results['numba_runtime_mb']:.0f} MiB"
-            if lab["numba"] else "bm25lab's batch ran on its C extension, numba never loaded" if lab["native"]
-            else "bm25lab's batch ran on numpy (auto: too little work to load the kernels)"),
+        "bm25lab's process loaded numba" if lab["numba"] else "bm25lab's batch ran on its compiled core, numba never loaded"
+        if lab["native"] else "bm25lab's batch ran on numpy (its compiled core is not built)",
     ])
 
 
@@ -145,32 +140,6 @@ def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                      "peer": f"bm25s mmap: {theirs:.0f}", "ratio": ours / theirs if theirs else float("nan"),
                      "target": "<= 1" if bounded else "none", "met": ours <= theirs if bounded else None})
     return rows
-
-
-# numba's own memory: a new process with numpy imported imports numba and loads one cached kernel of bm25lab's
-NUMBA_CHILD = r"""
-import json
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-import numpy as np
-before = rss()
-from bm25lab.engine.backends import numba_backend
-numba_backend.kernels().count_pieces(np.frombuffer(b"a b", dtype=np.uint8))
-print(json.dumps({"numba_mb": rss() - before}))
-"""
-
-
-def numba_runtime_mb(reps: int) -> float:
-    """Median RSS that :data:`NUMBA_CHILD` adds in a new process."""
-    found = []
-    for _ in range(reps):
-        with tempfile.TemporaryDirectory(prefix="bm25lab-bench-cwd-") as cwd:
-            done = subprocess.run([sys.executable, "-c", NUMBA_CHILD], capture_output=True, text=True, check=True,
-                                  cwd=cwd)
-        found.append(json.loads(done.stdout.strip().splitlines()[-1])["numba_mb"])
-    return bl.median(found)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -200,8 +169,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     finally:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
-    results = {"machine": info, "config": vars(config), "reps": args.reps, "memory": memory,
-               "numba_runtime_mb": numba_runtime_mb(args.reps)}
+    results = {"machine": info, "config": vars(config), "reps": args.reps, "memory": memory}
     results["summary"] = summary_rows(results)
     print(report(results))
     bl.write_json(args.json, results)
