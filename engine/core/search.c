@@ -774,6 +774,23 @@ static inline int load_postings(const Index *ix, const Term *term, int64_t j, Sc
     return fast;
 }
 
+/* The first of docs[lo:hi] (ascending) >= d, hi if none: a binary search without branches (a block's
+ * 128 documents hold about one kept document when the kept ones are skipped to, so a scan would read
+ * half of them). */
+static inline int first_at_least(const uint32_t *docs, int lo, int hi, uint32_t d)
+{
+    if (lo >= hi)
+        return hi;
+    const uint32_t *at = docs + lo;
+    int n = hi - lo;
+    while (n > 1) {
+        const int half = n / 2;
+        at = at[half] < d ? at + half : at;
+        n -= half;
+    }
+    return (int)(at - docs) + (*at < d);
+}
+
 /* Add a term's weights to the kept documents docs[:n] (ascending, marked KEPT) that have it:
  * skipping from one kept document's block to the next's when they are few next to the postings,
  * else one pass over the postings checking the marks. */
@@ -796,8 +813,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
                 damaged |= load_block(ix, term, j, buf) < 0;
                 pos = 0;
             }
-            while (pos < buf->n && buf->docs[pos] < d)
-                pos++;
+            pos = first_at_least(buf->docs, pos, buf->n, (uint32_t)d);
             if (pos < buf->n && buf->docs[pos] == d)
                 acc[d] += weight_at(ix, term, buf, pos, &damaged);
         }
