@@ -1659,7 +1659,10 @@ static void extremes_of_part(ExtremesPart *part)
         const int64_t t = part->term_ids[i];
         const Term term = {ix->offsets[t], ix->offsets[t + 1], ix->term_starts[t], ix->term_starts[t + 1], 1.0, 0.0,
                            0.0, 1.0};
-        double high = -INFINITY, low = INFINITY;
+        /* four running extremes (of postings x, x + 1, ... modulo 4), so that the comparisons do not wait
+         * for one another; NaN entries are passed over by each as by one, and which of two equal entries
+         * is kept does not matter (of +0.0 and -0.0: scaled_extremes adds +0.0 to either) */
+        double high[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, low[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int64_t j = term.b0; j < term.b1; j++) {
             if (load_block(ix, &term, j, &buf) < 0
                 || (!ix->per_posting && decode_freqs(&ix->blocks, j, buf.n, buf.tfs, &buf.tf_width) < 0)) {
@@ -1667,14 +1670,29 @@ static void extremes_of_part(ExtremesPart *part)
                 continue;
             }
             const int64_t p = term.p0 + (j - term.b0) * BLOCK;
-            for (int x = 0; x < buf.n; x++) {
-                const double e = ix->per_posting ? ix->table[p + x] : entry_of(ix, buf.tfs[x], buf.docs[x], p + x);
-                high = e > high ? e : high;
-                low = e < low ? e : low;
+            if (!ix->per_posting && buf.tf_width <= ix->grid_shift && !ix->rank_wide) { /* entry_of's grid case */
+                const uint16_t *ranks = ix->length_rank;
+                const double *grid = ix->grid;
+                const int shift = ix->grid_shift;
+                for (int x = 0; x < buf.n; x++) {
+                    const double e = grid[((uint32_t)ranks[buf.docs[x]] << shift) + buf.tfs[x]];
+                    high[x & 3] = e > high[x & 3] ? e : high[x & 3];
+                    low[x & 3] = e < low[x & 3] ? e : low[x & 3];
+                }
+            } else {
+                for (int x = 0; x < buf.n; x++) {
+                    const double e = ix->per_posting ? ix->table[p + x] : entry_of(ix, buf.tfs[x], buf.docs[x], p + x);
+                    high[x & 3] = e > high[x & 3] ? e : high[x & 3];
+                    low[x & 3] = e < low[x & 3] ? e : low[x & 3];
+                }
             }
         }
-        part->high[i] = high;
-        part->low[i] = low;
+        for (int u = 1; u < 4; u++) {
+            high[0] = high[u] > high[0] ? high[u] : high[0];
+            low[0] = low[u] < low[0] ? low[u] : low[0];
+        }
+        part->high[i] = high[0];
+        part->low[i] = low[0];
     }
 }
 
