@@ -122,9 +122,9 @@ def each(function: Callable[[float], float], values: np.ndarray) -> np.ndarray:
     return out[where].reshape(values.shape)
 
 
-_WIDE_ULPS = 64
+_WIDE_ULPS = 16
 """How many units in the last place of the C library's long double ``logl``/``log1pl`` :func:`_wide` allows for
-their error (they are documented within a few)."""
+their error (glibc documents them within a few)."""
 
 
 def _wide(function: Callable[[float], float], values: np.ndarray) -> np.ndarray | None:
@@ -133,7 +133,7 @@ def _wide(function: Callable[[float], float], values: np.ndarray) -> np.ndarray 
     long double with 11 bits more than float64). A long double result within _WIDE_ULPS of its units of the
     true logarithm rounds to the same float64 as it whenever it lies farther than that from each midpoint
     between its float64 and the neighbours: then that float64 is the correctly rounded one, the 40-digit
-    result (about 1 in 16 values does not, near a midpoint: those are computed in decimal)."""
+    result (about 1 in 40 values is not, near a midpoint: those are computed in decimal)."""
     if function is ln:
         wide = np.log
     elif function is ln1p:
