@@ -1329,6 +1329,8 @@ static void run_chunk(Batch *b, int64_t c)
         }
         b->out_len[qi] = n;
     }
+    blocks_read += sc.block.blocks_read;
+    postings_read += sc.block.postings_read;
     __atomic_add_fetch(&b->read[0], blocks, __ATOMIC_RELAXED);
     __atomic_add_fetch(&b->read[1], blocks_read, __ATOMIC_RELAXED);
     __atomic_add_fetch(&b->read[2], postings_read, __ATOMIC_RELAXED);
@@ -1655,6 +1657,7 @@ static void extremes_of_part(ExtremesPart *part)
 {
     const Index *ix = part->ix;
     BlockBuf buf;
+    buf.blocks_read = buf.postings_read = 0; /* not counted */
     for (int64_t i = part->lo; i < part->hi; i++) {
         const int64_t t = part->term_ids[i];
         const Term term = {ix->offsets[t], ix->offsets[t + 1], ix->term_starts[t], ix->term_starts[t + 1], 1.0, 0.0,
