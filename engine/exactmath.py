@@ -113,7 +113,47 @@ def each(function: Callable[[float], float], values: np.ndarray) -> np.ndarray:
     if not values.size:
         return np.zeros(values.shape, dtype=np.float64)
     distinct, where = np.unique(values, return_inverse=True)
-    return np.array([function(v) for v in distinct.tolist()], dtype=np.float64)[where].reshape(values.shape)
+    out = _wide(function, distinct)
+    if out is None:
+        out = np.array([function(v) for v in distinct.tolist()], dtype=np.float64)
+    else:
+        unsure = np.flatnonzero(np.isnan(out))
+        out[unsure] = [function(v) for v in distinct[unsure].tolist()]
+    return out[where].reshape(values.shape)
+
+
+_WIDE_ULPS = 16
+"""How many units in the last place of the C library's long double ``logl``/``log1pl`` :func:`_wide` allows for
+their error (glibc documents them within a few)."""
+
+
+def _wide(function: Callable[[float], float], values: np.ndarray) -> np.ndarray | None:
+    """:func:`ln` or :func:`ln1p` of the float64 ``values`` where a long double logarithm decides the
+    correctly rounded float64 (NaN elsewhere, for the 40-digit computation), or None (another function, or no
+    long double with 11 bits more than float64). A long double result within _WIDE_ULPS of its units of the
+    true logarithm rounds to the same float64 as it whenever it lies farther than that from each midpoint
+    between its float64 and the neighbours: then that float64 is the correctly rounded one, the 40-digit
+    result (about 1 in 40 values is not, near a midpoint: those are computed in decimal)."""
+    if function is ln:
+        wide = np.log
+    elif function is ln1p:
+        wide = np.log1p
+    else:
+        return None
+    info = np.finfo(np.longdouble)
+    if info.nmant < 63:
+        return None
+    with np.errstate(all="ignore"):
+        y = wide(values.astype(np.longdouble))
+        out = y.astype(np.float64)
+        f = out.astype(np.longdouble)
+        above = (f + np.nextafter(out, np.inf).astype(np.longdouble)) / 2  # exact: 54 bits
+        below = (f + np.nextafter(out, -np.inf).astype(np.longdouble)) / 2
+        margin = np.abs(y) * (info.eps * _WIDE_ULPS)
+        sure = np.isfinite(out) & (np.abs(out) >= np.finfo(np.float64).tiny) & np.isfinite(values) \
+            & (values > (-1.0 if function is ln1p else 0.0)) & (y + margin < above) & (y - margin > below)
+    out[~sure] = np.nan
+    return out
 
 
 LOG2_TABLE_FILE = Path(__file__).resolve().parent / "data" / "log2_integers.f64"

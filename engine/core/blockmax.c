@@ -64,6 +64,7 @@ static void cursor_start(Cursor *c, const Term *term)
     c->j = term->b0 - 1;   /* no block read yet */
     c->buf.j = -1;
     c->buf.n = 0;
+    c->buf.blocks_read = c->buf.postings_read = 0;
     c->pos = 0;
     c->shallow = term->b0;
 }
@@ -379,6 +380,10 @@ int64_t windowed_top_k(const Index *ix, const Term *terms, int64_t m, double cns
         for (int i = 0; i < nl; i++)
             win->acc[win->listed[i]] = -0.0;
         w0 = w1;
+    }
+    for (int64_t x = 0; x < m; x++) {
+        blocks_read += cursors[x].buf.blocks_read;
+        postings_read += cursors[x].buf.postings_read;
     }
     free(cursors);
     free(order);

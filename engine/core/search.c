@@ -774,6 +774,23 @@ static inline int load_postings(const Index *ix, const Term *term, int64_t j, Sc
     return fast;
 }
 
+/* The first of docs[lo:hi] (ascending) >= d, hi if none: a binary search without branches (a block's
+ * 128 documents hold about one kept document when the kept ones are skipped to, so a scan would read
+ * half of them). */
+static inline int first_at_least(const uint32_t *docs, int lo, int hi, uint32_t d)
+{
+    if (lo >= hi)
+        return hi;
+    const uint32_t *at = docs + lo;
+    int n = hi - lo;
+    while (n > 1) {
+        const int half = n / 2;
+        at = at[half] < d ? at + half : at;
+        n -= half;
+    }
+    return (int)(at - docs) + (*at < d);
+}
+
 /* Add a term's weights to the kept documents docs[:n] (ascending, marked KEPT) that have it:
  * skipping from one kept document's block to the next's when they are few next to the postings,
  * else one pass over the postings checking the marks. */
@@ -796,8 +813,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
                 damaged |= load_block(ix, term, j, buf) < 0;
                 pos = 0;
             }
-            while (pos < buf->n && buf->docs[pos] < d)
-                pos++;
+            pos = first_at_least(buf->docs, pos, buf->n, (uint32_t)d);
             if (pos < buf->n && buf->docs[pos] == d)
                 acc[d] += weight_at(ix, term, buf, pos, &damaged);
         }
@@ -1313,6 +1329,8 @@ static void run_chunk(Batch *b, int64_t c)
         }
         b->out_len[qi] = n;
     }
+    blocks_read += sc.block.blocks_read;
+    postings_read += sc.block.postings_read;
     __atomic_add_fetch(&b->read[0], blocks, __ATOMIC_RELAXED);
     __atomic_add_fetch(&b->read[1], blocks_read, __ATOMIC_RELAXED);
     __atomic_add_fetch(&b->read[2], postings_read, __ATOMIC_RELAXED);
@@ -1639,11 +1657,15 @@ static void extremes_of_part(ExtremesPart *part)
 {
     const Index *ix = part->ix;
     BlockBuf buf;
+    buf.blocks_read = buf.postings_read = 0; /* not counted */
     for (int64_t i = part->lo; i < part->hi; i++) {
         const int64_t t = part->term_ids[i];
         const Term term = {ix->offsets[t], ix->offsets[t + 1], ix->term_starts[t], ix->term_starts[t + 1], 1.0, 0.0,
                            0.0, 1.0};
-        double high = -INFINITY, low = INFINITY;
+        /* four running extremes (of postings x, x + 1, ... modulo 4), so that the comparisons do not wait
+         * for one another; NaN entries are passed over by each as by one, and which of two equal entries
+         * is kept does not matter (of +0.0 and -0.0: scaled_extremes adds +0.0 to either) */
+        double high[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, low[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int64_t j = term.b0; j < term.b1; j++) {
             if (load_block(ix, &term, j, &buf) < 0
                 || (!ix->per_posting && decode_freqs(&ix->blocks, j, buf.n, buf.tfs, &buf.tf_width) < 0)) {
@@ -1651,14 +1673,29 @@ static void extremes_of_part(ExtremesPart *part)
                 continue;
             }
             const int64_t p = term.p0 + (j - term.b0) * BLOCK;
-            for (int x = 0; x < buf.n; x++) {
-                const double e = ix->per_posting ? ix->table[p + x] : entry_of(ix, buf.tfs[x], buf.docs[x], p + x);
-                high = e > high ? e : high;
-                low = e < low ? e : low;
+            if (!ix->per_posting && buf.tf_width <= ix->grid_shift && !ix->rank_wide) { /* entry_of's grid case */
+                const uint16_t *ranks = ix->length_rank;
+                const double *grid = ix->grid;
+                const int shift = ix->grid_shift;
+                for (int x = 0; x < buf.n; x++) {
+                    const double e = grid[((uint32_t)ranks[buf.docs[x]] << shift) + buf.tfs[x]];
+                    high[x & 3] = e > high[x & 3] ? e : high[x & 3];
+                    low[x & 3] = e < low[x & 3] ? e : low[x & 3];
+                }
+            } else {
+                for (int x = 0; x < buf.n; x++) {
+                    const double e = ix->per_posting ? ix->table[p + x] : entry_of(ix, buf.tfs[x], buf.docs[x], p + x);
+                    high[x & 3] = e > high[x & 3] ? e : high[x & 3];
+                    low[x & 3] = e < low[x & 3] ? e : low[x & 3];
+                }
             }
         }
-        part->high[i] = high;
-        part->low[i] = low;
+        for (int u = 1; u < 4; u++) {
+            high[0] = high[u] > high[0] ? high[u] : high[0];
+            low[0] = low[u] < low[0] ? low[u] : low[0];
+        }
+        part->high[i] = high[0];
+        part->low[i] = low[0];
     }
 }
 

@@ -204,6 +204,9 @@ typedef struct {
     int n;              /* its postings */
     int have_tfs;       /* tfs decoded */
     int tf_width;       /* ... their width */
+    int64_t blocks_read, postings_read; /* what load_block read into it (added to the thread's counts below
+                                           after each query: a thread-local variable of a shared library is
+                                           a call to __tls_get_addr each time) */
     uint32_t docs[BLOCK];
     uint32_t tfs[BLOCK]; /* frequencies less one */
 } BlockBuf;
@@ -250,8 +253,8 @@ static inline int load_block(const Index *ix, const Term *term, int64_t j, Block
     if (n < 1 || decode_docs(&ix->blocks, j, n, base, buf->docs) < 0)
         return -1;
     buf->n = n;
-    blocks_read++;
-    postings_read += n;
+    buf->blocks_read++;
+    buf->postings_read += n;
     return 0;
 }
 

@@ -31,3 +31,15 @@ def test_log2_is_exact_for_powers_of_two_and_within_half_an_ulp_elsewhere() -> N
         half = decimal.Decimal(math.ulp(value) / 2)
         assert context.power(2, decimal.Decimal(value) - half) <= n <= context.power(2, decimal.Decimal(value) + half)
     assert exactmath.log2(1024.0) == 10.0
+
+
+def test_each_gives_the_40_digit_logarithms_bit_for_bit_where_the_long_double_decides() -> None:
+    rng = np.random.default_rng(7)
+    df = np.arange(1, 4000, dtype=np.float64)
+    values = np.concatenate([(150_000 - df + 0.5) / (df + 0.5), rng.uniform(0, 3e5, 3000),
+                             10 ** rng.uniform(-300, 300, 2000), rng.uniform(1e-20, 1e-5, 1000),
+                             [0.0, 1.0, 2.0, -0.5, -1.0, -2.0, math.inf, math.nan, 5e-324, 1e308]])
+    for function in (exactmath.ln, exactmath.ln1p):
+        got = exactmath.each(function, values)
+        want = np.array([function.__wrapped__(v) for v in values.tolist()])
+        assert got.tobytes() == want.tobytes()
