@@ -183,7 +183,9 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
             names, builders = (), []
         builder = PostingsBuilder(chosen, vocabulary if pretokenized else None, analyse=tokenizer.tokenize,
                                   threads=worker_count(workers))
-        return BuiltSegment(_build(batches, builder, seen, progress, workdir.path, names, builders), workdir)
+        segment = _build(batches, builder, seen, progress, workdir.path, names, builders)
+        chosen.built(segment.postings)
+        return BuiltSegment(segment, workdir)
     except BaseException:
         workdir.cleanup()
         raise

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..postings import Triples, Vocabulary
+    from ..postings import Postings, Triples, Vocabulary
     from ..retrieval import PairCoder, QueryTerms, Scorer, TermBatch
     from ..scoring import Params
 
@@ -60,6 +60,9 @@ class Backend(ABC):
     @abstractmethod
     def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
         """:func:`bm25lab.engine.selection.code_point_order`."""
+
+    def built(self, postings: Postings) -> None:
+        """A new segment's ``postings`` are built: made ready for this backend's searches (nothing here)."""
 
     def __repr__(self) -> str:
         return f"<{self.name} backend>"

@@ -32,7 +32,7 @@ import numpy as np
 from ..columns import utf8_pieces
 from .. import core as compiled_core
 from ..errors import BM25LabError
-from ..postings import TermList, TextChunk, Triples
+from ..postings import Postings, TermList, TextChunk, Triples
 from ..records import RankedRows
 from ..retrieval import TermBatch
 from ..scoring import zero_tf_part
@@ -171,6 +171,11 @@ class SearchState:
 # ---------------------------------------------------------------------- the backend
 class CoreBackend(Backend):
     name = "core"
+
+    def built(self, postings: Postings) -> None:
+        """Encode the blocks the core's searches read now, as part of the build (0.19 s at 150,000
+        documents), not in the first search after it; saving writes these blocks."""
+        postings.blocks()
 
     def __init__(self, method: int | None = None) -> None:
         """``method``: one of the core's searches for every query (TERM_AT_A_TIME, BLOCK_MAX), for
