@@ -64,6 +64,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -812,6 +813,12 @@ def verify_entry(directory: Path, entry: dict[str, Any], root: Path | None = Non
         check_files(files, verify=True)
 
 
+_NPY_HEADER_LOCK = threading.Lock()
+"""numpy parses a ``.npy`` header with :func:`ast.literal_eval`, which CPython 3.11 does not make safe in
+several threads at once ("AST constructor recursion depth mismatch", a SystemError, seen in a Dask worker
+loading shards with threads): one header at a time."""
+
+
 def read_array(path: Path, fd: int, dtype: np.dtype | tuple[np.dtype, ...], mmap: bool, ndim: int = 1) -> np.ndarray:
     """An ``ndim``-D ``.npy`` array of ``dtype`` (or of one of several) (C order) from an open file:
     memory-mapped, or read."""
@@ -823,7 +830,8 @@ def read_array(path: Path, fd: int, dtype: np.dtype | tuple[np.dtype, ...], mmap
             if version not in ((1, 0), (2, 0)):
                 raise ValueError(f"npy format version {version}")
             read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape, fortran, found = read_header(fh)
+            with _NPY_HEADER_LOCK:
+                shape, fortran, found = read_header(fh)
             offset = fh.tell()
         except Exception as exc:  # numpy's parser of damaged header bytes: ValueError, SyntaxError, TokenError, ...
             raise IndexFormatError(f"{path}: unreadable array ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
