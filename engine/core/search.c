@@ -440,17 +440,7 @@ static int64_t heap_select(const int64_t *cand, int64_t nc, const double *acc, d
             lim = py_max(floor, hs[0]);
         }
     }
-    const int64_t count = n;
-    while (n > 0) {
-        out_docs[n - 1] = hd[0];
-        out_scores[n - 1] = hs[0];
-        n--;
-        hs[0] = hs[n];
-        hr[0] = hr[n];
-        hd[0] = hd[n];
-        sift_down(hs, hr, hd, n, 0);
-    }
-    return count;
+    return heap_out(hs, hr, hd, n, out_docs, out_scores);
 }
 
 /* numba's _select: write the best k of cand[:nc] into the output rows, best first; returns how
