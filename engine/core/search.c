@@ -415,21 +415,12 @@ static int64_t heap_select(const int64_t *cand, int64_t nc, const double *acc, d
         if (dense && as_bits(acc[d]) == NO_POSTING)
             continue;
         const int64_t r = rank_of(id_rank, d);
-        if (n < k) { /* sift up */
-            int64_t j = n;
-            hs[j] = s;
-            hr[j] = r;
-            hd[j] = (int64_t)d;
+        if (n < k) {
+            hs[n] = s;
+            hr[n] = r;
+            hd[n] = (int64_t)d;
+            sift_up(hs, hr, hd, n);
             n++;
-            while (j > 0) {
-                const int64_t parent = (j - 1) / 2;
-                if (!worse(hs[j], hr[j], hs[parent], hr[parent]))
-                    break;
-                const double ts = hs[j]; hs[j] = hs[parent]; hs[parent] = ts;
-                const int64_t tr = hr[j]; hr[j] = hr[parent]; hr[parent] = tr;
-                const int64_t td = hd[j]; hd[j] = hd[parent]; hd[parent] = td;
-                j = parent;
-            }
             if (n == k)
                 lim = py_max(floor, hs[0]);
         } else if (worse(hs[0], hr[0], s, r)) {
