@@ -40,6 +40,9 @@
 #include "search.h"
 
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------------------------------ */
@@ -64,7 +67,10 @@
 #define SIGN_BIT (UINT64_C(1) << 63)
 
 /* counts returned besides >= 0 */
-#define RETRY (-1)          /* dense_top_k: the sampled floor was too high, add the terms again */
+#define RETRY (-1)          /* dense_top_k, dense_lookup: the sampled floor was too high, add the terms again */
+#define NOT_PRUNED (-2)     /* dense_lookup: nothing to prune yet */
+#define DENSE_LOOKUP 2      /* dense_lookup is tried for the terms left once their postings are n_docs / DENSE_LOOKUP */
+#define DENSE_RATIO 10      /* ... and their bounds add up to less than 1 / DENSE_RATIO of those of the terms added */
 
 /* ------------------------------------------------------------------------------------------ */
 /* the data a search reads, and its per-thread work space                                    */
@@ -72,7 +78,7 @@
 /* Fixed-size histograms and bucket tables; numba allocates them per call, here once per thread. */
 typedef struct {
     int64_t counts[BUCKETS];          /* refine_floor, narrow_pairs, dense_floor's total */
-    int64_t counts4[4][BUCKETS];      /* dense_floor: 4 interleaved rows (independent increments) */
+    uint32_t counts4[4][BUCKETS];     /* dense_floor: 4 interleaved rows (independent increments; n_docs < 2**31) */
     int64_t starts[ORDER_BUCKETS + 1];
     int64_t fill[ORDER_BUCKETS + 1];  /* order_ascending */
     int64_t radix_counts[8][256];
@@ -461,36 +467,60 @@ static int64_t select_best(const int64_t *cand, int64_t nc, const double *acc, d
     return sorted_best(dst, buf, m, acc, cnst, id_rank, k, out_docs, out_scores, work);
 }
 
+/* Move the values of a[lo:hi] that are below the pivot (below or equal with `or_equal`) to its
+ * front; returns where the others start. Branch-free (Lomuto's scheme, a swap for every value): the
+ * scores are in no order, so a branch on each would be mispredicted half the time. */
+static inline int64_t partition_below(double *a, int64_t lo, int64_t hi, double pivot, int or_equal)
+{
+    int64_t store = lo;
+    if (or_equal) {
+        for (int64_t i = lo; i < hi; i++) {
+            const double x = a[i];
+            a[i] = a[store];
+            a[store] = x;
+            store += x <= pivot;
+        }
+    } else {
+        for (int64_t i = lo; i < hi; i++) {
+            const double x = a[i];
+            a[i] = a[store];
+            a[store] = x;
+            store += x < pivot;
+        }
+    }
+    return store;
+}
+
 /* The value that would stand at `kth` if a[:n] were sorted ascending (quickselect with a
- * median-of-three pivot, in place). */
+ * median-of-three pivot, in place; no NaN). */
 static double select_in_place(double *a, int64_t n, int64_t kth)
 {
-    int64_t lo = 0, hi = n - 1;
-    while (hi > lo) {
-        const int64_t mid = (lo + hi) / 2;
-        double t;
-        if (a[mid] < a[lo]) { t = a[mid]; a[mid] = a[lo]; a[lo] = t; }
-        if (a[hi] < a[lo]) { t = a[hi]; a[hi] = a[lo]; a[lo] = t; }
-        if (a[hi] < a[mid]) { t = a[hi]; a[hi] = a[mid]; a[mid] = t; }
-        const double pivot = a[mid];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < pivot)
-                i++;
-            while (a[j] > pivot)
-                j--;
-            if (i <= j) {
-                t = a[i]; a[i] = a[j]; a[j] = t;
-                i++;
-                j--;
-            }
+    int64_t lo = 0, hi = n; /* kth in [lo, hi) */
+    while (hi - lo > 16) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const double x = a[lo], y = a[mid], z = a[hi - 1];
+        const double pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        const int64_t below = partition_below(a, lo, hi, pivot, 0);
+        if (kth < below) {
+            hi = below; /* below < hi: the pivot is one of a[below:hi] */
+        } else if (below > lo) {
+            lo = below;
+        } else {
+            /* the pivot is the least: the values equal to it move to the front (at least one) */
+            const int64_t equal_end = partition_below(a, lo, hi, pivot, 1);
+            if (kth < equal_end)
+                return pivot;
+            lo = equal_end;
         }
-        if (kth <= j)
-            hi = j;
-        else if (kth >= i)
-            lo = i;
-        else
-            return a[kth];
+    }
+    for (int64_t i = lo + 1; i < hi; i++) { /* insertion sort of the rest */
+        const double v = a[i];
+        int64_t j = i;
+        while (j > lo && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
     }
     return a[kth];
 }
@@ -509,13 +539,13 @@ static double kth_largest(const double *acc, const int64_t *docs, int64_t n, int
 
 /* A floor of the k-th best final score (acc[d] + const; acc >= 0 where scored, top above every
  * acc): the lower edge of the highest bucket of a histogram of the scores' float bits (1/128 of a
- * binade per bucket, 32 binades down from top) that, with the buckets above it, holds k documents
- * (of every stride-th document: about twice its share of k, usually low enough); -inf if none. */
-static double dense_floor(const double *acc, int64_t n, double cnst, int64_t k, double top, int64_t stride,
+ * binade per bucket, 32 binades down from top) that, with the buckets above it, holds `wanted` of
+ * every stride-th document (wanted_samples); -inf if none. The histogram is left in work->counts. */
+static double dense_floor(const double *acc, int64_t n, double cnst, double top, int64_t stride, int64_t wanted,
                           Work *work)
 {
     const int64_t base = (as_bits(top) >> LOG_SHIFT) - (BUCKETS - 1);
-    int64_t (*counts4)[BUCKETS] = work->counts4;
+    uint32_t (*counts4)[BUCKETS] = work->counts4;
     memset(counts4, 0, sizeof work->counts4);
     const uint64_t samples = (uint64_t)(n / stride + (n % stride > 0));
 #pragma GCC unroll 4 /* i & 3 a constant in each copy (numba's code is as fast without) */
@@ -523,12 +553,11 @@ static double dense_floor(const double *acc, int64_t n, double cnst, int64_t k, 
         const int64_t x = as_bits(acc[i * (uint64_t)stride]);
         /* an arithmetic shift (gcc's, and numba's): -0.0 lands in bucket 0 and counts 0 */
         const int64_t b = min_i64(max_i64((x >> LOG_SHIFT) - base, 0), BUCKETS - 1);
-        counts4[i & 3][b] += x != NO_POSTING;
+        counts4[i & 3][b] += (uint32_t)(x != NO_POSTING);
     }
     int64_t *counts = work->counts;
     for (int b = 0; b < BUCKETS; b++)
-        counts[b] = counts4[0][b] + counts4[1][b] + counts4[2][b] + counts4[3][b];
-    const int64_t wanted = stride == 1 ? k : 2 * (k / stride) + 16;
+        counts[b] = (int64_t)counts4[0][b] + counts4[1][b] + counts4[2][b] + counts4[3][b];
     const int64_t b = bucket_reaching(counts, BUCKETS, 0, wanted);
     if (b <= 0)
         return -INFINITY;
@@ -536,32 +565,47 @@ static double dense_floor(const double *acc, int64_t n, double cnst, int64_t k, 
     return (edge + cnst) - MARGIN * (edge + fabs(top) + fabs(cnst));
 }
 
-/* list_and_clear of the `count` documents from `first` (those with bits below low_bits cannot reach
- * the floor); returns the new count of listed documents. numba tests the whole block, then lists
- * it; here the test stops at the block's first document over low_bits and the listing starts there
- * (the documents before it fail the listing's test too): the same documents, and unrolled whole it
- * is as fast as LLVM's code for numba's (a vectorized test of the whole block took twice as long). */
-ALWAYS_INLINE int64_t list_block(double *restrict acc, int64_t first, int64_t count, int64_t low_bits, double cnst,
-                                 double floor, int64_t *restrict keep, double *restrict buf, int64_t m)
+/* Which of block[:LIST_BLOCK] are >= low, a bit each (bit i: block[i]); a float comparison, so NaN
+ * never is. Two at a time (SSE2's cmppd and movmskpd on x86-64). */
+ALWAYS_INLINE unsigned at_least_bits(const double *block, double low)
+{
+    unsigned bits = 0;
+#if defined(__SSE2__)
+    const __m128d lo = _mm_set1_pd(low);
+#pragma GCC unroll 8
+    for (int i = 0; i < LIST_BLOCK; i += 2)
+        bits |= (unsigned)_mm_movemask_pd(_mm_cmpge_pd(_mm_loadu_pd(block + i), lo)) << i;
+#else
+#pragma GCC unroll 16
+    for (int i = 0; i < LIST_BLOCK; i++)
+        bits |= (unsigned)(block[i] >= low) << i;
+#endif
+    return bits;
+}
+
+/* How many samples of every stride-th document a dense floor must have at or above it: k when every
+ * document is one, else their share of k times quarters / 4, plus extra. */
+static inline int64_t wanted_samples(int64_t k, int64_t stride, int64_t quarters, int64_t extra)
+{
+    return stride == 1 ? k : quarters * (k / stride) / 4 + extra;
+}
+
+/* list_and_clear of LIST_BLOCK documents from `first` (those below low, low > 0, cannot reach the
+ * floor: -0.0 and NaN are below it too); returns the new count of listed documents. The test of the
+ * whole block is vectorized and most blocks hold no document at or above low: one branch a block. */
+ALWAYS_INLINE int64_t list_block(double *restrict acc, int64_t first, double low, double cnst, double floor,
+                                 int64_t *restrict keep, double *restrict buf, int64_t m)
 {
     double *restrict const block = acc + first;
-    int64_t i;
-#pragma GCC unroll 16
-    for (i = 0; i < count; i++)
-        if (as_bits(block[i]) >= low_bits)
-            break;
-#pragma GCC unroll 16
-    for (; i < count; i++) {
-        if (as_bits(block[i]) >= low_bits) {
-            const double s = block[i] + cnst;
-            if (s >= floor) {
-                keep[m] = first + i;
-                buf[m] = s;
-                m++;
-            }
-        }
+    for (unsigned bits = at_least_bits(block, low); bits != 0; bits &= bits - 1) {
+        const int i = __builtin_ctz(bits);
+        const double s = block[i] + cnst;
+        keep[m] = first + i; /* branch-free: kept if s >= floor */
+        buf[m] = s;
+        m += s >= floor;
     }
-    for (i = 0; i < count; i++)
+#pragma GCC unroll 16
+    for (int i = 0; i < LIST_BLOCK; i++)
         block[i] = -0.0;
     return m;
 }
@@ -574,14 +618,21 @@ static int64_t list_and_clear(double *restrict acc, int64_t n, double cnst, doub
     int64_t m = 0;
     const double low = (floor - cnst) - MARGIN * (fabs(floor) + fabs(cnst));
     if (low > 0.0) {
-        /* an integer comparison passes over most documents: below low (below every acc[d] that
-         * reaches the floor) no score can, and -0.0 has the lowest bits of all; in blocks of
-         * LIST_BLOCK documents */
-        const int64_t low_bits = as_bits(low);
-        const int64_t blocks = n / LIST_BLOCK;
-        for (int64_t block = 0; block < blocks; block++)
-            m = list_block(acc, block * LIST_BLOCK, LIST_BLOCK, low_bits, cnst, floor, keep, buf, m);
-        m = list_block(acc, blocks * LIST_BLOCK, n - blocks * LIST_BLOCK, low_bits, cnst, floor, keep, buf, m);
+        /* a comparison with low passes over most documents: below it (below every acc[d] that reaches
+         * the floor) no score can, and -0.0 is below it too; in blocks of LIST_BLOCK documents */
+        const int64_t end = n - n % LIST_BLOCK;
+        for (int64_t first = 0; first < end; first += LIST_BLOCK)
+            m = list_block(acc, first, low, cnst, floor, keep, buf, m);
+        for (int64_t d = end; d < n; d++) {
+            const double a = acc[d];
+            const double s = a + cnst;
+            if (a >= low && s >= floor) {
+                keep[m] = d;
+                buf[m] = s;
+                m++;
+            }
+            acc[d] = -0.0;
+        }
     } else {
         for (int64_t d = 0; d < n; d++) {
             const double a = acc[d];
@@ -701,11 +752,69 @@ static int64_t dense_top_k(double *acc, int64_t n_docs, double cnst, int64_t k, 
                            int sample, Work *work)
 {
     const int64_t stride = sample && n_docs >= 64 * k ? SAMPLE : 1;
-    const double floor = dense_floor(acc, n_docs, cnst, k, top, stride, work);
+    const double floor = dense_floor(acc, n_docs, cnst, top, stride, wanted_samples(k, stride, 8, 16), work);
     const int64_t m = list_and_clear(acc, n_docs, cnst, floor, keep, buf);
     if (m < k && stride > 1 && floor > -INFINITY)
         return RETRY;
     return best_pairs(keep, buf, m, id_rank, k, scratch, out_docs, out_scores, work);
+}
+
+/* Once dense, the MaxScore step of taat_impl: when the terms left (their bounds add up to `left`) can no
+ * longer lift a document from below a floor theta of the k-th best partial score into the top k, the
+ * documents that still can (acc[d] >= theta - left, less the margin) are marked KEPT and listed in
+ * keep, ascending, and every other acc[d] is set back to -0.0 (one pass). theta is taken from every
+ * SAMPLE-th document (with enough documents next to k) and proven by the pass: k documents at or above
+ * it. Returns how many are kept (theta set), NOT_PRUNED (nothing changed: theta too low to prune), or
+ * RETRY when theta proved too high (acc is then all -0.0: the caller adds the terms again). */
+static int64_t dense_lookup(double *restrict acc, int64_t n_docs, int64_t k, double left, double all,
+                            int64_t postings_left, uint8_t *marks, int64_t *restrict keep, double *theta, Work *work)
+{
+    const double top = all * (1.0 + MARGIN) + MARGIN; /* above every partial score (weights >= 0) */
+    const int64_t stride = n_docs >= 64 * k ? SAMPLE : 1;
+    /* closer to the k-th best than dense_top_k's (fewer documents kept): proven by the pass anyway */
+    const double floor = dense_floor(acc, n_docs, 0.0, top, stride, wanted_samples(k, stride, 5, 8), work);
+    const double bound = floor - MARGIN * (fabs(floor) + all) - left;
+    if (!(bound > 0.0)) /* -inf, or left too large: nothing to prune */
+        return NOT_PRUNED;
+    /* the documents that would be kept, by the samples (dense_floor's histogram, work->counts): worth
+     * the pass when they are few next to the postings left */
+    const int64_t base = (as_bits(top) >> LOG_SHIFT) - (BUCKETS - 1);
+    int64_t above = 0;
+    for (int64_t b = min_i64(max_i64((as_bits(bound) >> LOG_SHIFT) - base, 0), BUCKETS - 1); b < BUCKETS; b++)
+        above += work->counts[b];
+    if (above * stride * GALLOP > postings_left)
+        return NOT_PRUNED;
+    int64_t ns = 0, reach = 0;
+    const int64_t end = n_docs - n_docs % LIST_BLOCK;
+    for (int64_t first = 0; first < n_docs; first += LIST_BLOCK) {
+        double *restrict const block = acc + first;
+        const int count = first < end ? LIST_BLOCK : (int)(n_docs - first);
+        const unsigned bits = count == LIST_BLOCK ? at_least_bits(block, bound) : 0;
+        if (bits == 0 && count == LIST_BLOCK) {
+            for (int i = 0; i < LIST_BLOCK; i++)
+                block[i] = -0.0;
+            continue;
+        }
+        for (int i = 0; i < count; i++) {
+            const double a = block[i];
+            if (count == LIST_BLOCK ? (bits >> i) & 1 : a >= bound) {
+                marks[first + i] = KEPT;
+                keep[ns++] = first + i;
+                reach += a >= floor;
+            } else {
+                block[i] = -0.0;
+            }
+        }
+    }
+    if (reach >= k) {
+        *theta = floor;
+        return ns;
+    }
+    for (int64_t c = 0; c < ns; c++) {
+        marks[keep[c]] = 0;
+        acc[keep[c]] = -0.0;
+    }
+    return RETRY;
 }
 
 _Thread_local int64_t blocks_read, postings_read;
@@ -873,7 +982,10 @@ void term_order(const Term *terms, int64_t m, int64_t *order, int64_t *tmp)
  * less than theta, no unscored document can enter the top k, so the remaining terms only update the
  * documents that still can (skipping to their blocks) and documents are dropped as their bound falls
  * below theta. Kept documents get every term in the same order: the same documents, scores and order
- * as the plain path.
+ * as the plain path. Once the listed candidates are many (dense: the per-document arrays are walked
+ * instead), the same step is dense_lookup's: a sampled floor of the k-th best partial score, proven
+ * by a pass that lists the documents the remaining terms may still lift (or, when the floor proves too
+ * high, the terms are added again).
  *
  * acc is all -0.0 and marks all 0 on entry and both are left so (on NOMEM and DAMAGED too). mask is
  * ix->mask in the masked instantiation (the documents it leaves out never get a weight added: the kept
@@ -893,15 +1005,20 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
 
     int64_t *order = alloc_array(2 * m, sizeof *order); /* the term order, then a merge buffer */
     double *rest = alloc_array(m + 1, sizeof *rest);
-    if (order == NULL || rest == NULL) {
+    int64_t *left = alloc_array(m + 1, sizeof *left); /* the postings of the terms from the i-th on */
+    if (order == NULL || rest == NULL || left == NULL) {
         free(order);
         free(rest);
+        free(left);
         return NOMEM;
     }
     term_order(terms, m, order, order + m);
     rest[m] = 0.0;
-    for (int64_t i = m - 1; i >= 0; i--)
+    left[m] = 0;
+    for (int64_t i = m - 1; i >= 0; i--) {
         rest[i] = rest[i + 1] + terms[order[i]].bound;
+        left[i] = left[i + 1] + (terms[order[i]].p1 - terms[order[i]].p0);
+    }
 
     int64_t count;
     int64_t nc = 0;
@@ -912,12 +1029,28 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
     int64_t lookup_from = m;
     double theta = 0.0;
     double w[BLOCK];
+    int64_t ns = 0;          /* the kept documents (keep[:ns]) once lookup_from < m */
+    int dense_tried = 0;     /* dense_lookup retried (the terms added again): not tried again */
     for (int64_t i = 0; i < m; i++) {
         const Term *term = &terms[order[i]];
         const int64_t postings = term->p1 - term->p0;
+        if (prune && !tracked && !dense_tried && mask == NULL && rest[i] * DENSE_RATIO < rest[0] - rest[i] &&
+            left[i] * DENSE_LOOKUP >= n_docs) {
+            const int64_t kept = dense_lookup(acc, n_docs, k, rest[i], rest[0], left[i], marks, keep, &theta, work);
+            if (kept >= 0) {
+                ns = kept;
+                lookup_from = i;
+                break;
+            }
+            if (kept == RETRY) { /* acc is all -0.0: the terms before this one again */
+                dense_tried = 1;
+                for (int64_t j = 0; j < i; j++)
+                    add_in_full(acc, ix, &terms[order[j]], sc, mask);
+            }
+        }
         /* theta <= the best partial score <= the processed terms' bound: only then can it prune; a
          * threshold costs O(subset(k)): not worth it for a term with fewer postings; once dense,
-         * listing the kept documents costs more than adding the remaining terms in full saves */
+         * dense_lookup (above) takes theta from the documents' partial scores instead */
         if (prune && tracked && i > 0 && nc >= k && rest[i] < rest[0] - rest[i] && postings > subset(k)) {
             theta = kth_largest(acc, cand, min_i64(nc, subset(k)), k, buf);
             if (rest[i] < theta - MARGIN * (fabs(theta) + rest[0])) {
@@ -963,22 +1096,24 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
 
     if (lookup_from < m) {
         double bound = theta - MARGIN * (fabs(theta) + rest[0]) - rest[lookup_from];
-        int64_t ns = 0;
-        for (int64_t c = 0; c < nc; c++) {
-            const int64_t d = cand[c];
-            if (acc[d] >= bound) {
-                marks[d] = KEPT;
-                keep[ns++] = d;
+        int sorted = 1; /* dense_lookup listed keep ascending */
+        if (tracked) {
+            for (int64_t c = 0; c < nc; c++) {
+                const int64_t d = cand[c];
+                if (acc[d] >= bound) {
+                    marks[d] = KEPT;
+                    keep[ns++] = d;
+                }
             }
+            /* ascending, to skip through the blocks */
+            uint64_t *keys = alloc_array(ns, sizeof *keys);
+            if (keys != NULL) {
+                for (int64_t c = 0; c < ns; c++)
+                    keys[c] = (uint64_t)keep[c];
+            }
+            sorted = keys != NULL && radix_sort(keys, keep, ns, work) == 0;
+            free(keys);
         }
-        /* ascending, to skip through the blocks */
-        uint64_t *keys = alloc_array(ns, sizeof *keys);
-        if (keys != NULL) {
-            for (int64_t c = 0; c < ns; c++)
-                keys[c] = (uint64_t)keep[c];
-        }
-        const int sorted = keys != NULL && radix_sort(keys, keep, ns, work) == 0;
-        free(keys);
         if (sorted) {
             for (int64_t i = lookup_from; i < m; i++) {
                 add_term_to_kept(keep, ns, marks, acc, ix, &terms[order[i]], sc);
@@ -988,10 +1123,13 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
                     int64_t kept = 0;
                     for (int64_t c = 0; c < ns; c++) {
                         const int64_t d = keep[c];
-                        if (acc[d] >= bound)
+                        if (acc[d] >= bound) {
                             keep[kept++] = d;
-                        else
+                        } else {
                             marks[d] = 0;
+                            if (!tracked) /* acc is cleared by the kept documents (dense_lookup cleared the rest) */
+                                acc[d] = -0.0;
+                        }
                     }
                     ns = kept;
                 }
@@ -999,9 +1137,13 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
         }
         for (int64_t c = 0; c < ns; c++)
             marks[keep[c]] = 0;
+        /* listed in place when tracked (cand clears acc below), else in cand: keep clears acc */
         count = sorted ? select_best(keep, ns, acc, cnst, id_rank, k, top_k_floor(keep, ns, acc, cnst, k, work),
-                                     keep, buf, sc->hs, sc->hr, sc->hd, out_docs, out_scores, 0, work)
+                                     tracked ? keep : cand, buf, sc->hs, sc->hr, sc->hd, out_docs, out_scores, 0,
+                                     work)
                        : NOMEM;
+        for (int64_t c = 0; !tracked && c < ns; c++)
+            acc[keep[c]] = -0.0;
     } else if (tracked) {
         count = select_best(cand, nc, acc, cnst, id_rank, k, top_k_floor(cand, nc, acc, cnst, k, work), keep, buf,
                             sc->hs, sc->hr, sc->hd, out_docs, out_scores, 0, work);
@@ -1021,6 +1163,7 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
         }
         free(order);
         free(rest);
+        free(left);
         return sc->damaged && count >= 0 ? DAMAGED : count; /* dense_top_k has cleared acc */
     } else {
         /* the k-th best final score of the documents listed before the switch (those of the
@@ -1035,12 +1178,13 @@ ALWAYS_INLINE int64_t taat_impl(const Index *ix, const Term *terms, int64_t m, d
     if (tracked) {
         for (int64_t c = 0; c < nc; c++)
             acc[cand[c]] = -0.0;
-    } else {
+    } else if (lookup_from == m) {
         for (int64_t d = 0; d < n_docs; d++)
             acc[d] = -0.0;
     }
     free(order);
     free(rest);
+    free(left);
     return sc->damaged && count >= 0 ? DAMAGED : count;
 }
 

@@ -471,6 +471,53 @@ def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
+def _half_and_common(n_docs: int, high: int) -> tuple:
+    """Every document holds 'common' (a tiny weight), every even one 'half' (so many that a search turns
+    dense before 'common'), with lengths spread by filler words; with ``high``, the first ``high`` of the
+    documents a dense floor samples (every 16th) hold 'half' 6 times and the others once."""
+    from bm25lab.engine import Index, Tokenizer
+
+    rng = np.random.default_rng(5)
+    docs = []
+    for i in range(n_docs):
+        words = ["common"] * int(rng.integers(1, 4)) + ["filler"] * int(rng.integers(0, 200))
+        if i % 2 == 0:
+            tf = (6 if i % 16 == 0 and i < 16 * high else 1) if high else int(rng.integers(1, 9))
+            words += ["half"] * tf
+        docs.append((f"d{i}", " ".join(words)))
+    index = Index.build(docs, tokenizer=Tokenizer("whitespace", stopwords=None), workers=1, backend="numpy")
+    return index._scorer, [index._scorer.query_terms(["half", "common"])]
+
+
+def _blocks_read(scorer, queries, k: int, params: Params) -> tuple[int, int]:
+    search = CoreBackend(TERM_AT_A_TIME)
+    search.top_k_batch(scorer, TermBatch.of(queries), k, params, 1)
+    return search.last_read.blocks_read, search.last_read.blocks
+
+
+def test_a_dense_search_adds_its_last_common_term_to_the_few_documents_that_can_still_make_the_top_k() -> None:
+    # 'half' added in full turns the search dense; 'common' can lift no document by more than a hair,
+    # so only the documents within that hair of a floor of the k-th best score get it (their blocks
+    # alone are read), and the top k is still numpy's, bit for bit
+    scorer, queries = _half_and_common(40_000, high=0)
+    params = Params("lucene", 2.0, 1.0).resolved()
+    for k in (64, 100):
+        _assert_compiled_equals_numpy(scorer, queries, k, params, threads=1, single=True)
+    read, blocks = _blocks_read(scorer, queries, 64, params)
+    assert read < blocks * 3 // 4, (read, blocks)
+
+
+def test_a_dense_search_whose_sampled_floor_proves_too_high_adds_its_terms_again() -> None:
+    # the sampled documents are the only high ones and fewer than k: the floor they give has fewer than
+    # k documents at or above it, so nothing may be pruned by it: the terms are added again in full
+    scorer, queries = _half_and_common(40_000, high=20)
+    params = Params("lucene", 0.9, 0.4).resolved()
+    for k in (64, 100):
+        _assert_compiled_equals_numpy(scorer, queries, k, params, threads=1, single=True)
+    read, blocks = _blocks_read(scorer, queries, 64, params)
+    assert read > blocks, (read, blocks)  # the blocks of 'half' read twice
+
+
 @pytest.mark.parametrize("method", [TERM_AT_A_TIME, BLOCK_MAX])
 def test_scores_equal_only_once_the_constant_is_added_still_tie_by_id(method: int) -> None:
     # two partial sums an ulp apart become one final score when bm25l/bm25+'s constant is added: the
