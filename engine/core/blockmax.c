@@ -196,10 +196,7 @@ static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, in
         while (end > pos && buf->docs[end - 1] >= w1) /* the block's postings in the window: pos:end */
             end--;
         const int fast = read_freqs(r->ix, buf);
-        if (fast < 0) {
-            damaged = 1;
-            end = pos;
-        } else if (fast && mult == 1.0 && mask == NULL) {
+        if (fast && mult == 1.0 && mask == NULL) {
             for (; pos < end; pos++) {
                 const uint32_t off = buf->docs[pos] - (uint32_t)w0;
                 const double a = acc[off];
@@ -213,7 +210,7 @@ static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, in
                 const double a = acc[off];
                 listed[nl] = (uint16_t)off;
                 nl += (bits_of(a) == NO_WEIGHT) & (mask == NULL || mask[d] != 0);
-                acc[off] = a + masked_weight(mask, d, weight_at(r->ix, term, buf, pos, &damaged));
+                acc[off] = a + masked_weight(mask, d, weight_at(r->ix, term, buf, pos));
             }
         }
         c->pos = end;
@@ -228,16 +225,14 @@ static int add_all(Reader *r, Cursor *c, int64_t w0, int64_t w1, Window *win, in
 static void add_kept(Reader *r, Cursor *c, int64_t w0, Window *win, int nk)
 {
     const Term *term = c->term;
-    int damaged = 0;
     for (int i = 0; i < nk; i++) {
         const int64_t d = w0 + win->kept[i];
         if (seek(r, c, d)) /* no posting from d on: none for the later kept documents either */
             break;
         const BlockBuf *buf = &c->buf;
         if (buf->docs[c->pos] == d)
-            win->acc[win->kept[i]] += weight_at(r->ix, term, &c->buf, c->pos, &damaged);
+            win->acc[win->kept[i]] += weight_at(r->ix, term, &c->buf, c->pos);
     }
-    r->damaged |= damaged;
 }
 
 /* The listed documents whose sum so far plus `rest` could still enter (rest: a bound of what the

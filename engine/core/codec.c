@@ -490,10 +490,12 @@ static PyObject *py_decode_postings(PyObject *self, PyObject *pyargs, PyObject *
             const int n = (int)(left < BLOCK ? left : BLOCK);
             const int64_t base = k == 0 ? 0 : (int64_t)bs.last_docs[j - 1] + 1;
             int width;
-            if (decode_docs(&bs, j, n, base, block_docs) < 0 || decode_freqs(&bs, j, n, block_tfs, &width) < 0) {
+            int64_t tf_at;
+            if (decode_docs(&bs, j, n, base, block_docs, &width, &tf_at) < 0) {
                 failed = 1;
                 break;
             }
+            decode_freqs_at(&bs, tf_at, n, width, block_tfs);
             for (int i = (int)(p - first); i < n && first + i < hi; i++, p++) {
                 docs[p - lo] = (int32_t)block_docs[i];
                 tfs[p - lo] = (int32_t)(block_tfs[i] + 1);

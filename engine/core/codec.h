@@ -74,13 +74,17 @@ static inline int block_header(const BlockSet *bs, int64_t j, int n, int *gap_wi
 int decode_docs_rest(const BlockSet *bs, int n, int gw, int64_t at, int64_t base, int64_t last, uint32_t *docs);
 
 /* Block j's n documents into docs (base: the term's previous block's last document + 1, 0 for its
- * first block); 0, or -1 when the block is damaged (see above). */
-static inline int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *docs)
+ * first block), and where its frequencies are and their width (for decode_freqs_at: the header was
+ * checked for both); 0, or -1 when the block is damaged (see above). */
+static inline int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base, uint32_t *docs, int *tf_width,
+                              int64_t *tf_at)
 {
     int gw, tw;
     int64_t at;
     if (block_header(bs, j, n, &gw, &tw, &at) < 0)
         return -1;
+    *tf_width = tw;
+    *tf_at = at + section_bytes(n, gw);
     const int64_t last = bs->last_docs[j];
     if (last < 0 || last >= bs->n_docs || base < 0 || base > last)
         return -1;
@@ -89,17 +93,10 @@ static inline int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base
     return decode_docs_rest(bs, n, gw, at, base, last, docs);
 }
 
-/* Block j's n frequencies less one into values, and their width (every value is below 2**width); 0,
- * or -1 when the block is damaged. */
-static inline int decode_freqs(const BlockSet *bs, int64_t j, int n, uint32_t *values, int *width)
+/* The n frequencies less one of a block decode_docs read (at tf_at, of width tf_width) into values. */
+static inline void decode_freqs_at(const BlockSet *bs, int64_t tf_at, int n, int tf_width, uint32_t *values)
 {
-    int gw, tw;
-    int64_t at;
-    if (block_header(bs, j, n, &gw, &tw, &at) < 0)
-        return -1;
-    unpack(bs->data + at + section_bytes(n, gw), tw, n, values);
-    *width = tw;
-    return 0;
+    unpack(bs->data + tf_at, tf_width, n, values);
 }
 
 /* The blocks' arrays of a Python call, checked: positions holds n_blocks + 1 entries, data PAD bytes past

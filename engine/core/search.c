@@ -856,12 +856,7 @@ static inline int load_postings(const Index *ix, const Term *term, int64_t j, Sc
         sc->damaged = 1;
         return -1;
     }
-    const int fast = read_freqs(ix, buf);
-    if (fast < 0) {
-        buf->n = 0;
-        sc->damaged = 1;
-    }
-    return fast;
+    return read_freqs(ix, buf);
 }
 
 /* The first of docs[lo:hi] (ascending) >= d, hi if none: a binary search without branches (a block's
@@ -905,7 +900,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
             }
             pos = first_at_least(buf->docs, pos, buf->n, (uint32_t)d);
             if (pos < buf->n && buf->docs[pos] == d)
-                acc[d] += weight_at(ix, term, buf, pos, &damaged);
+                acc[d] += weight_at(ix, term, buf, pos);
         }
     } else {
         for (int64_t j = term->b0; j < term->b1; j++) {
@@ -913,7 +908,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
             for (int i = 0; i < buf->n; i++) {
                 const uint32_t d = buf->docs[i];
                 if (marks[d] == KEPT)
-                    acc[d] += weight_at(ix, term, buf, i, &damaged);
+                    acc[d] += weight_at(ix, term, buf, i);
             }
         }
     }
@@ -1792,11 +1787,12 @@ static void extremes_of_part(ExtremesPart *part)
          * is kept does not matter (of +0.0 and -0.0: scaled_extremes adds +0.0 to either) */
         double high[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, low[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int64_t j = term.b0; j < term.b1; j++) {
-            if (load_block(ix, &term, j, &buf) < 0
-                || (!ix->per_posting && decode_freqs(&ix->blocks, j, buf.n, buf.tfs, &buf.tf_width) < 0)) {
+            if (load_block(ix, &term, j, &buf) < 0) {
                 part->damaged = 1;
                 continue;
             }
+            if (!ix->per_posting)
+                decode_freqs_at(&ix->blocks, buf.tf_at, buf.n, buf.tf_width, buf.tfs);
             const int64_t p = term.p0 + (j - term.b0) * BLOCK;
             if (!ix->per_posting && buf.tf_width <= ix->grid_shift && !ix->rank_wide) { /* entry_of's grid case */
                 const uint16_t *ranks = ix->length_rank;

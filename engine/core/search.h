@@ -204,6 +204,7 @@ typedef struct {
     int n;              /* its postings */
     int have_tfs;       /* tfs decoded */
     int tf_width;       /* ... their width */
+    int64_t tf_at;      /* ... where they are (load_block checked the block's header for them too) */
     int64_t blocks_read, postings_read; /* what load_block read into it (added to the thread's counts below
                                            after each query: a thread-local variable of a shared library is
                                            a call to __tls_get_addr each time) */
@@ -250,7 +251,7 @@ static inline int load_block(const Index *ix, const Term *term, int64_t j, Block
     buf->n = 0;
     const int n = block_size(term, j);
     const int64_t base = j == term->b0 ? 0 : (int64_t)ix->blocks.last_docs[j - 1] + 1;
-    if (n < 1 || decode_docs(&ix->blocks, j, n, base, buf->docs) < 0)
+    if (n < 1 || decode_docs(&ix->blocks, j, n, base, buf->docs, &buf->tf_width, &buf->tf_at) < 0)
         return -1;
     buf->n = n;
     buf->blocks_read++;
@@ -258,9 +259,8 @@ static inline int load_block(const Index *ix, const Term *term, int64_t j, Block
     return 0;
 }
 
-/* The weight (times mult) of posting i of the block in buf; *damaged set when its frequencies
- * cannot be read (the weight is then 0). */
-ALWAYS_INLINE double weight_at(const Index *ix, const Term *term, BlockBuf *buf, int i, int *damaged)
+/* The weight (times mult) of posting i of the block in buf (its frequencies decoded when first asked). */
+ALWAYS_INLINE double weight_at(const Index *ix, const Term *term, BlockBuf *buf, int i)
 {
     const int64_t p = term->p0 + (buf->j - term->b0) * BLOCK + i;
     double entry;
@@ -268,10 +268,7 @@ ALWAYS_INLINE double weight_at(const Index *ix, const Term *term, BlockBuf *buf,
         entry = ix->table[p];
     } else {
         if (!buf->have_tfs) {
-            if (decode_freqs(&ix->blocks, buf->j, buf->n, buf->tfs, &buf->tf_width) < 0) {
-                *damaged = 1;
-                return 0.0;
-            }
+            decode_freqs_at(&ix->blocks, buf->tf_at, buf->n, buf->tf_width, buf->tfs);
             buf->have_tfs = 1;
         }
         entry = entry_of(ix, buf->tfs[i], buf->docs[i], p);
@@ -281,14 +278,13 @@ ALWAYS_INLINE double weight_at(const Index *ix, const Term *term, BlockBuf *buf,
 }
 
 /* Decode the frequencies of the block in buf (once): 1 when every posting's entry is in the grid with
- * no check (grid_weight), 0 when not, -1 when the block is damaged. */
+ * no check (grid_weight), else 0. */
 static inline int read_freqs(const Index *ix, BlockBuf *buf)
 {
     if (ix->per_posting)
         return 0;
     if (!buf->have_tfs) {
-        if (decode_freqs(&ix->blocks, buf->j, buf->n, buf->tfs, &buf->tf_width) < 0)
-            return -1;
+        decode_freqs_at(&ix->blocks, buf->tf_at, buf->n, buf->tf_width, buf->tfs);
         buf->have_tfs = 1;
     }
     return buf->tf_width <= ix->grid_shift && !ix->rank_wide;
