@@ -231,7 +231,7 @@ static void add_kept(Reader *r, Cursor *c, int64_t w0, Window *win, int nk)
             break;
         const BlockBuf *buf = &c->buf;
         if (buf->docs[c->pos] == d)
-            win->acc[win->kept[i]] += weight_at(r->ix, term, &c->buf, c->pos);
+            win->acc[win->kept[i]] += weight_of_one(r->ix, term, &c->buf, c->pos);
     }
 }
 

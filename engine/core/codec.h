@@ -12,6 +12,8 @@
 
 #include "core.h"
 
+#include <string.h>
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the block format is little-endian and so is the core's reading of it"
 #endif
@@ -91,6 +93,32 @@ static inline int decode_docs(const BlockSet *bs, int64_t j, int n, int64_t base
     if (gw <= 24 && n == BLOCK) /* no wrap (see codec.c): the last document checks them all */
         return UNPACK_DOCS_BY_WIDTH[gw](bs->data + at, docs, (uint32_t)base - 1) == (uint32_t)last ? 0 : -1;
     return decode_docs_rest(bs, n, gw, at, base, last, docs);
+}
+
+/* Value i of n values of `width` bits packed as unpack reads them (a full block in 4 lanes of 32-bit
+ * words, value i in lane i % 4 at bit (i / 4) x width of its words; a short one value after value):
+ * one value without unpacking the others. */
+static inline uint32_t unpack_one(const uint8_t *in, int width, int n, int i)
+{
+    if (width == 0)
+        return 0;
+    const uint64_t mask = (UINT64_C(1) << width) - 1;
+    uint64_t v;
+    if (n == BLOCK) {
+        const int bit = (i >> 2) * width, w = bit >> 5, s = bit & 31, lane = 4 * (i & 3);
+        uint32_t word;
+        memcpy(&word, in + 16 * w + lane, sizeof word);
+        v = (uint64_t)word >> s;
+        if (s + width > 32) {
+            memcpy(&word, in + 16 * (w + 1) + lane, sizeof word);
+            v |= (uint64_t)word << (32 - s);
+        }
+    } else {
+        const int64_t bit = (int64_t)i * width;
+        memcpy(&v, in + bit / 8, sizeof v); /* the PAD bytes make a read past the last block safe */
+        v >>= bit % 8;
+    }
+    return (uint32_t)(v & mask);
 }
 
 /* The n frequencies less one of a block decode_docs read (at tf_at, of width tf_width) into values. */

@@ -900,7 +900,7 @@ static void add_term_to_kept(const int64_t *docs, int64_t n, const uint8_t *mark
             }
             pos = first_at_least(buf->docs, pos, buf->n, (uint32_t)d);
             if (pos < buf->n && buf->docs[pos] == d)
-                acc[d] += weight_at(ix, term, buf, pos);
+                acc[d] += weight_of_one(ix, term, buf, pos);
         }
     } else {
         for (int64_t j = term->b0; j < term->b1; j++) {

@@ -277,6 +277,23 @@ ALWAYS_INLINE double weight_at(const Index *ix, const Term *term, BlockBuf *buf,
     return term->mult == 1.0 ? w : w * term->mult;
 }
 
+/* weight_at for a posting alone in its block, or nearly: its frequency is read by itself unless the
+ * block's are decoded already (skipping to a few documents, most blocks are read for one). */
+ALWAYS_INLINE double weight_of_one(const Index *ix, const Term *term, const BlockBuf *buf, int i)
+{
+    const int64_t p = term->p0 + (buf->j - term->b0) * BLOCK + i;
+    double entry;
+    if (ix->per_posting) {
+        entry = ix->table[p];
+    } else {
+        const uint32_t tf = buf->have_tfs ? buf->tfs[i]
+                                          : unpack_one(ix->blocks.data + buf->tf_at, buf->tf_width, buf->n, i);
+        entry = entry_of(ix, tf, buf->docs[i], p);
+    }
+    const double w = term->scale * entry + 0.0;
+    return term->mult == 1.0 ? w : w * term->mult;
+}
+
 /* Decode the frequencies of the block in buf (once): 1 when every posting's entry is in the grid with
  * no check (grid_weight), else 0. */
 static inline int read_freqs(const Index *ix, BlockBuf *buf)

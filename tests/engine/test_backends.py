@@ -471,6 +471,43 @@ def test_a_term_in_almost_every_document_beside_rare_ones(variant) -> None:
         _assert_compiled_equals_numpy(scorer, terms, k, params, threads=2, single=True)
 
 
+def test_skipping_to_a_few_documents_reads_their_frequencies_alone_at_every_width() -> None:
+    # a rare term's documents prune the search at once, so each other term is read by skipping to those
+    # few documents and reading each one's frequency by itself (not its block's): full blocks of every
+    # width from 0 to 29 bits (block b's frequencies below 2**(b % 30)), and a short last block of each
+    from bm25lab.engine.postings import Postings
+    from bm25lab.engine.retrieval import Scorer
+    from bm25lab.engine.selection import id_ranks
+
+    rng = np.random.default_rng(29)
+    n_docs = 20_000
+    rare = np.concatenate([np.arange(0, n_docs - 400, 400), np.arange(n_docs - 80, n_docs, 4)]).astype(np.int32)
+    columns: dict[str, tuple[np.ndarray, np.ndarray]] = {"rare": (rare, np.full(rare.size, 3, np.int32))}
+    docs = np.arange(n_docs, dtype=np.int32)
+    columns["every"] = (docs, (1 + rng.integers(0, 2 ** (docs // 128 % 30))).astype(np.int32))
+    for width in range(30):
+        kept = np.concatenate([np.sort(rng.choice(n_docs - 100, 4_960 + width, replace=False)),
+                               np.arange(n_docs - 80, n_docs, 2)]).astype(np.int32)  # the short block: the last 8 + width
+        tfs = 1 + rng.integers(0, 2 ** (np.arange(kept.size) // 128 % 30))
+        tfs[kept.size // 128 * 128:] = 1 + rng.integers(0, 2 ** width, kept.size % 128)
+        columns[f"short{width}"] = (kept, tfs.astype(np.int32))
+    names = list(columns)
+    lengths = np.ones(n_docs, np.int64)
+    for doc_nums, tfs in columns.values():
+        np.add.at(lengths, doc_nums, np.minimum(tfs, 2 ** 20))
+    offsets = np.zeros(len(names) + 1, np.int64)
+    np.cumsum([columns[t][0].size for t in names], out=offsets[1:])
+    postings = Postings(names, offsets, np.concatenate([columns[t][0] for t in names]),
+                        np.concatenate([columns[t][1] for t in names]), np.minimum(lengths, 2 ** 30).astype(np.int32))
+    scorer = Scorer(postings, id_ranks([f"d{d}" for d in range(n_docs)]))
+    queries = [scorer.query_terms(["rare", term]) for term in names[1:]]
+    for k in (10, 40):
+        _assert_compiled_equals_numpy(scorer, queries, k, Params("lucene", 0.9, 0.4).resolved(), threads=2,
+                                      single=True)
+    read, blocks = _blocks_read(scorer, queries[:1], 10, Params("lucene", 0.9, 0.4).resolved())
+    assert read < blocks // 2, (read, blocks)  # 'every' read only where the rare term's documents are
+
+
 def _half_and_common(n_docs: int, high: int) -> tuple:
     """Every document holds 'common' (a tiny weight), every even one 'half' (so many that a search turns
     dense before 'common'), with lengths spread by filler words; with ``high``, the first ``high`` of the
