@@ -445,17 +445,24 @@ def _executing(run: str, dask_worker: Any) -> list[str]:
     return [str(task.key) for task in dask_worker.state.executing if run in str(task.key)]
 
 
-def _wait_idle(client: "Client", run: str, seconds: float = 60.0) -> None:
+def _wait_idle(client: "Client", run: str, seconds: float = 60.0, unreachable_s: float = 5.0) -> None:
     """Wait until no worker runs a task of build ``run`` (a task the client let go of still runs to its
-    end), for at most ``seconds``; an unreachable cluster ends the wait."""
+    end), for at most ``seconds``; a cluster that cannot be asked for ``unreachable_s`` in a row ends the
+    wait (while a killed worker is being replaced, asking can fail for a moment: that is no answer)."""
     import time
 
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    failing_since: float | None = None
+    while (now := time.monotonic()) < deadline:
         try:
             answers = client.run(_executing, run, on_error="return")
         except Exception:
-            return
+            failing_since = now if failing_since is None else failing_since
+            if now - failing_since >= unreachable_s:
+                return
+            time.sleep(0.05)
+            continue
+        failing_since = None
         if not any(isinstance(a, list) and a for a in answers.values()):
             return
         time.sleep(0.05)

@@ -27,6 +27,7 @@ MARKER = ".bm25lab-scratch"
 _PREFIX = "bm25lab-scratch-"
 _MAKING = "making-"  # after the prefix: a folder whose marker is being put in place
 _ATTEMPTS = 8  # makings another process may take away (as abandoned) before this one gives up
+_REMOVING = "-removing"  # after a folder's name while it is removed
 
 
 def is_scratch_name(name: str) -> bool:
@@ -128,7 +129,14 @@ class Scratch:
 
 
 def _remove(path: Path, fd: int) -> None:
+    # first renamed (still a scratch name, its marker still held), so that a writer who still uses the
+    # folder's path (a task of a cluster build that outlived its build) can add nothing to what is removed
+    gone = path.with_name(path.name + _REMOVING)
     try:
-        shutil.rmtree(path, ignore_errors=True)  # while the marker is still held: nobody races us
+        try:
+            os.rename(path, gone)
+        except OSError:
+            gone = path
+        shutil.rmtree(gone, ignore_errors=True)  # while the marker is still held: no other remover races us
     finally:
         os.close(fd)

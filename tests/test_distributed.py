@@ -298,7 +298,7 @@ def test_a_build_the_cluster_gives_up_on_fails_in_one_line_and_leaves_the_old_in
         assert snapshot(old) == before
         assert sorted(p.name for p in old.iterdir() if p.name.startswith(".")) == [".writer.journal", ".writer.lock"]
         assert storage.Journal(old).names() == []  # what the failed builds journaled was removed
-        assert not (tmp_path / "new").exists()
+        assert not (tmp_path / "new").exists(), sorted(map(str, (tmp_path / "new").rglob("*")))
     finally:
         strict.close()
         cluster.close()

@@ -535,6 +535,30 @@ def test_a_scratch_folder_taken_away_while_being_made_is_made_again(tmp_path: Pa
     live.cleanup()
 
 
+def test_a_writer_still_using_a_scratch_folder_adds_nothing_while_it_is_removed(tmp_path: Path, monkeypatch) -> None:
+    # a task of a cluster build may outlive its build and go on writing into the build's staging
+    # folder by its path while the build removes it: it must get an error, not leave a folder behind
+    from bm25lab.engine import scratch
+
+    live = scratch.Scratch(tmp_path)
+    (live.path / "shard-0").mkdir()
+    real_rmtree = scratch.shutil.rmtree
+    attempts = []
+
+    def rmtree_with_a_late_writer(path, **kwargs):
+        for late in (live.path / "shard-0" / "segment", live.path / "late"):
+            try:
+                late.mkdir()
+            except FileNotFoundError:
+                attempts.append(late.name)
+        return real_rmtree(path, **kwargs)
+
+    monkeypatch.setattr(scratch.shutil, "rmtree", rmtree_with_a_late_writer)
+    live.cleanup()
+    assert attempts == ["segment", "late"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_string_columns_from_python_strings_never_import_pandas(tmp_path: Path) -> None:
     # the column of an index's document ids (a run made from search results reads it) was made by
     # pa.array, which imports pandas where installed; made from the UTF-8 now, equal to pa.array's
