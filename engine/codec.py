@@ -229,9 +229,11 @@ def decode_numpy(blocks: Blocks, offsets: np.ndarray, lo: int, hi: int) -> tuple
 
 
 # ---------------------------------------------------------------------------------------- the door
-def encode(offsets: np.ndarray, doc_nums: np.ndarray, tfs: np.ndarray, doc_lengths: np.ndarray) -> Blocks:
+def encode(offsets: np.ndarray, doc_nums: np.ndarray, tfs: np.ndarray, doc_lengths: np.ndarray,
+           threads: int = 1) -> Blocks:
     """Postings (term offsets, documents ascending per term, frequencies >= 1) and the documents' lengths
-    as :class:`Blocks`: by the compiled core when it is built, else by numpy (the same bytes)."""
+    as :class:`Blocks`: by the compiled core when it is built (on ``threads`` threads, the terms shared out
+    by postings), else by numpy (the same bytes)."""
     core = kernels()
     if core is None:
         return encode_numpy(offsets, doc_nums, tfs, doc_lengths)
@@ -245,9 +247,10 @@ def encode(offsets: np.ndarray, doc_nums: np.ndarray, tfs: np.ndarray, doc_lengt
     last_docs = np.empty(n_blocks, dtype=np.int32)
     max_tf = np.empty(n_blocks, dtype=np.int64)
     min_length = np.empty(n_blocks, dtype=np.int64)
-    core.block_layout(offsets, starts, doc_nums, tfs, doc_lengths, positions, last_docs, max_tf, min_length)
-    data = np.zeros(int(positions[-1]) + PAD, dtype=np.uint8)
-    core.write_blocks(offsets, starts, doc_nums, tfs, positions, data)
+    core.block_layout(offsets, starts, doc_nums, tfs, doc_lengths, positions, last_docs, max_tf, min_length,
+                      threads=threads)
+    data = np.empty(int(positions[-1]) + PAD, dtype=np.uint8)  # every byte written
+    core.write_blocks(offsets, starts, doc_nums, tfs, positions, data, threads=threads)
     bound_codes, bound_pairs = _bound_codes(max_tf, min_length)
     return Blocks(last_docs, positions, data, bound_codes, bound_pairs, starts)
 

@@ -185,13 +185,13 @@ class Postings:
         return cls(terms, offsets, BlockColumn(blocks, offsets, 0), BlockColumn(blocks, offsets, 1), doc_lengths,
                    _blocks=blocks)
 
-    def blocks(self) -> Blocks:
-        """The postings in blocks (:mod:`bm25lab.engine.codec`), encoded when first asked for and kept
-        (two threads asking at once may both encode: the same blocks); mapped plain postings (an index
-        of format version 2) then let their pages go."""
+    def blocks(self, threads: int = 1) -> Blocks:
+        """The postings in blocks (:mod:`bm25lab.engine.codec`), encoded when first asked for (on
+        ``threads`` threads) and kept (two threads asking at once may both encode: the same blocks);
+        mapped plain postings (an index of format version 2) then let their pages go."""
         blocks = self._blocks
         if blocks is None:
-            blocks = encode(self.offsets, self.doc_nums, self.tfs, self.doc_lengths)
+            blocks = encode(self.offsets, self.doc_nums, self.tfs, self.doc_lengths, threads)
             object.__setattr__(self, "_blocks", blocks)
             release_pages(self.doc_nums)  # mapped plain postings (format version 2): searches read the blocks
             release_pages(self.tfs)

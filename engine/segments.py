@@ -184,7 +184,7 @@ def build_segment(docs: Iterable[DocLike], tokenizer: Tokenizer, *, workers: int
         builder = PostingsBuilder(chosen, vocabulary if pretokenized else None, analyse=tokenizer.tokenize,
                                   threads=worker_count(workers))
         segment = _build(batches, builder, seen, progress, workdir.path, names, builders)
-        chosen.built(segment.postings)
+        chosen.built(segment.postings, worker_count(workers))
         return BuiltSegment(segment, workdir)
     except BaseException:
         workdir.cleanup()

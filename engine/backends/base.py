@@ -61,8 +61,9 @@ class Backend(ABC):
     def code_point_order(self, strings: Sequence[str]) -> np.ndarray:
         """:func:`bm25lab.engine.selection.code_point_order`."""
 
-    def built(self, postings: Postings) -> None:
-        """A new segment's ``postings`` are built: made ready for this backend's searches (nothing here)."""
+    def built(self, postings: Postings, threads: int = 1) -> None:
+        """A new segment's ``postings`` are built: made ready for this backend's searches, on ``threads``
+        threads (nothing here)."""
 
     def __repr__(self) -> str:
         return f"<{self.name} backend>"

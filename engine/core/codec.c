@@ -9,12 +9,13 @@
  * 64-bit little-endian reads (the data's PAD zero bytes make a read past the last block safe).
  *
  * Python API (buffer protocol):
- *   block_layout(offsets, term_starts, doc_nums, tfs, doc_lengths, positions, last_docs, max_tf, min_length)
- *   write_blocks(offsets, term_starts, doc_nums, tfs, positions, data)
+ *   block_layout(offsets, term_starts, doc_nums, tfs, doc_lengths, positions, last_docs, max_tf, min_length, threads=1)
+ *   write_blocks(offsets, term_starts, doc_nums, tfs, positions, data, threads=1)
  *   decode_postings(offsets, term_starts, last_docs, positions, data, lo, hi, docs, tfs)
  */
 #include "codec.h"
 
+#include <pthread.h>
 #include <string.h>
 
 typedef uint32_t u32x4 __attribute__((vector_size(16)));
@@ -240,33 +241,42 @@ static void block_values(const BlockSpan *span, const int64_t *offsets, const in
 
 enum { L_OFFSETS, L_STARTS, L_DOC_NUMS, L_TFS, L_LENGTHS, L_POSITIONS, L_LAST_DOCS, L_MAX_TF, L_MIN_LENGTH, L_ARGS };
 
-/* Checks of the postings an encoder reads: offsets from 0, non-decreasing, to the postings' count;
- * term_starts the cumulative ceil(df / BLOCK); documents ascending within each term and in
- * [0, n_docs); frequencies >= 1. NULL, or what is wrong (no Python call: runs without the GIL). */
-static const char *check_postings(const int64_t *offsets, int64_t n_terms, const int64_t *starts, int64_t n_starts,
-                          const int32_t *doc_nums, const int32_t *tfs, int64_t n_postings, int64_t n_docs)
+/* Checks of the postings of terms t0:t1 an encoder reads (after check_layout): documents ascending within
+ * each term and in [0, n_docs); frequencies >= 1. NULL, or what is wrong (runs without the GIL). */
+static const char *check_terms(const int64_t *offsets, int64_t t0, int64_t t1, const int32_t *doc_nums,
+                               const int32_t *tfs, int64_t n_docs)
 {
-    const char *problem = NULL;
-    if (n_terms < 0)
-        problem = "offsets is empty";
-    else if (n_starts != n_terms + 1)
-        problem = "term_starts must hold one entry more than the terms";
-    else if (offsets[0] != 0 || offsets[n_terms] != n_postings || starts[0] != 0)
-        problem = "offsets must run from 0 to the number of postings";
-    for (int64_t t = 0; problem == NULL && t < n_terms; t++) {
-        const int64_t df = offsets[t + 1] - offsets[t];
-        if (df < 0)
-            problem = "offsets must be non-decreasing";
-        else if (starts[t + 1] - starts[t] != (df + BLOCK - 1) / BLOCK)
-            problem = "term_starts disagree with offsets";
-        for (int64_t p = offsets[t]; problem == NULL && p < offsets[t + 1]; p++) {
+    for (int64_t t = t0; t < t1; t++) {
+        for (int64_t p = offsets[t]; p < offsets[t + 1]; p++) {
             if (doc_nums[p] < 0 || doc_nums[p] >= n_docs || (p > offsets[t] && doc_nums[p] <= doc_nums[p - 1]))
-                problem = "documents must be ascending within a term and below the number of documents";
-            else if (tfs[p] < 1)
-                problem = "frequencies must be at least 1";
+                return "documents must be ascending within a term and below the number of documents";
+            if (tfs[p] < 1)
+                return "frequencies must be at least 1";
         }
     }
-    return problem;
+    return NULL;
+}
+
+/* Checks of what an encoder reads before any posting: offsets from 0, non-decreasing, to the postings'
+ * count; term_starts the cumulative ceil(df / BLOCK) (so every term's blocks are in place before the
+ * terms are shared out among threads). NULL, or what is wrong. */
+static const char *check_layout(const int64_t *offsets, int64_t n_terms, const int64_t *starts, int64_t n_starts,
+                                int64_t n_postings)
+{
+    if (n_terms < 0)
+        return "offsets is empty";
+    if (n_starts != n_terms + 1)
+        return "term_starts must hold one entry more than the terms";
+    if (offsets[0] != 0 || offsets[n_terms] != n_postings || starts[0] != 0)
+        return "offsets must run from 0 to the number of postings";
+    for (int64_t t = 0; t < n_terms; t++) {
+        const int64_t df = offsets[t + 1] - offsets[t];
+        if (df < 0)
+            return "offsets must be non-decreasing";
+        if (starts[t + 1] - starts[t] != (df + BLOCK - 1) / BLOCK)
+            return "term_starts disagree with offsets";
+    }
+    return NULL;
 }
 
 /* block j of term t (j in term_starts[t]:term_starts[t + 1]) */
@@ -276,11 +286,135 @@ static inline BlockSpan span_of(const int64_t *offsets, const int64_t *starts, i
     return (BlockSpan){t, first, (int)(left < BLOCK ? left : BLOCK)};
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* encoding on threads: the terms in parts of about equal postings                            */
+
+#define MAX_THREADS 64
+
+typedef struct Encoding Encoding;
+
+typedef struct {
+    Encoding *job;
+    int64_t t0, t1;     /* its terms */
+    const char *problem;
+    pthread_t thread;
+    int started;
+} EncodingPart;
+
+struct Encoding {
+    const int64_t *offsets, *starts;
+    const int32_t *doc_nums, *tfs, *lengths;
+    int64_t n_docs;
+    /* block_layout's outputs (positions: each block's size until the sums) or write_blocks' inputs */
+    int64_t *sizes;
+    const int64_t *positions;
+    int32_t *last_docs;
+    int64_t *max_tf, *min_length;
+    uint8_t *data;
+    void (*work)(EncodingPart *);
+    EncodingPart parts[MAX_THREADS];
+    int n_parts;
+};
+
+static void *encoding_thread(void *arg)
+{
+    EncodingPart *part = arg;
+    part->job->work(part);
+    return NULL;
+}
+
+/* Run job->work on every part, parts 1.. on threads and part 0 here (any part whose thread could not
+ * be started after it: the result is the same); returns the problem of the first part that has one. */
+static const char *run_encoding(Encoding *job, int64_t n_terms, int threads)
+{
+    const int64_t total = job->offsets[n_terms];
+    job->n_parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    int64_t t = 0;
+    for (int c = 0; c < job->n_parts; c++) { /* part c ends at the first term past (c + 1) / n of the postings */
+        const int64_t goal = total / job->n_parts * (c + 1) + (c + 1 == job->n_parts ? total % job->n_parts : 0);
+        int64_t t1 = t;
+        while (t1 < n_terms && (c + 1 == job->n_parts || job->offsets[t1] < goal))
+            t1++;
+        job->parts[c] = (EncodingPart){job, t, t1, NULL, 0, 0};
+        t = t1;
+    }
+    for (int c = 1; c < job->n_parts; c++)
+        job->parts[c].started = pthread_create(&job->parts[c].thread, NULL, encoding_thread, &job->parts[c]) == 0;
+    job->work(&job->parts[0]);
+    for (int c = 1; c < job->n_parts; c++) {
+        if (job->parts[c].started)
+            pthread_join(job->parts[c].thread, NULL);
+        else
+            job->work(&job->parts[c]);
+    }
+    for (int c = 0; c < job->n_parts; c++)
+        if (job->parts[c].problem != NULL)
+            return job->parts[c].problem;
+    return NULL;
+}
+
+/* block_layout of a part's terms: each block's size (in job->sizes, summed later), last document,
+ * largest frequency, smallest document length. */
+static void layout_part(EncodingPart *part)
+{
+    const Encoding *job = part->job;
+    part->problem = check_terms(job->offsets, part->t0, part->t1, job->doc_nums, job->tfs, job->n_docs);
+    if (part->problem != NULL)
+        return;
+    uint32_t gaps[BLOCK], freqs[BLOCK];
+    for (int64_t t = part->t0; t < part->t1; t++)
+    for (int64_t j = job->starts[t]; j < job->starts[t + 1]; j++) {
+        const BlockSpan span = span_of(job->offsets, job->starts, t, j);
+        int gw, tw;
+        block_values(&span, job->offsets, job->doc_nums, job->tfs, gaps, freqs, &gw, &tw);
+        job->sizes[j] = HEADER + section_bytes(span.n, gw) + section_bytes(span.n, tw);
+        int64_t tf_max = 0, length_min = INT64_MAX;
+        for (int i = 0; i < span.n; i++) {
+            const int64_t tf = job->tfs[span.first + i], length = job->lengths[job->doc_nums[span.first + i]];
+            tf_max = tf > tf_max ? tf : tf_max;
+            length_min = length < length_min ? length : length_min;
+        }
+        job->last_docs[j] = job->doc_nums[span.first + span.n - 1];
+        job->max_tf[j] = tf_max;
+        job->min_length[j] = length_min;
+    }
+}
+
+/* write_blocks of a part's terms: each block checked against its place in the layout, then packed. */
+static void write_part(EncodingPart *part)
+{
+    const Encoding *job = part->job;
+    part->problem = check_terms(job->offsets, part->t0, part->t1, job->doc_nums, job->tfs, INT32_MAX);
+    uint32_t gaps[BLOCK], freqs[BLOCK];
+    for (int64_t t = part->t0; part->problem == NULL && t < part->t1; t++)
+    for (int64_t j = job->starts[t]; j < job->starts[t + 1]; j++) {
+        const BlockSpan span = span_of(job->offsets, job->starts, t, j);
+        int gw, tw;
+        block_values(&span, job->offsets, job->doc_nums, job->tfs, gaps, freqs, &gw, &tw);
+        const int64_t size = HEADER + section_bytes(span.n, gw) + section_bytes(span.n, tw);
+        if (job->positions[j + 1] - job->positions[j] != size) {
+            part->problem = "positions and data disagree with the blocks";
+            break;
+        }
+        uint8_t *out = job->data + job->positions[j];
+        memset(out, 0, (size_t)size);
+        out[0] = (uint8_t)gw;
+        out[1] = (uint8_t)tw;
+        if (span.n == BLOCK) {
+            pack_full(gaps, gw, out + HEADER);
+            pack_full(freqs, tw, out + HEADER + section_bytes(BLOCK, gw));
+        } else {
+            pack_short(gaps, gw, span.n, out + HEADER);
+            pack_short(freqs, tw, span.n, out + HEADER + section_bytes(span.n, gw));
+        }
+    }
+}
+
 static PyObject *py_block_layout(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
     (void)self;
     static char *kwlist[] = {"offsets", "term_starts", "doc_nums", "tfs", "doc_lengths", "positions", "last_docs",
-                             "max_tf", "min_length", NULL};
+                             "max_tf", "min_length", "threads", NULL};
     Arg a[L_ARGS] = {
         [L_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
         [L_STARTS] = IN("term_starts", SIGNED, SIZE_8),
@@ -292,51 +426,43 @@ static PyObject *py_block_layout(PyObject *self, PyObject *pyargs, PyObject *kwa
         [L_MAX_TF] = OUT("max_tf", SIGNED, SIZE_8),
         [L_MIN_LENGTH] = OUT("min_length", SIGNED, SIZE_8),
     };
-    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOOOOO:block_layout", kwlist, &a[L_OFFSETS].obj,
+    int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOOOOO|i:block_layout", kwlist, &a[L_OFFSETS].obj,
                                      &a[L_STARTS].obj, &a[L_DOC_NUMS].obj, &a[L_TFS].obj, &a[L_LENGTHS].obj,
-                                     &a[L_POSITIONS].obj, &a[L_LAST_DOCS].obj, &a[L_MAX_TF].obj, &a[L_MIN_LENGTH].obj))
+                                     &a[L_POSITIONS].obj, &a[L_LAST_DOCS].obj, &a[L_MAX_TF].obj, &a[L_MIN_LENGTH].obj,
+                                     &threads))
         return NULL;
     if (acquire_args(a, L_ARGS) < 0)
         return NULL;
     const int64_t *offsets = BUF(a, L_OFFSETS, const int64_t), *starts = BUF(a, L_STARTS, const int64_t);
-    const int32_t *doc_nums = BUF(a, L_DOC_NUMS, const int32_t), *tfs = BUF(a, L_TFS, const int32_t);
-    const int32_t *lengths = BUF(a, L_LENGTHS, const int32_t);
     const int64_t n_terms = a[L_OFFSETS].n - 1, n_blocks = a[L_LAST_DOCS].n;
     if (a[L_TFS].n != a[L_DOC_NUMS].n) {
         release_args(a, L_ARGS);
         PyErr_SetString(PyExc_ValueError, "doc_nums and tfs differ in length");
         return NULL;
     }
-    int64_t *positions = BUF(a, L_POSITIONS, int64_t), *max_tf = BUF(a, L_MAX_TF, int64_t);
-    int64_t *min_length = BUF(a, L_MIN_LENGTH, int64_t);
-    int32_t *last_docs = BUF(a, L_LAST_DOCS, int32_t);
+    int64_t *positions = BUF(a, L_POSITIONS, int64_t);
+    Encoding job = {.offsets = offsets, .starts = starts, .doc_nums = BUF(a, L_DOC_NUMS, const int32_t),
+                    .tfs = BUF(a, L_TFS, const int32_t), .lengths = BUF(a, L_LENGTHS, const int32_t),
+                    .n_docs = a[L_LENGTHS].n, .sizes = positions, .last_docs = BUF(a, L_LAST_DOCS, int32_t),
+                    .max_tf = BUF(a, L_MAX_TF, int64_t), .min_length = BUF(a, L_MIN_LENGTH, int64_t),
+                    .work = layout_part};
     const char *problem;
     Py_BEGIN_ALLOW_THREADS
-    problem = check_postings(offsets, n_terms, starts, a[L_STARTS].n, doc_nums, tfs, a[L_DOC_NUMS].n, a[L_LENGTHS].n);
+    problem = check_layout(offsets, n_terms, starts, a[L_STARTS].n, a[L_DOC_NUMS].n);
     if (problem == NULL && (starts[n_terms] != n_blocks || a[L_POSITIONS].n != n_blocks + 1
                             || a[L_MAX_TF].n != n_blocks || a[L_MIN_LENGTH].n != n_blocks))
         problem = "the block arrays must hold one entry a block (positions one more)";
-    uint32_t gaps[BLOCK], freqs[BLOCK];
-    int64_t at = 0;
-    if (problem == NULL) {
-    for (int64_t t = 0; t < n_terms; t++)
-    for (int64_t j = starts[t]; j < starts[t + 1]; j++) {
-        const BlockSpan span = span_of(offsets, starts, t, j);
-        int gw, tw;
-        block_values(&span, offsets, doc_nums, tfs, gaps, freqs, &gw, &tw);
-        positions[j] = at;
-        at += HEADER + section_bytes(span.n, gw) + section_bytes(span.n, tw);
-        int64_t tf_max = 0, length_min = INT64_MAX;
-        for (int i = 0; i < span.n; i++) {
-            const int64_t tf = tfs[span.first + i], length = lengths[doc_nums[span.first + i]];
-            tf_max = tf > tf_max ? tf : tf_max;
-            length_min = length < length_min ? length : length_min;
+    if (problem == NULL)
+        problem = run_encoding(&job, n_terms, threads);
+    if (problem == NULL) { /* the sizes summed into the starts */
+        int64_t at = 0;
+        for (int64_t j = 0; j < n_blocks; j++) {
+            const int64_t size = positions[j];
+            positions[j] = at;
+            at += size;
         }
-        last_docs[j] = doc_nums[span.first + span.n - 1];
-        max_tf[j] = tf_max;
-        min_length[j] = length_min;
-    }
-    positions[n_blocks] = at;
+        positions[n_blocks] = at;
     }
     Py_END_ALLOW_THREADS
     release_args(a, L_ARGS);
@@ -352,7 +478,7 @@ enum { W_OFFSETS, W_STARTS, W_DOC_NUMS, W_TFS, W_POSITIONS, W_DATA, W_ARGS };
 static PyObject *py_write_blocks(PyObject *self, PyObject *pyargs, PyObject *kwargs)
 {
     (void)self;
-    static char *kwlist[] = {"offsets", "term_starts", "doc_nums", "tfs", "positions", "data", NULL};
+    static char *kwlist[] = {"offsets", "term_starts", "doc_nums", "tfs", "positions", "data", "threads", NULL};
     Arg a[W_ARGS] = {
         [W_OFFSETS] = IN("offsets", SIGNED, SIZE_8),
         [W_STARTS] = IN("term_starts", SIGNED, SIZE_8),
@@ -361,14 +487,14 @@ static PyObject *py_write_blocks(PyObject *self, PyObject *pyargs, PyObject *kwa
         [W_POSITIONS] = IN("positions", SIGNED, SIZE_8),
         [W_DATA] = OUT("data", UNSIGNED, SIZE_1),
     };
-    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOO:write_blocks", kwlist, &a[W_OFFSETS].obj,
+    int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(pyargs, kwargs, "OOOOOO|i:write_blocks", kwlist, &a[W_OFFSETS].obj,
                                      &a[W_STARTS].obj, &a[W_DOC_NUMS].obj, &a[W_TFS].obj, &a[W_POSITIONS].obj,
-                                     &a[W_DATA].obj))
+                                     &a[W_DATA].obj, &threads))
         return NULL;
     if (acquire_args(a, W_ARGS) < 0)
         return NULL;
     const int64_t *offsets = BUF(a, W_OFFSETS, const int64_t), *starts = BUF(a, W_STARTS, const int64_t);
-    const int32_t *doc_nums = BUF(a, W_DOC_NUMS, const int32_t), *tfs = BUF(a, W_TFS, const int32_t);
     const int64_t *positions = BUF(a, W_POSITIONS, const int64_t);
     uint8_t *data = BUF(a, W_DATA, uint8_t);
     const int64_t n_terms = a[W_OFFSETS].n - 1;
@@ -377,44 +503,25 @@ static PyObject *py_write_blocks(PyObject *self, PyObject *pyargs, PyObject *kwa
         PyErr_SetString(PyExc_ValueError, "doc_nums and tfs differ in length");
         return NULL;
     }
+    Encoding job = {.offsets = offsets, .starts = starts, .doc_nums = BUF(a, W_DOC_NUMS, const int32_t),
+                    .tfs = BUF(a, W_TFS, const int32_t), .positions = positions, .data = data, .work = write_part};
     const char *problem;
     Py_BEGIN_ALLOW_THREADS
-    problem = check_postings(offsets, n_terms, starts, a[W_STARTS].n, doc_nums, tfs, a[W_DOC_NUMS].n, INT32_MAX);
-    /* the layout block_layout gave: each block exactly as long as its widths make it */
+    problem = check_layout(offsets, n_terms, starts, a[W_STARTS].n, a[W_DOC_NUMS].n);
+    /* the layout block_layout gave: each block exactly as long as its widths make it (write_part) */
     const int64_t n_blocks = problem == NULL ? starts[n_terms] : 0;
     if (problem == NULL && (a[W_POSITIONS].n != n_blocks + 1 || positions[0] != 0
                             || a[W_DATA].n != positions[n_blocks] + PAD))
         problem = "positions and data disagree with the blocks";
-    uint32_t gaps[BLOCK], freqs[BLOCK];
-    for (int64_t t = 0; problem == NULL && t < n_terms; t++)
-    for (int64_t j = starts[t]; problem == NULL && j < starts[t + 1]; j++) {
-        const BlockSpan span = span_of(offsets, starts, t, j);
-        {
-            int gw, tw;
-            block_values(&span, offsets, doc_nums, tfs, gaps, freqs, &gw, &tw);
-            if (positions[j + 1] - positions[j] != HEADER + section_bytes(span.n, gw) + section_bytes(span.n, tw))
-                problem = "positions and data disagree with the blocks";
-        }
-    }
     if (problem == NULL) {
-    memset(data, 0, (size_t)a[W_DATA].n);
-    for (int64_t t = 0; t < n_terms; t++)
-    for (int64_t j = starts[t]; j < starts[t + 1]; j++) {
-        const BlockSpan span = span_of(offsets, starts, t, j);
-        int gw, tw;
-        block_values(&span, offsets, doc_nums, tfs, gaps, freqs, &gw, &tw);
-        uint8_t *out = data + positions[j];
-        out[0] = (uint8_t)gw;
-        out[1] = (uint8_t)tw;
-        if (span.n == BLOCK) {
-            pack_full(gaps, gw, out + HEADER);
-            pack_full(freqs, tw, out + HEADER + section_bytes(BLOCK, gw));
-        } else {
-            pack_short(gaps, gw, span.n, out + HEADER);
-            pack_short(freqs, tw, span.n, out + HEADER + section_bytes(span.n, gw));
-        }
+        for (int64_t j = 0; j < n_blocks && problem == NULL; j++) /* ascending: the parts write apart */
+            if (positions[j + 1] < positions[j])
+                problem = "positions and data disagree with the blocks";
     }
-    }
+    if (problem == NULL)
+        problem = run_encoding(&job, n_terms, threads);
+    if (problem == NULL)
+        memset(data + positions[n_blocks], 0, PAD);
     Py_END_ALLOW_THREADS
     release_args(a, W_ARGS);
     if (problem != NULL) {
@@ -518,10 +625,10 @@ static PyObject *py_decode_postings(PyObject *self, PyObject *pyargs, PyObject *
 
 PyMethodDef core_codec_methods[] = {
     METHOD(block_layout, "block_layout(offsets, term_starts, doc_nums, tfs, doc_lengths, positions, last_docs, max_tf, "
-                         "min_length) -> None\n\nEvery block's start in the data (positions, one more: the end), "
-                         "last document, largest frequency and smallest document length."),
-    METHOD(write_blocks, "write_blocks(offsets, term_starts, doc_nums, tfs, positions, data) -> None\n\nThe blocks "
-                         "packed into data (positions from block_layout; data their length plus the padding)."),
+                         "min_length, threads=1) -> None\n\nEvery block's start in the data (positions, one more: the "
+                         "end), last document, largest frequency and smallest document length."),
+    METHOD(write_blocks, "write_blocks(offsets, term_starts, doc_nums, tfs, positions, data, threads=1) -> None\n\nThe "
+                         "blocks packed into data (positions from block_layout; data their length plus the padding)."),
     METHOD(decode_postings, "decode_postings(offsets, term_starts, last_docs, positions, data, lo, hi, docs, tfs) -> "
                             "None\n\nThe documents and frequencies of postings lo:hi (only the blocks holding them); "
                             "ValueError for a damaged block."),

@@ -50,7 +50,7 @@ def postings_arrays(draw) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
 def test_the_core_writes_the_specifications_bytes_and_reads_back_every_posting(arrays, data) -> None:
     offsets, docs, tfs, lengths = arrays
     spec = codec.encode_numpy(offsets, docs, tfs, lengths)
-    core = codec.encode(offsets, docs, tfs, lengths)
+    core = codec.encode(offsets, docs, tfs, lengths, threads=data.draw(st.sampled_from([1, 2, 3, 5])))  # parts by postings
     for name in ("last_docs", "positions", "data", "bound_codes", "bound_pairs", "term_starts"):
         a, b = getattr(spec, name), getattr(core, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
@@ -87,8 +87,9 @@ def test_the_encoder_refuses_postings_it_cannot_store() -> None:
     for docs, tfs in ((np.array([1, 1, 2], np.int32), np.ones(3, np.int32)),   # not ascending
                       (np.array([1, 2, 12], np.int32), np.ones(3, np.int32)),  # past the documents
                       (np.array([1, 2, 3], np.int32), np.array([1, 0, 1], np.int32))):  # a zero frequency
-        with pytest.raises(ValueError):
-            codec.encode(offsets, docs, tfs, lengths)
+        for threads in (1, 2):
+            with pytest.raises(ValueError):
+                codec.encode(offsets, docs, tfs, lengths, threads=threads)
 
 
 def test_loaded_postings_decode_only_what_is_read(tmp_path: Path) -> None:
