@@ -80,7 +80,15 @@ def remove_abandoned(parent: Path) -> list[str]:
         if not is_scratch_name(entry.name) or not entry.is_dir(follow_symlinks=False):
             continue
         if held(Path(entry.path)) is False:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            # renamed first: a maker that goes on after the check (a making folder looks abandoned until
+            # its marker is locked) then fails and starts again, instead of losing what it writes next
+            # under its new name to this removal
+            gone = Path(entry.path).with_name(entry.name + _REMOVING)
+            try:
+                os.rename(entry.path, gone)
+            except OSError:
+                continue  # its maker renamed it meanwhile, or another remover took it
+            shutil.rmtree(gone, ignore_errors=True)
             removed.append(entry.name)
     return removed
 

@@ -559,6 +559,32 @@ def test_a_writer_still_using_a_scratch_folder_adds_nothing_while_it_is_removed(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_making_folder_taken_for_abandoned_is_out_of_its_makers_reach_while_it_is_emptied(tmp_path: Path,
+                                                                                             monkeypatch) -> None:
+    # two builds making scratch folders side by side: one sees the other's making folder before its
+    # marker is locked and takes it for abandoned; the maker, going on meanwhile, must find it gone (and
+    # start again) rather than rename it into use while it is being emptied (its files then vanish)
+    from bm25lab.engine import scratch
+
+    making = tmp_path / ".bm25lab-scratch-making-abc"
+    making.mkdir()
+    real_rmtree = scratch.shutil.rmtree
+    maker = []
+
+    def rmtree_while_the_maker_goes_on(path, **kwargs):
+        try:
+            os.rename(making, tmp_path / ".bm25lab-scratch-abc")  # the maker's next step
+            maker.append("renamed it into use")
+        except FileNotFoundError:
+            maker.append("found it gone")
+        return real_rmtree(path, **kwargs)
+
+    monkeypatch.setattr(scratch.shutil, "rmtree", rmtree_while_the_maker_goes_on)
+    assert scratch.remove_abandoned(tmp_path) == [making.name]
+    assert maker == ["found it gone"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_string_columns_from_python_strings_never_import_pandas(tmp_path: Path) -> None:
     # the column of an index's document ids (a run made from search results reads it) was made by
     # pa.array, which imports pandas where installed; made from the UTF-8 now, equal to pa.array's
