@@ -14,6 +14,10 @@ A folder is made under a name of its own, ``[.]bm25lab-scratch-making-<random>``
 scratch name once its marker is in it and locked, so that a process killed in between leaves no
 marker-less folder under a scratch name. A making folder whose marker (or the marker's ``.new``
 file, while it is being locked) nobody holds is abandoned too; its maker, if alive, starts again.
+
+A folder is removed (by its process, or as abandoned) by first renaming it to ``<name>-removing``, then
+emptying that: whoever still uses it by its old name (its maker going on, a task that outlived its
+build) gets an error instead of writing into what is being removed.
 """
 from __future__ import annotations
 
