@@ -301,6 +301,20 @@ def second_pass(stats: FeedbackStatistics, weights: Mapping[str, float], params:
     return _ranked(totals, k)
 
 
+def _batch(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: int, params: Params | None,
+           feedback: Feedback) -> tuple[int, Params, Feedback, list[str], list[list[str]]]:
+    """A feedback batch's arguments checked: k, the parameters (the index's when None), the feedback
+    resolved, the query ids and each query's tokens."""
+    from .searching import as_query_mapping, check_k
+
+    k = check_k(k)
+    params = index.params() if params is None else index._checked(params, {})  # type: ignore[attr-defined]
+    feedback = feedback.resolved()
+    queries = as_query_mapping(queries)
+    qids = list(queries)
+    return k, params, feedback, qids, list(index.tokenizer.tokenize_many(queries[q] for q in qids))
+
+
 def search_many(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: int = 1000,
                 params: Params | None = None, feedback: Feedback = Feedback()) -> Results:
     """Search every query of ``{qid: text}`` with feedback, the whole batch at once: the first pass as one
@@ -309,14 +323,7 @@ def search_many(index: Searcher, queries: Mapping[str, str] | Sequence[str], k: 
     weighted queries (:meth:`~bm25lab.engine.searching.Searcher.search_weighted`, the compiled kernels).
     The same results, bit for bit, as :func:`search_many_reference` (:func:`expand` and :func:`second_pass`
     query by query). Returns :class:`~bm25lab.engine.records.Results` in the queries' order."""
-    from .searching import as_query_mapping, check_k
-
-    k = check_k(k)
-    params = index.params() if params is None else index._checked(params, {})  # type: ignore[attr-defined]
-    feedback = feedback.resolved()
-    queries = as_query_mapping(queries)
-    qids = list(queries)
-    tokens = list(index.tokenizer.tokenize_many(queries[q] for q in qids))
+    k, params, feedback, qids, tokens = _batch(index, queries, k, params, feedback)
     if not qids:
         return index.search_weighted({}, k, params=params)
     first = index.search_tokens_many({str(i): t for i, t in enumerate(tokens)}, k=feedback.fb_docs, params=params)
@@ -349,14 +356,8 @@ def search_many_reference(index: Searcher, queries: Mapping[str, str] | Sequence
     statistic read through single-term searches (:class:`FeedbackStatistics`; ``stats``: one to share).
     The specification the tests hold :func:`search_many` to; far slower."""
     from .records import DocIds, Results
-    from .searching import as_query_mapping, check_k
 
-    k = check_k(k)
-    params = index.params() if params is None else index._checked(params, {})  # type: ignore[attr-defined]
-    feedback = feedback.resolved()
-    queries = as_query_mapping(queries)
-    qids = list(queries)
-    tokens = list(index.tokenizer.tokenize_many(queries[q] for q in qids))
+    k, params, feedback, qids, tokens = _batch(index, queries, k, params, feedback)
     stats = stats or FeedbackStatistics(index)
     ranked = [second_pass(stats, expand(index, t, params, feedback, stats), params, k) for t in tokens]
     ids = [doc for rows in ranked for doc, _ in rows]

@@ -331,7 +331,7 @@ static const char *run_encoding(Encoding *job, int64_t n_terms, int threads)
     job->n_parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
     int64_t t = 0;
     for (int c = 0; c < job->n_parts; c++) { /* part c ends at the first term past (c + 1) / n of the postings */
-        const int64_t goal = total / job->n_parts * (c + 1) + (c + 1 == job->n_parts ? total % job->n_parts : 0);
+        const int64_t goal = total / job->n_parts * (c + 1);
         int64_t t1 = t;
         while (t1 < n_terms && (c + 1 == job->n_parts || job->offsets[t1] < goal))
             t1++;
